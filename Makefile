@@ -1,0 +1,57 @@
+# afkit — the documented entry points. `make help` lists them.
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON  ?= python3
+VENV    ?= .venv
+TESTBED ?= bubblewrap
+export TESTBED
+AFKIT_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/afkit
+
+.PHONY: help deps venv lint unit bats fixture testbed testbed-down integration test demo bench clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+
+deps: ## install the host's Debian packages (idempotent)
+	@scripts/install-deps
+
+venv: deps $(VENV)/.afkit-stamp ## the project virtualenv in .venv
+
+$(VENV)/.afkit-stamp: pyproject.toml
+	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	@$(VENV)/bin/python -m pip install -q --upgrade pip
+	@$(VENV)/bin/python -m pip install -q -e '.[dev,workflow]'
+	@touch $@
+
+lint: venv ## shellcheck and ruff
+	@scripts/run-tests lint
+
+unit: venv ## pytest unit tests
+	@scripts/run-tests unit
+
+bats: venv ## bats tests of the shell scripts
+	@scripts/run-tests bats
+
+testbed: deps ## build (cached) and start the site-in-a-box testbed
+	@scripts/testbed build
+	@scripts/testbed up
+
+testbed-down: ## stop the testbed
+	@scripts/testbed down
+
+integration: venv ## integration tests inside the testbed (TESTBED=native: on this host)
+	@scripts/run-tests integration
+
+test: venv ## everything: lint, unit, bats, integration; ends with the counts
+	@scripts/run-tests
+
+demo: venv ## the main job on the embedded default
+	@scripts/demo
+
+bench: venv ## benchmarks (ratios against the reference tools, same machine, same run)
+	@scripts/bench
+
+clean: ## remove build outputs (not the caches in ~/.cache/afkit)
+	rm -rf build .pytest_cache .ruff_cache

@@ -1,0 +1,37 @@
+# shellcheck shell=bash
+# Shared helpers for afkit's shell scripts. Source it; do not run it.
+#
+# Exit codes (the same numbers as src/afkit/errors.py, documented in README "Exit codes"):
+#   0 ok, 1 a step failed, 2 usage error, 3 prerequisite missing, 4 refused (unsafe path),
+#   5 not found, 6 validation failed, 130 interrupted.
+
+# shellcheck disable=SC2034  # the constants are used by the scripts that source this file
+readonly AFKIT_EX_OK=0 AFKIT_EX_FAILURE=1 AFKIT_EX_USAGE=2 AFKIT_EX_PREREQ=3 \
+  AFKIT_EX_UNSAFE=4 AFKIT_EX_NOT_FOUND=5 AFKIT_EX_INVALID=6 AFKIT_EX_INTERRUPTED=130
+
+AFKIT_PROG=${AFKIT_PROG:-$(basename "${0:-afkit}")}
+
+# log MESSAGE... : progress to stderr, prefixed with the program name.
+log() { printf '%s: %s\n' "$AFKIT_PROG" "$*" >&2; }
+
+# warn MESSAGE...
+warn() { printf '%s: warning: %s\n' "$AFKIT_PROG" "$*" >&2; }
+
+# die CODE MESSAGE [HINT] : print an error (and what to do) and exit with CODE.
+die() {
+  local code=$1 msg=$2 hint=${3:-}
+  printf '%s: error: %s\n' "$AFKIT_PROG" "$msg" >&2
+  if [[ -n $hint ]]; then printf '%s: hint: %s\n' "$AFKIT_PROG" "$hint" >&2; fi
+  exit "$code"
+}
+
+# need_cmd CMD [HINT] : exit 3 unless CMD is on PATH.
+need_cmd() {
+  command -v "$1" >/dev/null 2>&1 || die "$AFKIT_EX_PREREQ" "'$1' not found on PATH" "${2:-install it and retry}"
+}
+
+# afkit_cache_dir : ${XDG_CACHE_HOME:-~/.cache}/afkit
+afkit_cache_dir() { printf '%s/afkit\n' "${XDG_CACHE_HOME:-$HOME/.cache}"; }
+
+# afkit_repo_root : the checkout this script lives in.
+afkit_repo_root() { (cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P); }

@@ -1,0 +1,3 @@
+"""afkit: the Analysis Facility toolkit."""
+
+__version__ = "0.1.0"

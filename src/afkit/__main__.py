@@ -1,0 +1,5 @@
+"""Allow ``python -m afkit``."""
+
+from afkit.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,9 @@
+"""``afkit bench disk``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def register(bsub: Any) -> None:
+    pass

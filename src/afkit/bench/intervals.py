@@ -1,0 +1,149 @@
+"""Per-second accounting of a benchmark client, and the sum of several clients.
+
+Work done (bytes, read calls, events) is counted in the wall-clock second (``int(time.time())``)
+in which the call *completed*. Seconds are stamped with wall-clock time so series of clients on
+different processes and nodes line up; a second in which nothing completed is recorded with zero
+bytes (a stall shows as a gap, it is not hidden). ``covered`` is the part of that second during
+which the client was running (below 1 only for its first and last second): the rate of a second
+is ``bytes / covered``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from afkit.bench.units import gbit_per_s, mbit_per_s
+
+Record = dict[str, Any]
+
+
+def _interval_record(t: int, nbytes: int, ops: int, events: int, covered: float) -> Record:
+    covered = round(min(max(covered, 0.0), 1.0), 6)
+    rec: Record = {"type": "interval", "t": t, "bytes": nbytes, "ops": ops}
+    if events:
+        rec["events"] = events
+        rec["events_per_s"] = round(events / covered, 3) if covered > 0 else 0.0
+    rec["covered"] = covered
+    rec["gbps"] = round(gbit_per_s(nbytes, covered), 6)
+    rec["mbps"] = round(mbit_per_s(nbytes, covered), 3)
+    return rec
+
+
+@dataclass
+class IntervalCounter:
+    """Counts work per wall-clock second and hands each finished second to ``emit``."""
+
+    emit: Callable[[Record], None]
+    start: float = 0.0
+    _sec: int = 0
+    _bytes: int = 0
+    _ops: int = 0
+    _events: int = 0
+    total_bytes: int = 0
+    total_ops: int = 0
+    total_events: int = 0
+    end: float = 0.0
+    records: list[Record] = field(default_factory=list)
+
+    def begin(self, now: float) -> None:
+        self.start = self.end = now
+        self._sec = int(now)
+
+    def _flush(self, upto: float) -> None:
+        lo = max(self.start, float(self._sec))
+        hi = min(upto, float(self._sec + 1))
+        rec = _interval_record(self._sec, self._bytes, self._ops, self._events, hi - lo)
+        self.records.append(rec)
+        self.emit(rec)
+        self._bytes = self._ops = self._events = 0
+
+    def add(self, now: float, nbytes: int, ops: int = 1, events: int = 0) -> None:
+        """Account work that completed at wall-clock time ``now``."""
+        sec = int(now)
+        while sec > self._sec:  # close the current second and any empty ones skipped over
+            self._flush(now)
+            self._sec += 1
+        self._bytes += nbytes
+        self._ops += ops
+        self._events += events
+        self.total_bytes += nbytes
+        self.total_ops += ops
+        self.total_events += events
+        self.end = now
+
+    def finish(self, now: float) -> None:
+        """Close the last (partial) second; ``now`` is the end of the run.
+
+        A run ending exactly on a second boundary does not get an empty extra second.
+        """
+        self.add(now, 0, 0)
+        self.end = now
+        if now > self._sec or not self.records:
+            self._flush(now)
+
+    @property
+    def seconds(self) -> float:
+        return max(self.end - self.start, 0.0)
+
+
+def sum_series(series: Iterable[Iterable[Record]]) -> list[Record]:
+    """Sum several clients' interval records second by second (aligned on ``t``).
+
+    Clients that start late or end early simply contribute to fewer seconds; ``clients`` says
+    how many contributed to each second. The rate of a second is the summed bytes over the
+    largest ``covered`` of its clients.
+    """
+    acc: dict[int, dict[str, float]] = {}
+    for records in series:
+        for rec in records:
+            if rec.get("type") != "interval":
+                continue
+            slot = acc.setdefault(
+                int(rec["t"]), {"bytes": 0, "ops": 0, "events": 0, "clients": 0, "covered": 0.0}
+            )
+            slot["bytes"] += int(rec["bytes"])
+            slot["ops"] += int(rec.get("ops", 0))
+            slot["events"] += int(rec.get("events", 0))
+            slot["clients"] += int(rec.get("clients", 1))
+            slot["covered"] = max(slot["covered"], float(rec.get("covered", 1.0)))
+    out = []
+    for t in sorted(acc):
+        slot = acc[t]
+        rec = _interval_record(t, int(slot["bytes"]), int(slot["ops"]), int(slot["events"]), slot["covered"])
+        rec["clients"] = int(slot["clients"])
+        out.append(rec)
+    return out
+
+
+def series_summary(records: list[Record]) -> Record:
+    """Totals of a (summed) series: bytes, span, mean rate, and the steady-state rate.
+
+    The steady state is every full second (``covered == 1``) in which the largest number of
+    clients ran at once; it excludes ramp-up and ramp-down.
+    """
+    intervals = [r for r in records if r.get("type") == "interval"]
+    if not intervals:
+        return {"bytes": 0, "seconds": 0.0, "gbps": 0.0, "steady_seconds": 0, "steady_gbps": 0.0}
+    total = sum(int(r["bytes"]) for r in intervals)
+    events = sum(int(r.get("events", 0)) for r in intervals)
+    seconds = sum(float(r.get("covered", 1.0)) for r in intervals)
+    top = max(int(r.get("clients", 1)) for r in intervals)
+    steady = [r for r in intervals if int(r.get("clients", 1)) == top and float(r.get("covered", 1)) >= 1.0]
+    steady_bytes = sum(int(r["bytes"]) for r in steady)
+    out: Record = {
+        "bytes": total,
+        "seconds": round(seconds, 6),
+        "gbps": round(gbit_per_s(total, seconds), 6),
+        "first_t": intervals[0]["t"],
+        "last_t": intervals[-1]["t"],
+        "max_clients": top,
+        "steady_seconds": len(steady),
+        "steady_gbps": round(gbit_per_s(steady_bytes, len(steady)), 6),
+        "peak_gbps": max(float(r["gbps"]) for r in intervals),
+    }
+    if events:
+        out["events"] = events
+        out["events_per_s"] = round(events / seconds, 3) if seconds else 0.0
+    return out

@@ -1,0 +1,105 @@
+"""N read clients as separate processes, released together by a barrier, and their sum.
+
+Each client is its own process (``spawn``: no state shared with the parent) and reads its own
+files, so no client profits from another's page cache. All clients open their files first, then
+wait on one barrier and start measuring at the same instant. The per-client results are summed
+second by second (:func:`afkit.bench.intervals.sum_series`).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from afkit.bench.intervals import Record, series_summary, sum_series
+from afkit.bench.readbench import ReadConfig, run_read
+from afkit.bench.records import JsonlWriter, provenance, read_jsonl
+from afkit.errors import AfkitError, ExitCode, UsageError
+
+BARRIER_TIMEOUT = 120.0
+
+
+def split_files(files: list[str], clients: int) -> list[list[str]]:
+    """Client ``i`` gets files ``i, i+N, i+2N, ...``: every client a different file."""
+    if clients < 1:
+        raise UsageError(f"the number of clients must be >= 1, got {clients}")
+    if len(files) < clients:
+        raise UsageError(
+            f"{clients} clients need at least {clients} different files, got {len(files)}",
+            hint="give one file per client, e.g. made with 'afkit bench gen random --copies N'",
+        )
+    if len(set(files)) != len(files):
+        raise UsageError("the same file is given twice: clients would share its page cache")
+    return [files[i::clients] for i in range(clients)]
+
+
+def client_path(outdir: Path, index: int) -> Path:
+    return outdir / f"client-{index:03d}.jsonl"
+
+
+def _client_main(index: int, cfg: ReadConfig, path: str, barrier: Any) -> None:
+    def wait() -> None:
+        barrier.wait(timeout=BARRIER_TIMEOUT)
+
+    try:
+        with JsonlWriter(path) as writer:
+            summary = run_read(cfg, writer, barrier=wait)
+            summary["client"] = index
+            summary["provenance"] = provenance(cfg.args | {"client": index})
+            writer.write(summary)
+    except threading.BrokenBarrierError:
+        print(f"afkit bench: client {index}: another client failed before the start", file=sys.stderr)
+        Path(path).unlink(missing_ok=True)
+        sys.exit(int(ExitCode.FAILURE))
+    except AfkitError as err:
+        barrier.abort()
+        print(f"afkit: error: client {index}: {err}", file=sys.stderr)
+        if err.hint:
+            print(f"afkit: hint: {err.hint}", file=sys.stderr)
+        Path(path).unlink(missing_ok=True)
+        sys.exit(int(err.code))
+    except BaseException:
+        barrier.abort()
+        raise
+    sys.exit(0 if summary["status"] == "ok" else int(ExitCode.FAILURE))
+
+
+def run_multi(configs: list[ReadConfig], outdir: Path) -> tuple[int, list[Record]]:
+    """Run one process per config; return (exit code, per-client summaries)."""
+    outdir.mkdir(parents=True, exist_ok=True)
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(len(configs))
+    procs = []
+    for i, cfg in enumerate(configs):
+        proc = ctx.Process(target=_client_main, args=(i, cfg, str(client_path(outdir, i)), barrier))
+        proc.start()
+        procs.append(proc)
+    codes = []
+    for proc in procs:
+        proc.join()
+        codes.append(proc.exitcode or 0)
+    failed = [c for c in codes if c != 0]
+    summaries = []
+    for i in range(len(configs)):
+        path = client_path(outdir, i)
+        if path.is_file():
+            summaries.extend(r for r in read_jsonl(path) if r.get("type") == "summary")
+    # the first real error (not the "another client failed" knock-on) decides the exit code
+    code = next((c for c in failed if c != int(ExitCode.FAILURE)), failed[0] if failed else 0)
+    return code, summaries
+
+
+def write_sum(outputs: list[Path], dest: Path, kind: str, extra: dict[str, Any]) -> Record:
+    """Sum the interval records of ``outputs`` into ``dest`` (intervals, then one summary)."""
+    series = [read_jsonl(p) for p in outputs]
+    summed = sum_series(series)
+    summary: Record = {"type": "summary", "kind": kind, **series_summary(summed), **extra}
+    summary["inputs"] = [str(p) for p in outputs]
+    with JsonlWriter(dest) as out:
+        for rec in summed:
+            out.write(rec)
+        out.write(summary)
+    return summary

@@ -1,0 +1,175 @@
+"""The read benchmark: issue a plan's requests against files and count bytes per second."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from afkit.bench.intervals import IntervalCounter, Record
+from afkit.bench.offsets import BlockPlan, Request
+from afkit.bench.records import JsonlWriter, utc_iso
+from afkit.bench.sources import ReadError, Source, open_source
+from afkit.bench.units import gbit_per_s, human_bytes
+
+
+class Plan(Protocol):
+    def requests(self, size: int) -> Iterator[Request]: ...
+
+
+@dataclass
+class ReadConfig:
+    urls: list[str]
+    plan: Plan
+    duration: float | None = None
+    reconnect_timeout: float = 10.0
+    trace_out: Path | None = None
+    args: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _FileState:
+    url: str
+    size: int = 0
+    bytes_read: int = 0
+    source: Source | None = None
+
+
+def _note(writer: JsonlWriter, message: str, **extra: Any) -> None:
+    print(f"afkit bench: {message}", file=sys.stderr)
+    writer.write({"type": "note", "t": round(time.time(), 3), "message": message, **extra})
+
+
+def _reconnect(state: _FileState, timeout: float, opener: Callable[[str], Source]) -> bool:
+    """Reopen ``state.url`` until ``timeout`` seconds have passed; True when it is back."""
+    if state.source is not None:
+        state.source.close()
+        state.source = None
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            state.source = opener(state.url)
+            return True
+        except Exception:
+            time.sleep(0.5)
+    return False
+
+
+def run_read(
+    cfg: ReadConfig,
+    writer: JsonlWriter,
+    *,
+    barrier: Callable[[], None] | None = None,
+    opener: Callable[[str], Source] = open_source,
+) -> Record:
+    """Run the benchmark, writing interval records as they finish; return the summary."""
+    files = [_FileState(url) for url in cfg.urls]
+    t_open = time.time()
+    for state in files:
+        state.source = opener(state.url)
+        state.size = state.source.size
+        block = getattr(cfg.plan, "block", None)
+        if isinstance(cfg.plan, BlockPlan) and block and state.size < block:
+            _note(
+                writer,
+                f"{state.url} holds {state.size} bytes, less than one block ({block}): reading what there is",
+                url=state.url,
+                size=state.size,
+            )
+    open_seconds = time.time() - t_open
+    if barrier is not None:
+        barrier()
+    counter = IntervalCounter(writer.write)
+    trace: list[tuple[float, int, int]] = []
+    errors: list[Record] = []
+    ended_by = "end-of-data"
+    now = time.time()
+    counter.begin(now)
+    deadline = now + cfg.duration if cfg.duration else float("inf")
+    want_trace = cfg.trace_out is not None
+    try:
+        for state in files:
+            for request in cfg.plan.requests(state.size):
+                while True:
+                    src = state.source
+                    assert src is not None
+                    try:
+                        if len(request) == 1:
+                            n = src.read(request[0][0], request[0][1])
+                        else:
+                            n = src.vector_read(request)
+                        break
+                    except ReadError as err:
+                        t_err = time.time()
+                        counter.add(t_err, 0, 0)
+                        rec = {"type": "error", "t": round(t_err, 3), "url": state.url, "message": str(err)}
+                        writer.write(rec)
+                        print(f"afkit bench: {err}; reconnecting", file=sys.stderr)
+                        back = _reconnect(state, cfg.reconnect_timeout, opener)
+                        t_back = time.time()
+                        rec = {
+                            "type": "gap",
+                            "t": round(t_err, 3),
+                            "seconds": round(t_back - t_err, 3),
+                            "url": state.url,
+                            "recovered": back,
+                        }
+                        writer.write(rec)
+                        errors.append(rec)
+                        if not back:
+                            raise
+                now = time.time()
+                counter.add(now, n, len(request))
+                state.bytes_read += n
+                if want_trace:
+                    trace.extend((now, off, ln) for off, ln in request)
+                if now >= deadline:
+                    ended_by = "duration"
+                    break
+            if ended_by == "duration":
+                break
+    except ReadError as err:
+        ended_by = "error"
+        failure = str(err)
+    else:
+        failure = ""
+    finally:
+        end = time.time()
+        counter.finish(end)
+        for state in files:
+            if state.source is not None:
+                state.source.close()
+    summary: Record = {
+        "type": "summary",
+        "kind": "read",
+        "status": "failed" if failure else "ok",
+        "ended_by": ended_by,
+        "bytes": counter.total_bytes,
+        "ops": counter.total_ops,
+        "seconds": round(counter.seconds, 6),
+        "gbps": round(gbit_per_s(counter.total_bytes, counter.seconds), 6),
+        "start": utc_iso(counter.start),
+        "end": utc_iso(end),
+        "open_seconds": round(open_seconds, 6),
+        "files": [{"url": s.url, "size": s.size, "bytes_read": s.bytes_read} for s in files],
+        "gaps": errors,
+    }
+    if failure:
+        summary["error"] = failure
+    if cfg.trace_out is not None:
+        _write_trace(cfg.trace_out, trace)
+    print(
+        f"afkit bench: read {human_bytes(counter.total_bytes)} in {counter.seconds:.2f} s: "
+        f"{summary['gbps']:.3f} Gbit/s ({ended_by})",
+        file=sys.stderr,
+    )
+    return summary
+
+
+def _write_trace(path: Path, trace: list[tuple[float, int, int]]) -> None:
+    with JsonlWriter(path) as out:
+        for t, offset, length in trace:
+            out.write({"time": round(t, 6), "offset": offset, "length": length})

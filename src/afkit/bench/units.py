@@ -1,0 +1,56 @@
+"""Parse and format byte sizes and rates the same way in every benchmark."""
+
+from __future__ import annotations
+
+import re
+
+from afkit.errors import UsageError
+
+_UNITS: dict[str, int] = {
+    "": 1,
+    "b": 1,
+    "k": 1024,
+    "kib": 1024,
+    "m": 1024**2,
+    "mib": 1024**2,
+    "g": 1024**3,
+    "gib": 1024**3,
+    "t": 1024**4,
+    "tib": 1024**4,
+    "kb": 1000,
+    "mb": 1000**2,
+    "gb": 1000**3,
+    "tb": 1000**4,
+}
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_size(text: str, *, what: str = "size") -> int:
+    """``"8MiB"`` → 8388608. ``K/M/G`` and ``KiB/MiB/GiB`` are binary, ``kB/MB/GB`` decimal."""
+    match = _SIZE_RE.match(str(text))
+    unit = match.group(2).lower() if match else ""
+    if not match or unit not in _UNITS:
+        raise UsageError(
+            f"invalid {what} '{text}'",
+            hint="give a number of bytes with an optional unit: 4096, 512k, 8MiB, 1GiB, 10MB",
+        )
+    value = float(match.group(1)) * _UNITS[unit]
+    return int(value)
+
+
+def gbit_per_s(nbytes: float, seconds: float) -> float:
+    """Throughput in Gbit/s (10^9 bits per second); 0 for an empty interval."""
+    return nbytes * 8 / 1e9 / seconds if seconds > 0 else 0.0
+
+
+def mbit_per_s(nbytes: float, seconds: float) -> float:
+    """Throughput in Mbit/s (10^6 bits per second)."""
+    return nbytes * 8 / 1e6 / seconds if seconds > 0 else 0.0
+
+
+def human_bytes(nbytes: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(nbytes) < 1024:
+            return f"{nbytes:.1f} {unit}" if unit != "B" else f"{int(nbytes)} B"
+        nbytes /= 1024
+    return f"{nbytes:.1f} TiB"

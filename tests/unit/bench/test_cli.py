@@ -1,0 +1,71 @@
+"""``afkit bench`` command lines: outputs, exit codes, the host monitor."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from afkit import cli
+from afkit.bench.records import read_jsonl
+from afkit.errors import ExitCode
+
+
+def test_read_writes_intervals_summary_and_monitor(tmp_path: Path, pattern_file: Path) -> None:
+    out = tmp_path / "r.jsonl"
+    assert cli.main(["bench", "read", str(pattern_file), "--block", "4k", "-o", str(out)]) == 0
+    recs = read_jsonl(out)
+    summary = recs[-1]
+    assert summary["type"] == "summary" and summary["bytes"] == pattern_file.stat().st_size
+    prov = summary["provenance"]
+    assert prov["afkit_version"] and prov["host"] and prov["args"]["block"] == "4k"
+    assert summary["monitor"]["file"].endswith("r.monitor.jsonl")
+    assert (tmp_path / "r.monitor.jsonl").is_file()
+
+
+def test_monitor_samples_each_interval(tmp_path: Path) -> None:
+    import time
+
+    from afkit.bench.monitor import HostMonitor
+
+    path = tmp_path / "m.jsonl"
+    with HostMonitor(path, interval=0.1) as mon:
+        time.sleep(0.5)
+    recs = read_jsonl(path)
+    assert mon.samples == len(recs) >= 1
+    rec = recs[0]
+    for key in ("cpu_percent", "load", "net_recv_bps", "net_sent_bps"):
+        assert key in rec
+
+
+@pytest.mark.parametrize(
+    ("argv", "code"),
+    [
+        (["bench", "read", "/nonexistent/file"], ExitCode.NOT_FOUND),
+        (["bench", "read", "--block", "huge", "x"], ExitCode.USAGE),
+        (["bench", "read", "--duration", "0", "x"], ExitCode.USAGE),
+        (["bench", "read", "--replay", "/nonexistent.csv", "x"], ExitCode.NOT_FOUND),
+        (["bench", "analysis", "-b", "x", "/nonexistent.root"], ExitCode.NOT_FOUND),
+    ],
+)
+def test_bad_input_exit_codes(argv: list[str], code: int, tmp_path: Path) -> None:
+    assert cli.main([*argv, "--no-monitor", "-o", str(tmp_path / "o.jsonl")]) == code
+    assert not (tmp_path / "o.jsonl").exists(), "a result file was left for a run that measured nothing"
+
+
+def test_root_url_without_bindings_is_a_prereq_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "XRootD", None)
+    assert cli.main(["bench", "read", "--no-monitor", "root://127.0.0.1:1//x"]) == ExitCode.PREREQ
+
+
+def test_replay_of_a_trace(tmp_path: Path, pattern_file: Path) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text("offset,length\n0,100\n5000,200\n")
+    out = tmp_path / "o.jsonl"
+    assert (
+        cli.main(["bench", "read", "--no-monitor", "--replay", str(trace), "-o", str(out), str(pattern_file)])
+        == 0
+    )
+    assert read_jsonl(out)[-1]["bytes"] == 300

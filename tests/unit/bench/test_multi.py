@@ -1,0 +1,81 @@
+"""The multi-client runner (real processes on local files) and the merge of results."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from afkit import cli
+from afkit.bench.multi import split_files
+from afkit.bench.records import read_jsonl
+from afkit.errors import ExitCode, UsageError
+
+
+def test_split_gives_every_client_different_files() -> None:
+    assert split_files(["a", "b", "c", "d", "e"], 2) == [["a", "c", "e"], ["b", "d"]]
+    with pytest.raises(UsageError):
+        split_files(["a"], 2)
+    with pytest.raises(UsageError):
+        split_files(["a", "a"], 2)
+    with pytest.raises(UsageError):
+        split_files(["a"], 0)
+
+
+def test_three_clients_are_released_together_and_summed(tmp_path: Path, pattern_file: Path) -> None:
+    files = []
+    for i in range(3):
+        dest = tmp_path / f"copy{i}.bin"
+        shutil.copyfile(pattern_file, dest)
+        files.append(str(dest))
+    outdir = tmp_path / "run"
+    code = cli.main(["bench", "multi", "-n", "3", "--outdir", str(outdir), "--block", "64k", *files])
+    assert code == 0
+    size = pattern_file.stat().st_size
+    clients = [read_jsonl(outdir / f"client-{i:03d}.jsonl") for i in range(3)]
+    summaries = [c[-1] for c in clients]
+    assert [s["bytes"] for s in summaries] == [size] * 3
+    assert sorted(s["client"] for s in summaries) == [0, 1, 2]
+    assert {s["files"][0]["url"] for s in summaries} == set(files)
+    starts = [min(r["t"] for r in c if r["type"] == "interval") for c in clients]
+    assert max(starts) - min(starts) <= 1, "clients were not released together"
+    summed = read_jsonl(outdir / "sum.jsonl")
+    assert summed[-1]["type"] == "summary" and summed[-1]["bytes"] == 3 * size
+    assert sum(r["bytes"] for r in summed if r["type"] == "interval") == 3 * size
+    assert (outdir / "monitor.jsonl").is_file()
+
+
+def test_a_client_that_cannot_open_stops_all_with_its_code(tmp_path: Path, pattern_file: Path) -> None:
+    outdir = tmp_path / "run"
+    code = cli.main(
+        [
+            "bench",
+            "multi",
+            "-n",
+            "2",
+            "--outdir",
+            str(outdir),
+            "--no-monitor",
+            str(pattern_file),
+            "/nonexistent",
+        ]
+    )
+    assert code == ExitCode.NOT_FOUND
+    assert not list(outdir.glob("client-*.jsonl")) and not (outdir / "sum.jsonl").exists()
+
+
+def test_merge_sums_series_of_several_nodes(tmp_path: Path) -> None:
+    a = tmp_path / "a.jsonl"
+    b = tmp_path / "b.jsonl"
+    a.write_text('{"type":"interval","t":10,"bytes":5,"covered":1.0}\n{"type":"summary","bytes":5}\n')
+    b.write_text('{"type":"interval","t":10,"bytes":1,"covered":1.0}\n{"type":"interval","t":11,"bytes":2}\n')
+    out = tmp_path / "m.jsonl"
+    assert cli.main(["bench", "merge", "-o", str(out), str(a), str(b)]) == 0
+    recs = read_jsonl(out)
+    assert [(r["t"], r["bytes"], r["clients"]) for r in recs[:-1]] == [(10, 6, 2), (11, 2, 1)]
+    assert recs[-1]["kind"] == "merge" and recs[-1]["bytes"] == 8
+
+
+def test_merge_of_a_missing_file_is_not_found(tmp_path: Path) -> None:
+    assert cli.main(["bench", "merge", "-o", str(tmp_path / "m"), str(tmp_path / "x")]) == ExitCode.NOT_FOUND

@@ -1,0 +1,219 @@
+#!/usr/bin/env bats
+# tests/fixtures/mkcvmfs: the generated CVMFS fixture repositories (alice.cern.ch, sft.cern.ch).
+
+bats_require_minimum_version 1.5.0
+
+MKCVMFS="$BATS_TEST_DIRNAME/../fixtures/mkcvmfs"
+
+setup_file() {
+  export FIX="$BATS_FILE_TMPDIR/cvmfs"
+  "$MKCVMFS" --out "$FIX" --quiet
+}
+
+# modcmd ARGS... : run Environment Modules' modulecmd (the host has environment-modules).
+modcmd() {
+  if [[ -f /usr/lib/x86_64-linux-gnu/modulecmd.tcl ]]; then
+    tclsh /usr/lib/x86_64-linux-gnu/modulecmd.tcl "$@"
+  else
+    modulecmd "$@"
+  fi
+}
+
+# load_code ARCH MODULE : the shell code that loads MODULE from the fixture's ARCH tree.
+load_code() {
+  MODULEPATH="$FIX/alice.cern.ch/$1/Modules/modulefiles" modcmd bash load "$2"
+}
+
+inode() { stat -c %i "$1"; }
+
+@test "mkcvmfs --help documents the options and exit codes" {
+  run "$MKCVMFS" --help
+  [ "$status" -eq 0 ]
+  [[ $output == *--out* && $output == *--repos* && $output == *--size-mb* && $output == *--force* ]]
+  [[ $output == *"Exit codes"* ]]
+}
+
+@test "mkcvmfs: a bad option or repository is a usage error (exit 2)" {
+  run "$MKCVMFS" --no-such-option
+  [ "$status" -eq 2 ]
+  run "$MKCVMFS" --out "$BATS_TEST_TMPDIR/x" --repos cms.cern.ch
+  [ "$status" -eq 2 ]
+  [[ $output == *"unknown repository cms.cern.ch"* ]]
+  [ ! -e "$BATS_TEST_TMPDIR/x" ]
+  run "$MKCVMFS" --size-mb -3
+  [ "$status" -eq 2 ]
+}
+
+@test "alice.cern.ch: both architectures have Modules, Packages and the toolchain area" {
+  local a=$FIX/alice.cern.ch arch
+  for arch in el9-x86_64 el7-x86_64; do
+    [ -f "$a/$arch/Modules/modulefiles/BASE/1.0" ]
+    [ -f "$a/$arch/Modules/modulefiles/AliPhysics/vAN-20201018_ROOT6-1" ]
+    [ -x "$a/$arch/Packages/AliPhysics/vAN-20201018_ROOT6-1/bin/aliphysics-check" ]
+    [ -f "$a/$arch/Packages/AliPhysics/vAN-20201018_ROOT6-1/etc/modulefiles/AliPhysics" ]
+    [ -L "$a/etc/toolchain/modulefiles/$arch/grid-base-packages/default" ]
+    [ -f "$a/etc/toolchain/modulefiles/$arch/grid-base-packages/default" ] # the link resolves
+  done
+  [ -L "$a/etc/toolchain/modulefiles/el9-x86_64/Toolchain/GCC-v13.2.0" ]
+  [ -f "$a/el9-x86_64/Modules/modulefiles/O2Physics/daily-20250401-0000-1" ]
+  [ -f "$a/el9-x86_64/Modules/modulefiles/AliPhysics/vAN-20250401_ROOT6-1" ]
+  [ -f "$a/el9-x86_64/Modules/modulefiles/AliPhysics/vAN-20250402_ROOT6-1" ]
+  # an old tag published for el7 only
+  [ -f "$a/el7-x86_64/Modules/modulefiles/AliPhysics/vAN-20190101_ROOT6-1" ]
+  [ ! -e "$a/el9-x86_64/Modules/modulefiles/AliPhysics/vAN-20190101_ROOT6-1" ]
+  [ -x "$a/bin/alienv" ]
+}
+
+@test "alice.cern.ch: programs and libraries are ELF with DT_NEEDED across packages and no rpath" {
+  local p=$FIX/alice.cern.ch/el9-x86_64/Packages
+  run readelf -d "$p/AliPhysics/vAN-20201018_ROOT6-1/bin/aliphysics-check"
+  [ "$status" -eq 0 ]
+  [[ $output == *"[libPWGPP.so]"* && $output == *"[libSTEERBase.so]"* ]]
+  [[ $output == *"[libCore.so]"* && $output == *"[libgcctoolchain.so]"* ]]
+  [[ $output != *RPATH* && $output != *RUNPATH* ]]
+  run readelf -d "$p/AliRoot/v5-09-59-1/lib/libSTEERBase.so"
+  [[ $output == *"[libCore.so]"* && $output == *"[libgridbase.so]"* ]]
+  [[ $output != *RPATH* && $output != *RUNPATH* ]]
+}
+
+@test "module load AliPhysics sets the ALICE environment and aliphysics-check runs" {
+  local code
+  code=$(load_code el9-x86_64 AliPhysics/vAN-20201018_ROOT6-1)
+  [[ $code != *"test 0 = 1"* ]]
+  eval "$code"
+  local p=$FIX/alice.cern.ch/el9-x86_64/Packages
+  [ "$ALICE_PHYSICS" = "$p/AliPhysics/vAN-20201018_ROOT6-1" ]
+  [ "$ALICE_ROOT" = "$p/AliRoot/v5-09-59-1" ]
+  [ "$ROOTSYS" = "$p/ROOT/v6-20-08-alice1-1" ]
+  [ "$BASEDIR" = "$p" ]
+  [ "$ALIPHYSICS_VERSION" = vAN-20201018_ROOT6-1 ]
+  [[ :$LD_LIBRARY_PATH: == *":$p/GCC-Toolchain/v13.2.0-alice2-1/lib:"* ]]
+  [[ :$LD_LIBRARY_PATH: == *":$p/grid-base-packages/v20250401-1/lib:"* ]]
+  [[ :$ROOT_INCLUDE_PATH: == *":$p/AliPhysics/vAN-20201018_ROOT6-1/include:"* ]]
+  [ "$(command -v aliphysics-check)" = "$p/AliPhysics/vAN-20201018_ROOT6-1/bin/aliphysics-check" ]
+  run aliphysics-check
+  [ "$status" -eq 0 ]
+  [[ $output == *"aliphysics-check: OK AliPhysics vAN-20201018_ROOT6-1, all 8 libraries answered"* ]]
+  [[ $output == *"libSTEERBase.so: AliRoot/v5-09-59-1"* ]]
+  [[ $output == *"libgcctoolchain.so: GCC-Toolchain/v13.2.0-alice2-1"* ]]
+  run root-config --version
+  [ "$status" -eq 0 ]
+  [ "$output" = "6.20/08" ]
+  run aliroot
+  [ "$status" -eq 0 ]
+  [[ $output == *"aliroot: OK AliRoot v5-09-59-1"* ]]
+}
+
+@test "aliphysics-check fails to load without AliRoot's lib directory on LD_LIBRARY_PATH" {
+  eval "$(load_code el9-x86_64 AliPhysics/vAN-20201018_ROOT6-1)"
+  local drop=$FIX/alice.cern.ch/el9-x86_64/Packages/AliRoot/v5-09-59-1/lib
+  local kept
+  kept=$(tr : '\n' <<<"$LD_LIBRARY_PATH" | grep -vxF "$drop" | paste -sd:)
+  [ "$kept" != "$LD_LIBRARY_PATH" ]
+  LD_LIBRARY_PATH=$kept run -127 aliphysics-check
+  [[ $output == *"error while loading shared libraries: libSTEERBase.so"* ]]
+}
+
+@test "a copy without the hidden grid-base-packages cannot load AliPhysics" {
+  local copy=$BATS_TEST_TMPDIR/alice.cern.ch
+  cp -a "$FIX/alice.cern.ch" "$copy"
+  mv "$copy/el9-x86_64/Packages/grid-base-packages" "$copy/el9-x86_64/Packages/grid-base-packages.gone"
+  run env MODULEPATH="$copy/el9-x86_64/Modules/modulefiles" \
+    tclsh /usr/lib/x86_64-linux-gnu/modulecmd.tcl bash load AliPhysics/vAN-20201018_ROOT6-1
+  [[ $output == *"test 0 = 1"* ]]
+  [[ $output == *grid-base-packages/default* ]]
+}
+
+@test "the daily AliPhysics tags share everything but AliPhysics; O2Physics has its own chain" {
+  local j=$FIX/alice.cern.ch/.afkit-fixture.json
+  run python3 - "$j" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))["arches"]["el9-x86_64"]
+a = set(d["tags"]["VO_ALICE@AliPhysics::vAN-20250401_ROOT6-1"]["closure"])
+b = set(d["tags"]["VO_ALICE@AliPhysics::vAN-20250402_ROOT6-1"]["closure"])
+o2 = set(d["tags"]["VO_ALICE@O2Physics::daily-20250401-0000-1"]["closure"])
+assert a ^ b == {"AliPhysics/vAN-20250401_ROOT6-1", "AliPhysics/vAN-20250402_ROOT6-1"}, a ^ b
+assert {"O2/daily-20250401-0000-1", "FairRoot/v18.4.9-alice3-5", "boost/v1.83.0-alice2-3"} <= o2
+used = set().union(*(set(t["closure"]) for t in d["tags"].values()))
+assert set(d["packages"]) - used, "every package is in some tag's closure"
+print("ok", len(a), len(o2), len(d["packages"]))
+PY
+  [ "$status" -eq 0 ]
+  [[ $output == ok* ]]
+  eval "$(load_code el9-x86_64 O2Physics/daily-20250401-0000-1)"
+  run o2-analysis-check
+  [ "$status" -eq 0 ]
+  [[ $output == *"o2-analysis-check: OK O2Physics daily-20250401-0000-1, all 6 libraries answered"* ]]
+}
+
+@test "alienv printenv and setenv load VO_ALICE@ tags; el7-only tags fall back to el7" {
+  local alienv=$FIX/alice.cern.ch/bin/alienv
+  run "$alienv" printenv VO_ALICE@AliPhysics::vAN-20201018_ROOT6-1
+  [ "$status" -eq 0 ]
+  [[ $output == *"ALICE_PHYSICS=$FIX/alice.cern.ch/el9-x86_64/Packages/AliPhysics/vAN-20201018_ROOT6-1;"* ]]
+  run "$alienv" setenv VO_ALICE@AliPhysics::vAN-20201018_ROOT6-1 -c aliphysics-check
+  [ "$status" -eq 0 ]
+  [[ $output == *"aliphysics-check: OK AliPhysics vAN-20201018_ROOT6-1"* ]]
+  run "$alienv" setenv VO_ALICE@AliPhysics::vAN-20190101_ROOT6-1 -c aliphysics-check
+  [ "$status" -eq 0 ]
+  [[ $output == *"OK AliPhysics vAN-20190101_ROOT6-1"* ]]
+  [[ $output == *"libgcctoolchain.so: GCC-Toolchain/v7.3.0-alice2-1"* ]]
+  run "$alienv" --platform el9-x86_64 printenv VO_ALICE@AliPhysics::vAN-20190101_ROOT6-1
+  [ "$status" -eq 5 ]
+  run "$alienv" printenv VO_ALICE@AliPhysics::vNOPE-1
+  [ "$status" -eq 5 ]
+  run "$alienv" frobnicate
+  [ "$status" -eq 2 ]
+}
+
+@test "a second run is a no-op; --force rebuilds; a changed generator rebuilds" {
+  local before
+  before=$(inode "$FIX/alice.cern.ch")
+  run "$MKCVMFS" --out "$FIX" --repos alice.cern.ch
+  [ "$status" -eq 0 ]
+  [[ $output == *"alice.cern.ch: up to date"* ]]
+  [ "$(inode "$FIX/alice.cern.ch")" = "$before" ]
+  run "$MKCVMFS" --out "$FIX" --repos alice.cern.ch --force
+  [ "$status" -eq 0 ]
+  [[ $output == *"alice.cern.ch: generated"* ]]
+  [ "$(inode "$FIX/alice.cern.ch")" != "$before" ]
+  before=$(inode "$FIX/alice.cern.ch")
+  # a modified copy of the generator: its stamp no longer matches
+  cp -a "$BATS_TEST_DIRNAME/../fixtures" "$BATS_TEST_TMPDIR/gen"
+  printf '\n# changed\n' >>"$BATS_TEST_TMPDIR/gen/cvmfsfix/alice_catalog.py"
+  run "$BATS_TEST_TMPDIR/gen/mkcvmfs" --out "$FIX" --repos alice.cern.ch
+  [ "$status" -eq 0 ]
+  [[ $output == *"alice.cern.ch: generated"* ]]
+  [ "$(inode "$FIX/alice.cern.ch")" != "$before" ]
+  run "$MKCVMFS" --out "$FIX" --repos alice.cern.ch --quiet
+  [ "$status" -eq 0 ]
+  [ -z "$(compgen -G "$FIX/.alice.cern.ch.mkcvmfs-tmp-*")" ]
+}
+
+@test "a failing build leaves the previous tree intact and no temporary directory" {
+  local before fake=$BATS_TEST_TMPDIR/bin
+  before=$(inode "$FIX/alice.cern.ch")
+  mkdir -p "$fake"
+  printf '#!/bin/sh\ncase " $* " in *" -shared "*) echo "fake gcc: broken" >&2; exit 1 ;; esac\nexec /usr/bin/gcc "$@"\n' >"$fake/gcc"
+  chmod +x "$fake/gcc"
+  PATH="$fake:$PATH" run "$MKCVMFS" --out "$FIX" --repos alice.cern.ch --force
+  [ "$status" -eq 1 ]
+  [[ $output == *"fake gcc: broken"* ]]
+  [ "$(inode "$FIX/alice.cern.ch")" = "$before" ]
+  [ -x "$FIX/alice.cern.ch/el9-x86_64/Packages/AliPhysics/vAN-20201018_ROOT6-1/bin/aliphysics-check" ]
+  [ -z "$(compgen -G "$FIX/.alice.cern.ch.mkcvmfs-tmp-*")" ]
+}
+
+@test "mkcvmfs refuses to replace a directory it did not create (exit 4); an empty one is fine" {
+  local out=$BATS_TEST_TMPDIR/out
+  mkdir -p "$out/alice.cern.ch"
+  echo precious >"$out/alice.cern.ch/data"
+  run "$MKCVMFS" --out "$out" --repos alice.cern.ch
+  [ "$status" -eq 4 ]
+  [[ $output == *"did not create it"* ]]
+  [ "$(cat "$out/alice.cern.ch/data")" = precious ]
+  rm "$out/alice.cern.ch/data"
+  run "$MKCVMFS" --out "$out" --repos alice.cern.ch --quiet
+  [ "$status" -eq 0 ]
+  [ -f "$out/alice.cern.ch/.afkit-fixture.json" ]
+}

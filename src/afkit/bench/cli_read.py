@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from afkit.bench.multi import run_multi, split_files, write_sum
+from afkit.bench.multi import client_path, run_multi, split_files, write_sum
 from afkit.bench.offsets import BlockPlan, ReplayPlan, RootLikePlan, parse_stride
 from afkit.bench.output import add_output_options, public_args, run_benchmark
 from afkit.bench.readbench import Plan, ReadConfig, run_read
@@ -103,7 +103,7 @@ def cmd_multi(args: argparse.Namespace) -> int:
 
     with HostMonitor(None if args.no_monitor else outdir / "monitor.jsonl"):
         code, summaries = run_multi(configs, outdir)
-    clients = sorted(outdir.glob("client-*.jsonl"))
+    clients = [p for p in (client_path(outdir, i) for i in range(args.clients)) if p.is_file()]
     if not summaries or not clients:
         return code or int(ExitCode.FAILURE)
     summary = write_sum(

@@ -1,11 +1,89 @@
-"""``afkit image`` subcommand (placeholder until the area lands)."""
+"""``afkit image``: build, validate and list tags of images made from CVMFS software tags."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 from typing import Any
+
+from afkit.image import apptainer, resolve, validate
+from afkit.image import profile as profiles
+from afkit.image.build import build
+
+EPILOG = """exit codes: 0 ok, 1 build failed, 2 usage, 3 prerequisite missing (CVMFS mount, apptainer,
+privilege, free space), 4 refused (unsafe or foreign working directory), 5 unknown tag/profile,
+6 validation failed, 130 interrupted. Docs: docs/image-builder.md"""
 
 
 def register(sub: Any) -> None:
-    parser: argparse.ArgumentParser = sub.add_parser("image", help="image commands")
-    parser.set_defaults(func=lambda _args: parser.print_help() or 0)
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "image", help="build and validate Apptainer images from CVMFS software tags", epilog=EPILOG
+    )
+    parser.set_defaults(func=lambda _args: parser.print_help() or 2)
+    isub = parser.add_subparsers(dest="image_command", metavar="SUBCOMMAND")
+
+    b = isub.add_parser(
+        "build",
+        help="build DIR/NAME.sif (+ NAME.json) from a tag",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    b.add_argument("--profile", required=True, help="profile name (images/<profile>/profile.yaml)")
+    b.add_argument("-t", "--tag", required=True, help="e.g. AliPhysics/vAN-20201018_ROOT6-1")
+    b.add_argument("-o", "--output", required=True, type=Path, help="working/output directory")
+    b.add_argument("-y", "--yes", action="store_true", help="clean an earlier build in DIR without asking")
+    b.add_argument(
+        "--base",
+        help="docker://IMG, localimage:PATH or debootstrap:SUITE (default: "
+        "$AFKIT_BASE_IMAGE, else the profile's for the architecture)",
+    )
+    b.add_argument("--compression", choices=apptainer.COMPRESSIONS, help="squashfs compression")
+    b.add_argument("--plan", action="store_true", help="print the closure and write NAME.spec; no build")
+    b.add_argument("--no-validate", action="store_true", help="skip the validation after the build")
+    b.add_argument("--name", help="image name (default: from the tag)")
+    b.set_defaults(func=_build)
+
+    v = isub.add_parser("validate", help="check an image (exit 6 on any failure)", epilog=EPILOG)
+    v.add_argument("image", type=Path)
+    v.add_argument("--profile", help="default: the profile recorded in the image")
+    v.add_argument("--junit", type=Path, help="write a JUnit XML report here")
+    v.set_defaults(func=_validate)
+
+    t = isub.add_parser("tags", help="list the tags of a profile's repository", epilog=EPILOG)
+    t.add_argument("--profile", required=True)
+    t.add_argument("pattern", nargs="?", help="only tags containing this text")
+    t.set_defaults(func=_tags)
+
+
+def _build(args: argparse.Namespace) -> int:
+    path = build(
+        profile_name=args.profile,
+        tag_text=args.tag,
+        output=args.output,
+        yes=args.yes,
+        base_spec=args.base,
+        compression=args.compression,
+        plan_only=args.plan,
+        no_validate=args.no_validate,
+        name=args.name,
+    )
+    if not args.plan:
+        print(path)
+    return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    checks = validate.validate(args.image, args.profile, args.junit)
+    print(f"{args.image}: {len(checks)} checks passed", file=sys.stderr)
+    return 0
+
+
+def _tags(args: argparse.Namespace) -> int:
+    profile = profiles.load(args.profile)
+    src = profiles.repo_root(profile)
+    for arch, found in resolve.list_tags(profile, src).items():
+        for tag in found:
+            if not args.pattern or args.pattern in tag:
+                print(f"{tag}\t{arch}")
+    return 0

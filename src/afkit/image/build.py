@@ -1,0 +1,217 @@
+"""``afkit image build``: resolve, stage, render, build, validate; nothing half-written."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from afkit import __version__
+from afkit.errors import AfkitError, ExitCode, InvalidError, UsageError
+from afkit.image import apptainer, render, stage, tags, validate, workdir
+from afkit.image import plan as planning
+from afkit.image import profile as profiles
+from afkit.image.model import Resolution
+from afkit.image.resolve import image_root, resolve
+from afkit.image.store import Store
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,200}")
+MARGIN = 64 << 20
+
+
+def check_name(name: str) -> str:
+    if not _NAME.fullmatch(name) or ".." in name:
+        raise UsageError(f"image name {name!r} is not a plain file name", hint="use letters, digits, . _ + -")
+    return name
+
+
+def write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def closure_digest(res: Resolution, plan: stage.Plan) -> str:
+    """Identity of the closure: its paths, sizes and mtimes (content changes on CVMFS change these)."""
+    digest = hashlib.sha256()
+    for task in sorted(plan.files, key=lambda t: t.rel):
+        digest.update(f"f {task.rel} {task.st.st_size} {task.st.st_mtime_ns}\n".encode())
+    for rel, target in sorted(plan.links):
+        digest.update(f"l {rel} {target}\n".encode())
+    digest.update(json.dumps([asdict(e) for e in res.env], sort_keys=True).encode())
+    return digest.hexdigest()
+
+
+def image_info(profile: profiles.Profile, res: Resolution, stats: stage.Stats) -> dict[str, Any]:
+    return {
+        "afkit": __version__,
+        **res.to_json(),
+        "required": list(profile.env_required),
+        "proof": [asdict(p) for p in profile.proof],
+        "elf": stats.elf,
+    }
+
+
+def build(
+    *,
+    profile_name: str,
+    tag_text: str,
+    output: Path,
+    yes: bool = False,
+    base_spec: str | None = None,
+    compression: str | None = None,
+    plan_only: bool = False,
+    no_validate: bool = False,
+    name: str | None = None,
+) -> Path:
+    """Build the image; returns the SIF path (or the spec path with plan_only)."""
+    profile = profiles.load(profile_name)
+    tag = tags.parse(tag_text, profile)
+    name = check_name(name or tag.slug)
+    if compression and compression not in apptainer.COMPRESSIONS:
+        raise UsageError(
+            f"unknown compression {compression!r}", hint=f"one of {', '.join(apptainer.COMPRESSIONS)}"
+        )
+    outdir = workdir.check_safe(output)
+    src = profiles.repo_root(profile)
+    res = resolve(profile, tag, src)
+    for warning in res.warnings:
+        print(f"afkit: warning: {warning}", file=sys.stderr)
+    print(f"afkit: {tag.text} resolves on {res.arch} to {len(res.units)} units", file=sys.stderr)
+    if plan_only:
+        return planning.write_plan(profile, res, src, outdir, name)
+    runtime = apptainer.detect()
+    base = render.choose_base(profile, res.arch, base_spec)
+    outdir = workdir.prepare(outdir, yes)
+    store = Store(outdir / workdir.STORE)
+    st_plan = stage.walk(src, res.units, image_root(profile))
+    new_bytes = stage.bytes_to_copy(st_plan, store)
+    base_bytes = Path(base.from_).stat().st_size if base.bootstrap == "localimage" and base.from_ else 0
+    stage.check_space(
+        outdir, new_bytes + 2 * st_plan.total_bytes + 2 * base_bytes + MARGIN, "staging and building"
+    )
+    print(
+        f"afkit: staging {len(st_plan.files)} files, {st_plan.total_bytes / stage.MIB:.1f} MiB "
+        f"({new_bytes / stage.MIB:.1f} MiB not yet in the store)",
+        file=sys.stderr,
+    )
+    partial = outdir / "rootfs.partial"
+    if partial.exists():
+        workdir.remove(partial)
+    stats = stage.execute(st_plan, partial / "cvmfs" / profile.repository, store)
+    print(
+        f"afkit: staged in {stats.seconds:.1f} s: copied {stats.copied_files} files "
+        f"({stats.copied_bytes / stage.MIB:.1f} MiB), reused {stats.reused_files} "
+        f"({stats.reused_bytes / stage.MIB:.1f} MiB) from the store",
+        file=sys.stderr,
+    )
+    (partial / ".afkit").mkdir()
+    info = image_info(profile, res, stats)
+    (partial / ".afkit" / "image.json").write_text(json.dumps(info, indent=1, sort_keys=True) + "\n")
+    rootfs = outdir / "rootfs"
+    partial.rename(rootfs)
+    closure_sha = closure_digest(res, st_plan)
+    build_time = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    definition = outdir / f"{name}.def"
+    write_atomic(definition, render.render(profile, res, base, rootfs, closure_sha, build_time))
+    sif = outdir / f"{name}.sif"
+    tmp_sif = outdir / f".{name}.sif.partial"
+    run_build(runtime, definition, tmp_sif, outdir, compression)
+    valid: bool | None = None
+    if not no_validate:
+        try:
+            validate.validate(tmp_sif, profile.name, outdir / f"{name}.validate.xml", runtime)
+            valid = True
+        except InvalidError:
+            bad = outdir / f"{name}.invalid.sif"
+            tmp_sif.replace(bad)
+            print(f"afkit: the image failed validation; kept for inspection at {bad}", file=sys.stderr)
+            raise
+    manifest = {
+        "name": name,
+        "sif": sif.name,
+        "sif_sha256": sha256_file(tmp_sif),
+        "sif_bytes": tmp_sif.stat().st_size,
+        "profile": profile.name,
+        "tag": tag.text,
+        "arch": res.arch,
+        "base": base.describe(),
+        "compression": compression or "default",
+        "closure_sha256": closure_sha,
+        "closure_bytes": st_plan.total_bytes,
+        "closure_files": len(st_plan.files),
+        "units": [{**asdict(u), "bytes": planning.unit_bytes(src / u.rel)} for u in res.units],
+        "modules": res.modules,
+        "env": [asdict(e) for e in res.env],
+        "stage": {k: v for k, v in asdict(stats).items() if k != "elf"},
+        "elf_files": len(stats.elf),
+        "validated": valid,
+        "build_time": build_time,
+        "afkit": __version__,
+    }
+    tmp_sif.replace(sif)
+    write_atomic(outdir / f"{name}.json", json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return sif
+
+
+def run_build(
+    runtime: apptainer.Runtime, definition: Path, target: Path, outdir: Path, comp: str | None
+) -> None:
+    """apptainer build into TARGET; on failure or Ctrl-C no TARGET is left."""
+    tmpdir = outdir / ".tmp"
+    tmpdir.mkdir(exist_ok=True)
+    target.unlink(missing_ok=True)
+    cmd = [
+        runtime.binary,
+        "build",
+        *runtime.build_args(),
+        *apptainer.squashfs_args(comp),
+        str(target),
+        str(definition),
+    ]
+    env = {**os.environ, "APPTAINER_TMPDIR": str(tmpdir), "SINGULARITY_TMPDIR": str(tmpdir)}
+    print(f"afkit: {' '.join(cmd)}", file=sys.stderr)
+    proc = subprocess.Popen(cmd, env=env, stdout=sys.stderr, stderr=sys.stderr, start_new_session=True)
+
+    def forward(signum: int, _frame: FrameType | None) -> None:
+        proc.send_signal(signum)
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, forward)
+    try:
+        rc = proc.wait()
+    except KeyboardInterrupt:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        target.unlink(missing_ok=True)
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    if rc != 0:
+        target.unlink(missing_ok=True)
+        raise AfkitError(
+            f"apptainer build failed (exit {rc}) for {definition}",
+            hint="read its output above; the definition and the staged tree are kept for a retry",
+            code=ExitCode.FAILURE,
+        )

@@ -1,0 +1,57 @@
+"""What resolving a tag yields: the closure (units to stage) and the environment to set."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One root of the closure, relative to the repository root (a package directory, a file...)."""
+
+    rel: str
+    label: str  # e.g. "ROOT/v6-20-08-1", "modulefile", "hidden"
+
+
+@dataclass(frozen=True)
+class EnvVar:
+    """A variable of the tag's environment, as it must read inside the image.
+
+    With ``inherit`` the value is prepended to what the image already has (PATH-like variables
+    that the clean environment had too), else it is set as is.
+    """
+
+    name: str
+    value: str
+    inherit: bool = False
+
+
+@dataclass
+class Resolution:
+    profile: str
+    repository: str
+    arch: str
+    tag: str
+    items: list[str]
+    units: list[Unit]
+    env: list[EnvVar]
+    modules: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Resolution:
+        return cls(
+            profile=data["profile"],
+            repository=data["repository"],
+            arch=data["arch"],
+            tag=data["tag"],
+            items=list(data["items"]),
+            units=[Unit(**u) for u in data["units"]],
+            env=[EnvVar(**e) for e in data["env"]],
+            modules=list(data.get("modules", [])),
+            warnings=list(data.get("warnings", [])),
+        )

@@ -1,0 +1,153 @@
+"""Image profiles: the data that makes the engine serve one experiment (``images/<name>/profile.yaml``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from afkit import paths
+from afkit.errors import InvalidError, NotFoundError, PrereqError
+
+SCHEMA_PATH = Path(__file__).with_name("profile.schema.json")
+
+
+@dataclass(frozen=True)
+class Proof:
+    name: str
+    command: tuple[str, ...]
+    optional: bool = False
+    expect: str | None = None
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    path: Path
+    repository: str
+    resolver: str
+    architectures: tuple[str, ...]
+    tag_pattern: str
+    tag_example: str
+    vo_prefix: str | None
+    multiple: bool
+    base: dict[str, str]
+    proof: tuple[Proof, ...]
+    hidden: tuple[str, ...] = ()
+    env_required: tuple[str, ...] = ()
+    env_exclude: tuple[str, ...] = ()
+    modules: dict[str, Any] = field(default_factory=dict)
+    lcg: dict[str, Any] = field(default_factory=dict)
+    description: str = ""
+
+    def base_for(self, arch: str) -> str:
+        return self.base.get(arch) or self.base.get("*") or next(iter(self.base.values()))
+
+
+@cache
+def schema() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(SCHEMA_PATH.read_text())
+    return data
+
+
+def profiles_dir() -> Path:
+    env = os.environ.get("AFKIT_PROFILES_DIR")
+    return Path(env) if env else paths.images_dir()
+
+
+def available() -> list[str]:
+    root = profiles_dir()
+    return sorted(p.parent.name for p in root.glob("*/profile.yaml"))
+
+
+def validate_data(data: Any, where: str) -> None:
+    """Raise InvalidError naming the first schema violation."""
+    validator = jsonschema.Draft202012Validator(schema())
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    if errors:
+        err = errors[0]
+        loc = "/".join(str(p) for p in err.absolute_path) or "(top level)"
+        raise InvalidError(
+            f"profile {where} is invalid at {loc}: {err.message}",
+            hint=f"fix it against the schema {SCHEMA_PATH}",
+        )
+    key = "modules" if data["resolver"] == "modules" else "lcg"
+    if key not in data:
+        raise InvalidError(
+            f"profile {where}: resolver '{data['resolver']}' needs a '{key}' section",
+            hint=f"add it (see {SCHEMA_PATH})",
+        )
+    try:
+        re.compile(data["tag"]["pattern"])
+    except re.error as exc:
+        raise InvalidError(f"profile {where}: tag.pattern is not a valid regex: {exc}") from exc
+
+
+def load(name: str) -> Profile:
+    """Load and validate profile NAME (or a path to a profile.yaml)."""
+    path = Path(name) if name.endswith((".yaml", ".yml")) else profiles_dir() / name / "profile.yaml"
+    if not re.fullmatch(r"[a-z][a-z0-9_-]*", name) and not name.endswith((".yaml", ".yml")):
+        raise NotFoundError(f"no such profile '{name}'", hint=f"profiles: {', '.join(available())}")
+    if not path.is_file():
+        raise NotFoundError(f"no such profile '{name}' ({path})", hint=f"profiles: {', '.join(available())}")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise InvalidError(f"profile {path} is not valid YAML: {exc}") from exc
+    validate_data(data, str(path))
+    return from_dict(data, path)
+
+
+def from_dict(data: dict[str, Any], path: Path) -> Profile:
+    tag = data["tag"]
+    env = data.get("env", {})
+    return Profile(
+        name=data["name"],
+        path=path,
+        repository=data["repository"],
+        resolver=data["resolver"],
+        architectures=tuple(data["architectures"]),
+        tag_pattern=tag["pattern"],
+        tag_example=tag["example"],
+        vo_prefix=tag.get("vo_prefix"),
+        multiple=bool(tag.get("multiple", False)),
+        base=dict(data["base"]),
+        proof=tuple(
+            Proof(p["name"], tuple(p["command"]), bool(p.get("optional", False)), p.get("expect"))
+            for p in data["proof"]
+        ),
+        hidden=tuple(data.get("hidden", [])),
+        env_required=tuple(env.get("required", [])),
+        env_exclude=tuple(env.get("exclude", [])),
+        modules=dict(data.get("modules", {})),
+        lcg=dict(data.get("lcg", {})),
+        description=data.get("description", ""),
+    )
+
+
+def cvmfs_root() -> Path:
+    """Where repositories are mounted on this host (``$AFKIT_CVMFS_ROOT``, default ``/cvmfs``)."""
+    return Path(os.environ.get("AFKIT_CVMFS_ROOT", "/cvmfs"))
+
+
+def repo_root(profile: Profile) -> Path:
+    """The mounted repository; exit 3 when it is not there."""
+    root = cvmfs_root() / profile.repository
+    try:
+        ok = root.is_dir() and any(root.iterdir())
+    except OSError:
+        ok = False
+    if not ok:
+        raise PrereqError(
+            f"CVMFS repository {root} is not mounted (or empty)",
+            hint=f"mount it (cvmfs_config probe {profile.repository}) or point AFKIT_CVMFS_ROOT "
+            "at a directory holding it",
+        )
+    return root

@@ -1,0 +1,332 @@
+"""Resolve a tag to its closure and environment, with the resolver the profile names."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import shutil
+from pathlib import Path
+
+from afkit.errors import NotFoundError, PrereqError
+from afkit.image import envcapture
+from afkit.image.model import Resolution, Unit
+from afkit.image.profile import Profile
+from afkit.image.tags import Tag, nearest
+
+IMAGE_CVMFS = "/cvmfs"
+
+_MODULES_SCRIPT = r"""set -e
+if [ "$#" -gt 0 ]; then
+  code=$("$AFKIT_MODULECMD" bash load "$@")
+  eval "$code"
+fi
+env -0
+"""
+
+_SOURCE_SCRIPT = r"""set -e
+if [ "$#" -gt 0 ]; then . "$1" >/dev/null; fi
+env -0
+"""
+
+
+def modulecmd() -> str:
+    """The environment-modules ``modulecmd`` (``$AFKIT_MODULECMD`` wins); exit 3 when missing."""
+    cmd = os.environ.get("AFKIT_MODULECMD") or shutil.which("modulecmd")
+    if not cmd:
+        for cand in ("/usr/bin/modulecmd", "/usr/share/Modules/libexec/modulecmd.tcl"):
+            if os.access(cand, os.X_OK):
+                cmd = cand
+                break
+    if not cmd:
+        raise PrereqError(
+            "environment-modules 'modulecmd' not found",
+            hint="install it (apt-get install environment-modules / dnf install environment-modules) "
+            "or set AFKIT_MODULECMD",
+        )
+    return cmd
+
+
+def image_root(profile: Profile) -> str:
+    return f"{IMAGE_CVMFS}/{profile.repository}"
+
+
+def resolve(profile: Profile, tag: Tag, src: Path) -> Resolution:
+    """Resolve TAG for PROFILE in the repository mounted at SRC."""
+    if profile.resolver == "modules":
+        return _resolve_modules(profile, tag, src)
+    return _resolve_lcg(profile, tag, src)
+
+
+# --- tag listing and lookup -------------------------------------------------------------------
+
+
+def list_tags(profile: Profile, src: Path) -> dict[str, list[str]]:
+    """Tags per architecture, sorted."""
+    out: dict[str, list[str]] = {}
+    for arch in profile.architectures:
+        if profile.resolver == "modules":
+            base = src / profile.modules["modulepath"][0].format(arch=arch)
+            found = [f"{p.parent.name}/{p.name}" for p in base.glob("*/*") if p.is_file()]
+        else:
+            pattern = profile.lcg.get("tags_glob", "lcg/views/*/{arch}").format(arch=arch)
+            found = [Path(p).relative_to(src).parts[2] for p in src.glob(pattern) if p.is_dir()]
+        if found:
+            out[arch] = sorted(set(found))
+    return out
+
+
+def _item_exists(profile: Profile, src: Path, arch: str, item: str) -> bool:
+    if profile.resolver == "modules":
+        return any((src / mp.format(arch=arch) / item).is_file() for mp in profile.modules["modulepath"])
+    return (src / profile.lcg["view"].format(tag=item, arch=arch)).is_dir()
+
+
+def pick_arch(profile: Profile, tag: Tag, src: Path) -> str:
+    """The first architecture (profile order) that has every item of TAG; else exit 5 with the nearest."""
+    for arch in profile.architectures:
+        if all(_item_exists(profile, src, arch, item) for item in tag.items):
+            return arch
+    archs_all = profile.architectures
+    missing = [i for i in tag.items if not any(_item_exists(profile, src, a, i) for a in archs_all)]
+    archs = ", ".join(profile.architectures)
+    if not missing:
+        raise NotFoundError(
+            f"no single architecture has all of {tag.text!r} in {profile.repository} (looked in {archs})",
+            hint="build the items separately, or choose versions built for the same architecture",
+        )
+    item = missing[0]
+    candidates = _candidates(profile, src, item)
+    near = nearest(item, candidates)
+    hint = "list the tags with: afkit image tags --profile " + profile.name
+    near_text = f"; nearest: {', '.join(near)}" if near else ""
+    raise NotFoundError(
+        f"unknown tag {item!r} in {profile.repository} (looked in {archs}){near_text}", hint=hint
+    )
+
+
+def _candidates(profile: Profile, src: Path, item: str) -> list[str]:
+    """Cheap candidate list: the versions of the same package, else the package names."""
+    if profile.resolver != "modules":
+        return sorted({t for tags in list_tags(profile, src).values() for t in tags})
+    name = item.split("/", 1)[0]
+    found: set[str] = set()
+    for arch in profile.architectures:
+        base = src / profile.modules["modulepath"][0].format(arch=arch)
+        pkg = base / name
+        if pkg.is_dir():
+            found.update(f"{name}/{p.name}" for p in pkg.iterdir())
+    if found:
+        return sorted(found)
+    for arch in profile.architectures:
+        base = src / profile.modules["modulepath"][0].format(arch=arch)
+        if base.is_dir():
+            for pkg in base.iterdir():
+                found.update(f"{pkg.name}/{v.name}" for v in list(pkg.iterdir())[-3:] if pkg.is_dir())
+    return sorted(found)
+
+
+# --- closure helpers --------------------------------------------------------------------------
+
+
+def _rel(path: Path, src: Path) -> str | None:
+    for root in (str(src), os.path.realpath(src)):
+        text = str(path)
+        if text == root:
+            return ""
+        if text.startswith(root + "/"):
+            return text[len(root) + 1 :]
+    return None
+
+
+def _unit_for(rel: str, globs: list[str]) -> tuple[str, bool]:
+    """(unit rel, matched) for a path: the prefix matching a unit glob; (rel, False) otherwise."""
+    parts = rel.split("/")
+    for glob in globs:
+        gparts = glob.split("/")
+        if len(parts) >= len(gparts) and all(
+            fnmatch.fnmatchcase(p, g) for p, g in zip(parts, gparts, strict=False)
+        ):
+            return "/".join(parts[: len(gparts)]), True
+    return rel, False
+
+
+def _is_glob_ancestor(rel: str, globs: list[str]) -> bool:
+    """True for a directory above the units (e.g. BASEDIR=<arch>/Packages): never staged whole."""
+    parts = rel.split("/") if rel else []
+    for glob in globs:
+        gparts = glob.split("/")
+        if len(parts) < len(gparts) and all(
+            fnmatch.fnmatchcase(p, g) for p, g in zip(parts, gparts, strict=False)
+        ):
+            return True
+    return False
+
+
+def _add(units: dict[str, Unit], rel: str, label: str) -> None:
+    if rel and rel not in units:
+        units[rel] = Unit(rel, label)
+
+
+def _hidden(profile: Profile, src: Path, arch: str, units: dict[str, Unit]) -> None:
+    """The profile's hidden dependencies; a symlink brings its target (chains followed)."""
+    for pattern in profile.hidden:
+        for match in sorted(src.glob(pattern.format(arch=arch))):
+            rel = _rel(match, src)
+            if rel is None:
+                continue
+            _add(units, rel, "hidden")
+            seen = 0
+            cur = match
+            while cur.is_symlink() and seen < 40:
+                seen += 1
+                cur = Path(os.path.normpath(cur.parent / os.readlink(cur)))
+                target_rel = _rel(cur, src)
+                if target_rel is None or (not cur.exists() and not cur.is_symlink()):
+                    break
+                _add(units, target_rel, "hidden")
+
+
+def _env_units(
+    env_values: list[str], src: Path, globs: list[str], units: dict[str, Unit], warnings: list[str]
+) -> None:
+    for token in envcapture.path_tokens(env_values, src):
+        rel = _rel(token, src)
+        if rel is None or _is_glob_ancestor(rel, globs) or not (token.exists() or token.is_symlink()):
+            continue
+        unit, matched = _unit_for(rel, globs)
+        if not matched:
+            warnings.append(f"{rel} (from the environment) is outside every unit glob; staged as is")
+        _add(units, unit, "/".join(unit.split("/")[-2:]) if matched else "environment")
+
+
+def _rewrite_map(src: Path, profile: Profile) -> dict[str, str]:
+    return {str(src): image_root(profile), os.path.realpath(src): image_root(profile)}
+
+
+# --- resolvers --------------------------------------------------------------------------------
+
+
+def _resolve_modules(profile: Profile, tag: Tag, src: Path) -> Resolution:
+    arch = pick_arch(profile, tag, src)
+    cmd = modulecmd()
+    mods = profile.modules
+    modulepath = ":".join(str(src / mp.format(arch=arch)) for mp in mods["modulepath"])
+    extra = {"MODULEPATH": modulepath, "AFKIT_MODULECMD": cmd}
+    clean = envcapture.capture(_MODULES_SCRIPT, [], extra)
+    loaded = envcapture.capture(_MODULES_SCRIPT, list(tag.items), extra)
+    globs = [g.format(arch=arch) for g in mods.get("unit_globs", [])]
+    units: dict[str, Unit] = {}
+    warnings: list[str] = []
+    modules = [m for m in loaded.get("LOADEDMODULES", "").split(":") if m]
+    for module in modules:
+        name, _, version = module.partition("/")
+        pkg = src / mods["package_dir"].format(arch=arch, name=name, version=version)
+        rel = _rel(pkg, src)
+        if rel is not None and pkg.is_dir():
+            _add(units, rel, module)
+    for lmfile in loaded.get("_LMFILES_", "").split(":"):
+        rel = _rel(Path(lmfile), src) if lmfile else None
+        if rel is not None:
+            _add(units, rel, "modulefile")
+    values = [v for k, v in loaded.items() if k not in ("MODULEPATH", "_LMFILES_") and clean.get(k) != v]
+    _env_units(values, src, globs, units, warnings)
+    _hidden(profile, src, arch, units)
+    env = envcapture.diff(clean, loaded, exclude=profile.env_exclude, rewrite=_rewrite_map(src, profile))
+    return Resolution(
+        profile=profile.name,
+        repository=profile.repository,
+        arch=arch,
+        tag=tag.text,
+        items=list(tag.items),
+        units=_prune(units),
+        env=env,
+        modules=modules,
+        warnings=warnings,
+    )
+
+
+def parse_lcg_manifest(text: str) -> list[tuple[str, str, str]]:
+    """(name, hash, version) of every package line of an ``LCG_externals_<platform>.txt``."""
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or ";" not in line:
+            continue
+        fields = [f.strip() for f in line.split(";")]
+        if len(fields) >= 3 and fields[0] and fields[1] and fields[2]:
+            out.append((fields[0], fields[1], fields[2]))
+    return out
+
+
+def _resolve_lcg(profile: Profile, tag: Tag, src: Path) -> Resolution:
+    arch = pick_arch(profile, tag, src)
+    item = tag.items[0]
+    lcg = profile.lcg
+    view = src / lcg["view"].format(tag=item, arch=arch)
+    setup = src / lcg["setup"].format(tag=item, arch=arch)
+    manifests = [src / m.format(tag=item, arch=arch) for m in lcg["manifest"]]
+    manifest = next((m for m in manifests if m.is_file()), manifests[0])
+    units: dict[str, Unit] = {}
+    warnings: list[str] = []
+    view_rel = _rel(view, src)
+    assert view_rel is not None
+    _add(units, view_rel, f"view {item}")
+    globs = [lcg["release_dir"].format(name="*", version="*", hash="*", arch=arch).replace("*-*", "*")]
+    if manifest.is_file():
+        for name, hsh, version in parse_lcg_manifest(manifest.read_text()):
+            rel = lcg["release_dir"].format(name=name, version=version, hash=hsh, arch=arch)
+            if (src / rel).exists():
+                _add(units, rel, f"{name}/{version}")
+            else:
+                warnings.append(f"manifest lists {name} {version} but {rel} does not exist")
+        _add(units, _rel(manifest, src) or "", "manifest")
+    else:
+        warnings.append(f"no manifest {manifest}; closure from the view's symlinks")
+    for link in _symlinks(view):
+        target = Path(os.path.realpath(link))
+        rel = _rel(target, src)
+        if rel is None:
+            continue
+        unit, matched = _unit_for(rel, globs)
+        if matched:
+            name = unit.split("/")[-3] if unit.count("/") >= 3 else unit
+            _add(units, unit, name)
+    clean = envcapture.capture(_SOURCE_SCRIPT, [], {})
+    loaded = envcapture.capture(_SOURCE_SCRIPT, [str(setup)], {}) if setup.is_file() else clean
+    if not setup.is_file():
+        warnings.append(f"no {setup}: the image gets no environment from the view")
+    values = [v for k, v in loaded.items() if clean.get(k) != v]
+    _env_units(values, src, [*globs, view_rel], units, warnings)
+    env = envcapture.diff(clean, loaded, exclude=profile.env_exclude, rewrite=_rewrite_map(src, profile))
+    _hidden(profile, src, arch, units)
+    return Resolution(
+        profile=profile.name,
+        repository=profile.repository,
+        arch=arch,
+        tag=tag.text,
+        items=list(tag.items),
+        units=_prune(units),
+        env=env,
+        warnings=warnings,
+    )
+
+
+def _symlinks(root: Path) -> list[Path]:
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            path = Path(dirpath) / name
+            if path.is_symlink():
+                out.append(path)
+    return out
+
+
+def _prune(units: dict[str, Unit]) -> list[Unit]:
+    """Drop units inside another unit; sorted by path."""
+    rels = sorted(units)
+    kept: list[Unit] = []
+    for rel in rels:
+        if any(rel.startswith(k.rel + "/") for k in kept):
+            continue
+        kept.append(units[rel])
+    return kept

@@ -1,0 +1,186 @@
+"""``afkit image validate``: run the image contained, without host /cvmfs, and check it.
+
+Checks: the tag's environment is set; the proof commands run; every ELF file of the staged tree
+finds all its NEEDED libraries inside the image (a missing one is reported with the package of
+the repository that provides it). Optionally writes a JUnit report.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree as ET
+
+from afkit.errors import InvalidError, NotFoundError
+from afkit.image import apptainer
+from afkit.image import profile as profiles
+from afkit.image.model import EnvVar
+
+INFO_PATH = "/.afkit/image.json"
+LDSO_CANDIDATES = ("/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1", "/lib/ld-linux.so.2")
+_ELF_SCRIPT = r"""
+ldso=""
+for l in LDSO_LIST; do if [ -x "$l" ]; then ldso=$l; break; fi; done
+if [ -z "$ldso" ]; then echo "@@NOLDSO"; exit 0; fi
+for f in "$@"; do printf '@@ %s\n' "$f"; "$ldso" --list "$f" 2>&1 || true; done
+""".replace("LDSO_LIST", " ".join(LDSO_CANDIDATES))
+
+
+@dataclass
+class Check:
+    group: str
+    name: str
+    ok: bool
+    message: str = ""
+    skipped: bool = False
+
+
+class Runner:
+    """Runs commands in the image: --contain --cleanenv, no configured bind paths (no host /cvmfs)."""
+
+    def __init__(self, image: Path, runtime: apptainer.Runtime) -> None:
+        self.image, self.rt = image, runtime
+
+    def run(self, *cmd: str) -> subprocess.CompletedProcess[str]:
+        args = [self.rt.binary, "exec", "--contain", "--cleanenv", "--no-mount", "bind-paths"]
+        args += [*self.rt.exec_args(), str(self.image), *cmd]
+        return subprocess.run(args, capture_output=True, text=True, check=False)
+
+
+def read_info(runner: Runner) -> dict[str, Any]:
+    proc = runner.run("cat", INFO_PATH)
+    if proc.returncode != 0:
+        raise InvalidError(
+            f"cannot read {INFO_PATH} from {runner.image}: {proc.stderr.strip()[-400:]}",
+            hint="is it an image built by afkit, and does apptainer run here?",
+        )
+    info: dict[str, Any] = json.loads(proc.stdout)
+    return info
+
+
+def check_env(runner: Runner, env: list[EnvVar], required: list[str]) -> list[Check]:
+    proc = runner.run("env", "-0")
+    if proc.returncode != 0:
+        return [Check("env", "read", False, f"env failed in the image: {proc.stderr.strip()}")]
+    actual = dict(item.split("=", 1) for item in proc.stdout.split("\0") if "=" in item)
+    checks = []
+    for var in env:
+        got = actual.get(var.name)
+        ok = got is not None and (got.startswith(var.value) if var.inherit else got == var.value)
+        checks.append(Check("env", var.name, ok, "" if ok else f"expected {var.value!r}, got {got!r}"))
+    for name in required:
+        if name not in {v.name for v in env}:
+            ok = name in actual
+            checks.append(Check("env", name, ok, "" if ok else "required variable not set"))
+    return checks
+
+
+def check_proofs(runner: Runner, proofs: list[dict[str, Any]]) -> list[Check]:
+    checks = []
+    for proof in proofs:
+        cmd = list(proof["command"])
+        found = runner.run("sh", "-c", 'command -v "$1"', "sh", cmd[0]).returncode == 0
+        if not found and proof.get("optional"):
+            checks.append(Check("proof", proof["name"], True, f"{cmd[0]} not in this image", skipped=True))
+            continue
+        proc = runner.run(*cmd)
+        out = proc.stdout + proc.stderr
+        ok = proc.returncode == 0 and (not proof.get("expect") or re.search(proof["expect"], out) is not None)
+        msg = "" if ok else f"'{' '.join(cmd)}' exited {proc.returncode}: {out.strip()[-300:]}"
+        checks.append(Check("proof", proof["name"], ok, msg))
+    return checks
+
+
+def check_elf(runner: Runner, info: dict[str, Any], src: Path | None, globs: list[str]) -> list[Check]:
+    root = f"/cvmfs/{info['repository']}"
+    files = [f"{root}/{e['path']}" for e in info.get("elf", [])]
+    missing: dict[str, list[str]] = {}
+    for i in range(0, len(files), 1000):
+        proc = runner.run("sh", "-c", _ELF_SCRIPT, "sh", *files[i : i + 1000])
+        if "@@NOLDSO" in proc.stdout:
+            return [Check("elf", "loader", False, "no dynamic loader found in the image")]
+        current = ""
+        for line in proc.stdout.splitlines():
+            if line.startswith("@@ "):
+                current = line[3:]
+            elif "=> not found" in line and current:
+                missing.setdefault(current, []).append(line.split("=>")[0].strip())
+    units = sorted(info.get("units", []), key=lambda u: -len(u["rel"]))
+    by_label: dict[str, list[str]] = {}
+    for path in files:
+        rel = path[len(root) + 1 :]
+        label = next((u["label"] for u in units if rel == u["rel"] or rel.startswith(u["rel"] + "/")), rel)
+        by_label.setdefault(label, [])
+        for lib in missing.get(path, []):
+            by_label[label].append(f"{rel} needs {lib}: {provider(lib, src, globs)}")
+    return [
+        Check("elf", label, not problems, "\n".join(problems)) for label, problems in sorted(by_label.items())
+    ]
+
+
+def provider(lib: str, src: Path | None, globs: list[str]) -> str:
+    """Which package of the repository has LIB (it should have been in the closure)."""
+    if src is not None:
+        for glob in globs:
+            for hit in sorted(src.glob(f"{glob}/lib*/{lib}")):
+                return f"provided by {hit.relative_to(src).parent.parent} (not in the image)"
+    return "provided by no package of the repository (the base OS must have it)"
+
+
+def write_junit(path: Path, image: Path, checks: list[Check]) -> None:
+    suite = ET.Element(
+        "testsuite",
+        name=f"afkit-image-validate {image.name}",
+        tests=str(len(checks)),
+        failures=str(sum(not c.ok for c in checks)),
+        skipped=str(sum(c.skipped for c in checks)),
+    )
+    for c in checks:
+        case = ET.SubElement(suite, "testcase", classname=f"image.{c.group}", name=c.name)
+        if c.skipped:
+            ET.SubElement(case, "skipped", message=c.message)
+        elif not c.ok:
+            failure = ET.SubElement(case, "failure", message=c.message.splitlines()[0] if c.message else "")
+            failure.text = c.message
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    ET.ElementTree(suite).write(tmp, encoding="utf-8", xml_declaration=True)
+    tmp.replace(path)
+
+
+def validate(
+    image: Path, profile_name: str | None, junit: Path | None, runtime: apptainer.Runtime | None = None
+) -> list[Check]:
+    """Run every check; raise InvalidError (exit 6) when one fails. JUnit written either way."""
+    if not image.is_file():
+        raise NotFoundError(f"no image at {image}", hint="give the path of a .sif built by afkit")
+    runner = Runner(image, runtime or apptainer.Runtime(apptainer.find_binary(), "root"))
+    info = read_info(runner)
+    prof = profiles.load(profile_name or info["profile"])
+    src_root = profiles.cvmfs_root() / prof.repository
+    src = src_root if src_root.is_dir() else None
+    globs = [g.format(arch=info["arch"]) for g in prof.modules.get("unit_globs", [])]
+    if prof.lcg:
+        globs.append(prof.lcg["release_dir"].format(name="*", version="*", hash="*", arch=info["arch"]))
+    env = [EnvVar(**e) for e in info["env"]]
+    checks = check_env(runner, env, list(prof.env_required))
+    checks += check_proofs(runner, [p.__dict__ for p in prof.proof])
+    checks += check_elf(runner, info, src, globs)
+    if junit:
+        write_junit(junit, image, checks)
+    failed = [c for c in checks if not c.ok]
+    for c in checks:
+        state = "skip" if c.skipped else ("ok" if c.ok else "FAIL")
+        print(f"afkit: validate {state:4} {c.group}:{c.name} {c.message}".rstrip(), file=sys.stderr)
+    if failed:
+        raise InvalidError(
+            f"{image} failed {len(failed)} of {len(checks)} checks: "
+            + ", ".join(f"{c.group}:{c.name}" for c in failed[:10]),
+            hint="see the lines above" + (f" and {junit}" if junit else ""),
+        )
+    return checks

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Write the child pipeline: one build -> validate -> publish chain per tag.
+set -euo pipefail
+AFKIT_PROG=ci/generate.sh
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/common.sh"
+# shellcheck source=ci/lib/ci.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/ci.sh"
+
+usage() {
+  cat <<USAGE
+Usage: ci/generate.sh [--profile P] [--images DIR] --output FILE
+
+Writes FILE, the child pipeline of the image jobs: for every tag of profile P (see ci/tags.sh; the
+CI variable AFKIT_TAGS overrides the list) a job build:P:Package:version, a job validate:... that
+needs it, and a job publish:... that needs both and runs on the default branch and on git tags only.
+The chains are independent: a tag that fails to build does not stop the others.
+Prints the tags. P defaults to \$AFKIT_PROFILE, else alice. FILE is written atomically.
+
+Exit codes: 0 ok, 2 usage, 5 no tag list for the profile, 6 the list or a tag is invalid.
+USAGE
+}
+
+main() {
+  local profile=${AFKIT_PROFILE:-alice} images output=''
+  images="$(ci_repo)/images"
+  while (($#)); do
+    case $1 in
+      --profile) (($# > 1)) || die "$AFKIT_EX_USAGE" "--profile needs a value"; profile=$2; shift ;;
+      --images) (($# > 1)) || die "$AFKIT_EX_USAGE" "--images needs a value"; images=$2; shift ;;
+      --output) (($# > 1)) || die "$AFKIT_EX_USAGE" "--output needs a value"; output=$2; shift ;;
+      -h | --help) usage; return 0 ;;
+      *) die "$AFKIT_EX_USAGE" "unknown argument '$1'" "see 'ci/generate.sh --help'" ;;
+    esac
+    shift
+  done
+  [[ -n $output ]] || die "$AFKIT_EX_USAGE" "--output FILE is required" "see 'ci/generate.sh --help'"
+  ci_check_profile "$profile"
+  local -a override=()
+  [[ -z ${AFKIT_TAGS:-} ]] || override=(--override "$AFKIT_TAGS")
+  ci_cfg child --images "$images" --profile "$profile" --output "$output" "${override[@]}"
+  log "wrote $output"
+}
+
+main "$@"

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# CI lint jobs: code linters, the Snakemake workflow, the image profiles and tag lists.
+set -euo pipefail
+AFKIT_PROG=ci/lint.sh
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/common.sh"
+# shellcheck source=ci/lib/ci.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/ci.sh"
+
+usage() {
+  cat <<USAGE
+Usage: ci/lint.sh CHECK...
+
+Checks (each one CI job of the lint stage; run them by hand from the checkout):
+  code       shellcheck on every shell script and ruff on the Python code (scripts/run-tests lint;
+             JUnit reports in \$AFKIT_REPORTS, default build/test-reports)
+  snakemake  'snakemake --lint' on workflows/Snakefile with every campaign in workflows/config/
+             (says so and passes when the repository has no workflows/Snakefile)
+  config     images/*/profile.yaml against the builder's schema (src/afkit/image/profile.schema.json),
+             images/*/tags.yaml against ci/schema/tags.schema.json and the profile's tag pattern
+  all        the three above
+
+Exit codes: 0 clean, 1 a linter found problems, 2 usage, 3 a linter is missing, 6 invalid config.
+USAGE
+}
+
+lint_code() {
+  local repo
+  repo=$(ci_repo)
+  "$repo/scripts/run-tests" lint
+}
+
+# snakemake_cmd : snakemake on PATH, else the venv's.
+snakemake_cmd() {
+  local venv=${AFKIT_VENV:-$(ci_repo)/.venv}
+  if command -v snakemake >/dev/null 2>&1; then
+    command -v snakemake
+  elif [[ -x $venv/bin/snakemake ]]; then
+    printf '%s\n' "$venv/bin/snakemake"
+  else
+    die "$AFKIT_EX_PREREQ" "snakemake not found" "install the project with the [workflow] extra, or set AFKIT_VENV"
+  fi
+}
+
+lint_snakemake() {
+  local repo snakefile
+  repo=$(ci_repo)
+  snakefile=$repo/workflows/Snakefile
+  if [[ ! -f $snakefile ]]; then
+    log "snakemake: there is no workflows/Snakefile: nothing to lint"
+    return 0
+  fi
+  local smk cfg failed=0 n=0 dir
+  smk=$(snakemake_cmd)
+  dir=$(mktemp -d "${TMPDIR:-/tmp}/afkit-lint.XXXXXX")
+  for cfg in "$repo"/workflows/config/*.yaml; do
+    [[ -f $cfg ]] || continue
+    n=$((n + 1))
+    log "snakemake --lint with $(basename "$cfg")"
+    if ! (cd "$dir" && "$smk" --lint -s "$snakefile" --configfile "$cfg" --directory "$dir"); then
+      warn "snakemake --lint failed with $cfg"
+      failed=1
+    fi
+  done
+  rm -rf -- "$dir"
+  ((n > 0)) || die "$AFKIT_EX_FAILURE" "workflows/Snakefile exists but workflows/config/ has no campaign to lint it with"
+  ((failed == 0)) || die "$AFKIT_EX_FAILURE" "snakemake --lint found problems (above)"
+  log "snakemake: $n campaign(s) lint clean"
+}
+
+lint_config() {
+  local repo schema
+  repo=$(ci_repo)
+  schema=$repo/src/afkit/image/profile.schema.json
+  [[ -f $schema ]] || die "$AFKIT_EX_PREREQ" "no profile schema $schema" "the image builder ships it"
+  ci_cfg check --images "$repo/images" --profile-schema "$schema"
+  log "config: profiles and tag lists are valid"
+}
+
+main() {
+  (($#)) || die "$AFKIT_EX_USAGE" "no check given" "see 'ci/lint.sh --help'"
+  local -a checks=()
+  while (($#)); do
+    case $1 in
+      -h | --help) usage; return 0 ;;
+      code | snakemake | config) checks+=("$1") ;;
+      all) checks+=(code snakemake config) ;;
+      *) die "$AFKIT_EX_USAGE" "unknown check '$1'" "checks: code snakemake config all" ;;
+    esac
+    shift
+  done
+  local check
+  for check in "${checks[@]}"; do "lint_$check"; done
+}
+
+main "$@"

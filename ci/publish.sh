@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# CI publish job: push a validated image to an OCI registry with apptainer and verify it.
+set -euo pipefail
+AFKIT_PROG=ci/publish.sh
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/common.sh"
+# shellcheck source=ci/lib/ci.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/ci.sh"
+# shellcheck source=ci/lib/registry.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/registry.sh"
+
+usage() {
+  cat <<USAGE
+Usage: ci/publish.sh --profile P --tag TAG [--registry-image R] [--dry-run] IMAGE.sif
+
+Publishes IMAGE.sif as oras://R/P/package:version (package lower-cased; R defaults to
+\$CI_REGISTRY_IMAGE), then checks the registry's digest of the image and pulls it back and
+compares the sha256 with the local file.
+  - IMAGE.validated (written by ci/validate.sh) must exist and hold IMAGE's sha256: no publish of
+    an image that did not pass validation (exit 6).
+  - The tag already holds an image with the same digest: nothing is pushed (exit 0).
+  - The registry is unreachable or refuses the credentials: exit 3 before anything is pushed.
+  - The pulled-back image differs: the new manifest is deleted again (when the registry allows it)
+    and the job fails (exit 1).
+  --dry-run   check the stamp, the registry and the credentials, print what would be pushed.
+
+Credentials: user \$AFKIT_REGISTRY_USER (default \$CI_REGISTRY_USER), password
+\$AFKIT_REGISTRY_PASSWORD (default \$CI_JOB_TOKEN). They go to 'apptainer registry login
+--password-stdin' and to curl on stdin, into a private temporary auth file removed at exit; never
+on a command line, never printed. No credentials at all: anonymous access.
+AFKIT_REGISTRY_INSECURE=1: plain HTTP (apptainer --no-https), for a test registry on localhost only.
+Prints the reference and digest on stdout; writes IMAGE.published (reference, digest).
+
+Exit codes: 0 published or already there, 1 push or verification failed, 2 usage,
+3 registry unreachable / credentials refused / apptainer missing, 5 no such image, 6 not validated.
+USAGE
+}
+
+WORK=''
+cleanup() { [[ -z $WORK ]] || rm -rf -- "$WORK"; }
+
+# check_validated IMAGE SHA : die 6 unless IMAGE.validated holds SHA.
+check_validated() {
+  local image=$1 sha=$2 stamp=${1%.sif}.validated want
+  [[ -f $stamp ]] ||
+    die "$AFKIT_EX_INVALID" "$image has no validation stamp ($stamp)" "only images that passed ci/validate.sh are published"
+  want=$(sed -n 's/^sha256 \([0-9a-f]\{64\}\)$/\1/p' "$stamp" | head -n1)
+  [[ $want == "$sha" ]] ||
+    die "$AFKIT_EX_INVALID" "$image is not the image that was validated (sha256 $sha, stamp ${want:-none})" \
+      "re-run the validate job on this image"
+}
+
+# apptainer_login AUTHFILE : log in to REG_HOST; the password goes on stdin. The login is stored
+# in AUTHFILE and in a private remote.yaml beside it (apptainer would otherwise also write it to
+# ~/.apptainer/remote.yaml of the runner's user); both are removed at exit. apptainer does not
+# check the credentials: reg_ping did.
+apptainer_login() {
+  local authfile=$1
+  [[ -n ${REG_USER:-} ]] || return 0
+  printf '%s' "$REG_PASS" | apptainer registry --config "${authfile%/*}/remote.yaml" login \
+    --authfile "$authfile" --username "$REG_USER" --password-stdin "oras://$REG_HOST" >/dev/null 2>&1 ||
+    die "$AFKIT_EX_PREREQ" "apptainer registry login to $REG_HOST failed" "check the registry credentials (CI_REGISTRY_USER / CI_JOB_TOKEN)"
+}
+
+# remote_digest REF : print the SIF digest under REF (empty when the tag does not exist).
+remote_digest() {
+  local rc=0 digest
+  digest=$(reg_sif_digest "$1") || rc=$?
+  case $rc in
+    0) printf '%s\n' "$digest" ;;
+    5) ;;
+    3) die "$AFKIT_EX_PREREQ" "the registry $REG_HOST refused access to $1 (HTTP $REG_CODE)" "check the credentials and the project's registry permissions" ;;
+    *) die "$AFKIT_EX_FAILURE" "cannot read $1 from $REG_HOST (HTTP $REG_CODE)" ;;
+  esac
+}
+
+# undo_push REF : remove the tag just pushed (best effort) after a failed verification.
+undo_push() {
+  if reg_sif_digest "$1" >/dev/null && reg_delete "$1"; then
+    warn "deleted the unverified manifest of $1"
+  else
+    warn "could not delete $1 from the registry (HTTP $REG_CODE): delete it by hand"
+  fi
+}
+
+main() {
+  local profile='' tag='' image='' registry_image=${CI_REGISTRY_IMAGE:-} dry_run=0
+  while (($#)); do
+    case $1 in
+      --profile | --tag | --registry-image)
+        (($# > 1)) || die "$AFKIT_EX_USAGE" "$1 needs a value" "see 'ci/publish.sh --help'"
+        case $1 in --profile) profile=$2 ;; --tag) tag=$2 ;; --registry-image) registry_image=$2 ;; esac
+        shift
+        ;;
+      --dry-run) dry_run=1 ;;
+      -h | --help) usage; return 0 ;;
+      -*) die "$AFKIT_EX_USAGE" "unknown option '$1'" "see 'ci/publish.sh --help'" ;;
+      *) [[ -z $image ]] || die "$AFKIT_EX_USAGE" "one image only ('$image' and '$1')"; image=$1 ;;
+    esac
+    shift
+  done
+  [[ -n $profile && -n $tag && -n $image ]] ||
+    die "$AFKIT_EX_USAGE" "--profile, --tag and IMAGE.sif are required" "see 'ci/publish.sh --help'"
+  ci_check_profile "$profile"
+  ci_check_tag "$tag"
+  [[ -n $registry_image ]] ||
+    die "$AFKIT_EX_USAGE" "no registry given" "pass --registry-image HOST/PATH or set CI_REGISTRY_IMAGE"
+  [[ ${registry_image#oras://} =~ ^[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._/-]+)?$ ]] ||
+    die "$AFKIT_EX_USAGE" "bad registry image '$registry_image'" "expected HOST[:PORT]/PATH, e.g. gitlab.example.org:5050/group/project"
+  [[ $image == *.sif ]] || die "$AFKIT_EX_USAGE" "'$image' is not a .sif file"
+  [[ -f $image ]] || die "$AFKIT_EX_NOT_FOUND" "no image $image" "did the build job pass its artifacts to this job?"
+
+  REG_USER=${AFKIT_REGISTRY_USER:-${CI_REGISTRY_USER:-}}
+  REG_PASS=${AFKIT_REGISTRY_PASSWORD:-${CI_JOB_TOKEN:-}}
+  if [[ -n $REG_USER && -z $REG_PASS ]] || [[ -z $REG_USER && -n $REG_PASS ]]; then
+    die "$AFKIT_EX_USAGE" "a registry user without a password or the other way round" \
+      "set both CI_REGISTRY_USER and CI_JOB_TOKEN (or AFKIT_REGISTRY_USER/AFKIT_REGISTRY_PASSWORD), or neither"
+  fi
+  local ref sha pull_flags=()
+  ref=$(ci_image_ref "$registry_image" "$profile" "$tag")
+  REG_HOST=${ref#oras://}
+  REG_HOST=${REG_HOST%%/*}
+  REG_SCHEME=https
+  if [[ ${AFKIT_REGISTRY_INSECURE:-0} == 1 ]]; then
+    REG_SCHEME=http
+    pull_flags=(--no-https)
+    warn "plain HTTP to $REG_HOST (AFKIT_REGISTRY_INSECURE=1)"
+  fi
+
+  sha=$(ci_sha256 "$image")
+  check_validated "$image" "$sha"
+  need_cmd curl
+  need_cmd jq
+  ((dry_run)) || need_cmd apptainer "the publish job runs on a runner with apptainer (tags: apptainer)"
+
+  WORK=$(mktemp -d "${TMPDIR:-/tmp}/afkit-publish.XXXXXX")
+  chmod 700 "$WORK"
+  trap cleanup EXIT
+  trap 'exit 130' INT TERM
+  REG_BODY=$WORK/body REG_HEADERS=$WORK/headers
+
+  local rc=0
+  reg_ping || rc=$?
+  case $rc in
+    0) ;;
+    3) die "$AFKIT_EX_PREREQ" "the registry $REG_HOST refused the credentials (HTTP $REG_CODE)" "check CI_REGISTRY_USER / CI_JOB_TOKEN (or AFKIT_REGISTRY_USER / AFKIT_REGISTRY_PASSWORD)" ;;
+    *) die "$AFKIT_EX_PREREQ" "the registry $REG_SCHEME://$REG_HOST is unreachable or not an OCI registry (HTTP $REG_CODE)" "check CI_REGISTRY_IMAGE and the runner's network" ;;
+  esac
+
+  local before
+  before=$(remote_digest "$ref")
+  if [[ $before == "sha256:$sha" ]]; then
+    log "$ref already holds this image (sha256:$sha): nothing to push"
+    write_record "$image" "$ref" "$sha"
+    return 0
+  fi
+  [[ -z $before ]] || log "$ref holds $before; replacing it with sha256:$sha"
+  if ((dry_run)); then
+    log "dry run: would push $image (sha256:$sha) to $ref"
+    return 0
+  fi
+
+  local authfile=$WORK/auth.json
+  apptainer_login "$authfile"
+  local -a auth=()
+  [[ ! -f $authfile ]] || auth=(--authfile "$authfile")
+  log "pushing $image to $ref"
+  apptainer push "${pull_flags[@]}" "${auth[@]}" "$image" "$ref" ||
+    die "$AFKIT_EX_FAILURE" "apptainer push to $ref failed" "the tag was not moved: a push only tags the image once all of it is uploaded"
+
+  local after pulled_sha
+  after=$(remote_digest "$ref")
+  if [[ $after != "sha256:$sha" ]]; then
+    undo_push "$ref"
+    die "$AFKIT_EX_FAILURE" "the registry reports ${after:-nothing} for $ref, expected sha256:$sha"
+  fi
+  log "pulling $ref back"
+  if ! apptainer pull "${pull_flags[@]}" "${auth[@]}" "$WORK/pulled.sif" "$ref" >/dev/null; then
+    undo_push "$ref"
+    die "$AFKIT_EX_FAILURE" "could not pull $ref back"
+  fi
+  pulled_sha=$(ci_sha256 "$WORK/pulled.sif")
+  if [[ $pulled_sha != "$sha" ]]; then
+    undo_push "$ref"
+    die "$AFKIT_EX_FAILURE" "the image pulled back from $ref differs (sha256 $pulled_sha, pushed $sha)"
+  fi
+  log "published $ref (sha256:$sha), pulled back and verified"
+  write_record "$image" "$ref" "$sha"
+}
+
+# write_record IMAGE REF SHA : IMAGE.published and the result on stdout.
+write_record() {
+  local image=$1 ref=$2 sha=$3 record=${1%.sif}.published
+  printf 'ref %s\ndigest sha256:%s\n' "$ref" "$sha" >"$record.tmp.$$"
+  mv -f -- "$record.tmp.$$" "$record"
+  printf '%s sha256:%s\n' "$ref" "$sha"
+}
+
+main "$@"

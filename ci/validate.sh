@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# CI validate job: check a built image and record that it passed.
+set -euo pipefail
+AFKIT_PROG=ci/validate.sh
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/common.sh"
+# shellcheck source=ci/lib/ci.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/ci.sh"
+
+usage() {
+  cat <<USAGE
+Usage: ci/validate.sh [--profile P] [--junit FILE] IMAGE.sif
+
+Runs 'afkit image validate' on IMAGE.sif (the image runs, the tag's environment is set inside,
+the profile's proof commands work) and writes its JUnit report to FILE (default IMAGE.junit.xml,
+published by GitLab as the job's test report). On success it writes IMAGE.validated, a stamp
+holding the image's sha256: ci/publish.sh publishes nothing without a matching stamp.
+On failure the stamp is removed, and the report is there even when the validator crashed.
+
+Exit codes: 0 valid, 2 usage, 3 prerequisite missing, 5 no such image, 6 validation failed.
+USAGE
+}
+
+# junit_failure FILE NAME MESSAGE : a one-case failing JUnit report (when the validator left none).
+junit_failure() {
+  local file=$1 name=$2 msg=$3
+  msg=${msg//&/&amp;}; msg=${msg//</&lt;}; msg=${msg//>/&gt;}; msg=${msg//\"/&quot;}
+  printf '<?xml version="1.0" encoding="UTF-8"?>\n<testsuite name="afkit-image-validate" tests="1" failures="1">\n  <testcase classname="%s" name="validator"><failure message="%s"/></testcase>\n</testsuite>\n' \
+    "$name" "$msg" >"$file.tmp.$$"
+  mv -f -- "$file.tmp.$$" "$file"
+}
+
+main() {
+  local profile='' junit='' image=''
+  while (($#)); do
+    case $1 in
+      --profile) (($# > 1)) || die "$AFKIT_EX_USAGE" "--profile needs a value"; profile=$2; shift ;;
+      --junit) (($# > 1)) || die "$AFKIT_EX_USAGE" "--junit needs a value"; junit=$2; shift ;;
+      -h | --help) usage; return 0 ;;
+      -*) die "$AFKIT_EX_USAGE" "unknown option '$1'" "see 'ci/validate.sh --help'" ;;
+      *) [[ -z $image ]] || die "$AFKIT_EX_USAGE" "one image only ('$image' and '$1')"; image=$1 ;;
+    esac
+    shift
+  done
+  [[ -n $image ]] || die "$AFKIT_EX_USAGE" "no image given" "see 'ci/validate.sh --help'"
+  [[ $image == *.sif ]] || die "$AFKIT_EX_USAGE" "'$image' is not a .sif file"
+  [[ -f $image ]] || die "$AFKIT_EX_NOT_FOUND" "no image $image" "did the build job of this tag pass and pass its artifacts?"
+  [[ -z $profile ]] || ci_check_profile "$profile"
+  local base=${image%.sif}
+  [[ -n $junit ]] || junit=$base.junit.xml
+  local stamp=$base.validated
+  rm -f -- "$stamp"
+
+  local afkit venv=${AFKIT_VENV:-$(ci_repo)/.venv}
+  afkit=$(command -v afkit || true)
+  [[ -n $afkit ]] || afkit=$venv/bin/afkit
+  [[ -x $afkit ]] || die "$AFKIT_EX_PREREQ" "the afkit command is not on PATH" "install the project or set AFKIT_VENV"
+  local -a cmd=("$afkit" image validate "$image" --junit "$junit")
+  [[ -z $profile ]] || cmd+=(--profile "$profile")
+  local sha rc=0
+  sha=$(ci_sha256 "$image")
+  log "validating $image (sha256 $sha)"
+  "${cmd[@]}" || rc=$?
+  if ((rc != 0)); then
+    [[ -s $junit ]] || junit_failure "$junit" "$(basename "$base")" "afkit image validate exited with $rc"
+    die "$rc" "$image did not pass validation (exit code $rc); report: $junit" "it will not be published"
+  fi
+  [[ -s $junit ]] || die "$AFKIT_EX_INVALID" "the validator passed but wrote no JUnit report $junit"
+  printf 'sha256 %s\nimage %s\nvalidated %s\n' "$sha" "$(basename "$image")" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >"$stamp.tmp.$$"
+  mv -f -- "$stamp.tmp.$$" "$stamp"
+  log "valid: $image; report $junit"
+}
+
+main "$@"

@@ -169,25 +169,26 @@ PY
 @test "a second run is a no-op; --force rebuilds; a changed generator rebuilds" {
   local before
   before=$(inode "$FIX/alice.cern.ch")
-  run "$MKCVMFS" --out "$FIX" --repos alice.cern.ch
+  run "$MKCVMFS" --out "$FIX"
   [ "$status" -eq 0 ]
-  [[ $output == *"alice.cern.ch: up to date"* ]]
+  [[ $output == *"alice.cern.ch: up to date"* && $output == *"sft.cern.ch: up to date"* ]]
   [ "$(inode "$FIX/alice.cern.ch")" = "$before" ]
-  run "$MKCVMFS" --out "$FIX" --repos alice.cern.ch --force
+  before=$(inode "$FIX/sft.cern.ch")
+  run "$MKCVMFS" --out "$FIX" --repos sft.cern.ch --force
   [ "$status" -eq 0 ]
-  [[ $output == *"alice.cern.ch: generated"* ]]
-  [ "$(inode "$FIX/alice.cern.ch")" != "$before" ]
-  before=$(inode "$FIX/alice.cern.ch")
+  [[ $output == *"sft.cern.ch: generated"* ]]
+  [ "$(inode "$FIX/sft.cern.ch")" != "$before" ]
+  before=$(inode "$FIX/sft.cern.ch")
   # a modified copy of the generator: its stamp no longer matches
   cp -a "$BATS_TEST_DIRNAME/../fixtures" "$BATS_TEST_TMPDIR/gen"
-  printf '\n# changed\n' >>"$BATS_TEST_TMPDIR/gen/cvmfsfix/alice_catalog.py"
-  run "$BATS_TEST_TMPDIR/gen/mkcvmfs" --out "$FIX" --repos alice.cern.ch
+  printf '\n# changed\n' >>"$BATS_TEST_TMPDIR/gen/cvmfsfix/lcg_catalog.py"
+  run "$BATS_TEST_TMPDIR/gen/mkcvmfs" --out "$FIX" --repos sft.cern.ch
   [ "$status" -eq 0 ]
-  [[ $output == *"alice.cern.ch: generated"* ]]
-  [ "$(inode "$FIX/alice.cern.ch")" != "$before" ]
-  run "$MKCVMFS" --out "$FIX" --repos alice.cern.ch --quiet
-  [ "$status" -eq 0 ]
-  [ -z "$(compgen -G "$FIX/.alice.cern.ch.mkcvmfs-tmp-*")" ]
+  [[ $output == *"sft.cern.ch: generated"* ]]
+  [ "$(inode "$FIX/sft.cern.ch")" != "$before" ]
+  [ -z "$(compgen -G "$FIX/.sft.cern.ch.mkcvmfs-tmp-*")" ]
+  # back to this generator for the other tests
+  "$MKCVMFS" --out "$FIX" --repos sft.cern.ch --quiet
 }
 
 @test "a failing build leaves the previous tree intact and no temporary directory" {
@@ -206,14 +207,89 @@ PY
 
 @test "mkcvmfs refuses to replace a directory it did not create (exit 4); an empty one is fine" {
   local out=$BATS_TEST_TMPDIR/out
-  mkdir -p "$out/alice.cern.ch"
-  echo precious >"$out/alice.cern.ch/data"
-  run "$MKCVMFS" --out "$out" --repos alice.cern.ch
+  mkdir -p "$out/sft.cern.ch"
+  echo precious >"$out/sft.cern.ch/data"
+  run "$MKCVMFS" --out "$out" --repos sft.cern.ch
   [ "$status" -eq 4 ]
   [[ $output == *"did not create it"* ]]
-  [ "$(cat "$out/alice.cern.ch/data")" = precious ]
-  rm "$out/alice.cern.ch/data"
-  run "$MKCVMFS" --out "$out" --repos alice.cern.ch --quiet
+  [ "$(cat "$out/sft.cern.ch/data")" = precious ]
+  [ -z "$(compgen -G "$out/.sft.cern.ch.mkcvmfs-tmp-*")" ]
+  rm "$out/sft.cern.ch/data"
+  # an empty directory (a bind-mount point, say) is replaced
+  run "$MKCVMFS" --out "$out" --repos sft.cern.ch --quiet
   [ "$status" -eq 0 ]
-  [ -f "$out/alice.cern.ch/.afkit-fixture.json" ]
+  [ -f "$out/sft.cern.ch/.afkit-fixture.json" ]
+  # a file in the way is refused too
+  echo precious >"$out/alice.cern.ch"
+  run "$MKCVMFS" --out "$out" --repos alice.cern.ch
+  [ "$status" -eq 4 ]
+  [ "$(cat "$out/alice.cern.ch")" = precious ]
+}
+
+@test "sft.cern.ch: releases, the LCG_105 manifest and view with relative symlinks" {
+  local lcg=$FIX/sft.cern.ch/lcg plat=x86_64-el9-gcc13-opt
+  local view=$lcg/views/LCG_105/$plat
+  compgen -G "$lcg/releases/ROOT/6.30.02-*/$plat/lib/libCore.so"
+  compgen -G "$lcg/releases/gcc/13.1.0-*/x86_64-el9/lib64/libgcctoolchain.so"
+  [ -L "$view/bin/root.exe" ] && [ -x "$view/bin/root.exe" ]
+  [ -L "$view/lib/libCore.so" ] && [ -f "$view/lib/libCore.so" ]
+  [[ $(readlink "$view/lib/libCore.so") == ../../../../releases/ROOT/6.30.02-*/$plat/lib/libCore.so ]]
+  run readelf -d "$view/bin/root.exe"
+  [[ $output == *"[libCore.so]"* && $output == *"[libXrdCl.so]"* && $output == *"[libgcctoolchain.so]"* ]]
+  [[ $output != *RPATH* && $output != *RUNPATH* ]]
+  # releases the view does not use
+  compgen -G "$lcg/releases/ROOT/6.28.10-*/$plat/lib/libCore.so"
+  compgen -G "$lcg/releases/Geant4/11.2.0-*/$plat/lib/libG4run.so"
+}
+
+@test "sft.cern.ch: the manifest lists exactly the view's packages, with hashes and paths that resolve" {
+  local rel=$FIX/sft.cern.ch/lcg/releases/LCG_105 plat=x86_64-el9-gcc13-opt
+  local man=$rel/LCG_externals_$plat.txt view=$FIX/sft.cern.ch/lcg/views/LCG_105/$plat
+  [ "$(sed -n 1p "$man")" = "PLATFORM: $plat" ]
+  [ "$(sed -n 2p "$man")" = "VERSION: 105" ]
+  [[ $(sed -n 3p "$man") == "COMPILER: GNU;"* ]]
+  local listed linked name hash version dir
+  listed=$(tail -n +4 "$man" | awk -F'; ' '{print $1 "-" $2}' | sort)
+  linked=$(find "$view/bin" "$view/lib" "$view/include" -type l -exec readlink {} + |
+    sed -E 's|^(\.\./)+releases/([^/]+)/[^/]+-([0-9a-f]{5})/.*|\2-\3|' | sort -u)
+  [ -n "$listed" ]
+  [ "$listed" = "$linked" ]
+  while IFS=' ' read -r name hash version dir _; do
+    [ -d "$rel/$dir" ]
+    [[ $(readlink "$rel/$dir") == */$name/$version-$hash/$plat ]]
+  done < <(tail -n +4 "$man" | sed 's/; /;/g' | tr ';' ' ')
+  run grep -c '^ROOT; ' "$man"
+  [ "$output" = 1 ]
+  run grep '6.28.10' "$man"
+  [ "$status" -eq 1 ]
+}
+
+@test "sft.cern.ch: the view's setup.sh sets the environment and its programs run" {
+  local view=$FIX/sft.cern.ch/lcg/views/LCG_105/x86_64-el9-gcc13-opt
+  # shellcheck disable=SC2016 # expanded by the inner bash
+  run env -i HOME="$HOME" PATH=/usr/bin:/bin bash -c \
+    'source "$1" && echo "ROOTSYS=$ROOTSYS" && root.exe && hepfixture-analysis && root-config --version' _ "$view/setup.sh"
+  [ "$status" -eq 0 ]
+  [[ $output == *"ROOTSYS=$FIX/sft.cern.ch/lcg/releases/ROOT/6.30.02-"* ]]
+  [[ $output == *"root.exe: OK ROOT 6.30.02, all 7 libraries answered"* ]]
+  [[ $output == *"libgcctoolchain.so: gcc/13.1.0"* ]]
+  [[ $output == *"hepfixture-analysis: OK hepfixture 1.2.0"* ]]
+  [[ $output == *"6.30/02"* ]]
+  # without the gcc release (sourced by setup.sh, not part of the view) nothing loads
+  run -127 env -i PATH=/usr/bin:/bin LD_LIBRARY_PATH="$view/lib" "$view/bin/root.exe"
+  [[ $output == *"error while loading shared libraries: libgcctoolchain.so"* ]]
+}
+
+@test "--size-mb pads the fixture to about the requested size with incompressible data" {
+  local out=$BATS_TEST_TMPDIR/big bytes pad
+  run "$MKCVMFS" --out "$out" --repos sft.cern.ch --size-mb 24
+  [ "$status" -eq 0 ]
+  bytes=$(find "$out/sft.cern.ch" -type f -printf '%s\n' | awk '{s += $1} END {print s}')
+  ((bytes >= 24 * 1024 * 1024 * 95 / 100 && bytes <= 24 * 1024 * 1024 * 105 / 100))
+  pad=$(find "$out/sft.cern.ch" -path '*afkit-fixture-padding*' -type f | head -n 1)
+  [ -n "$pad" ]
+  (($(gzip -1 -c "$pad" | wc -c) >= $(stat -c %s "$pad") * 99 / 100))
+  # the programs are unaffected
+  run bash -c 'source "$1" && root.exe' _ "$out/sft.cern.ch/lcg/views/LCG_105/x86_64-el9-gcc13-opt/setup.sh"
+  [ "$status" -eq 0 ]
 }

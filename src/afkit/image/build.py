@@ -97,9 +97,12 @@ def build(
     print(f"afkit: {tag.text} resolves on {res.arch} to {len(res.units)} units", file=sys.stderr)
     if plan_only:
         return planning.write_plan(profile, res, src, outdir, name)
+    # Ask (or refuse) about an earlier build now, before anything slow; clean only later.
+    earlier = workdir.leftovers(outdir) if workdir.is_ours(outdir) else []
+    workdir.confirm_clean(outdir, earlier, yes)
     runtime = apptainer.detect()
     base = render.choose_base(profile, res.arch, base_spec)
-    outdir = workdir.prepare(outdir, yes)
+    outdir = workdir.prepare(outdir, yes=True if earlier else yes)
     store = Store(outdir / workdir.STORE)
     st_plan = stage.walk(src, res.units, image_root(profile))
     new_bytes = stage.bytes_to_copy(st_plan, store)

@@ -1,0 +1,136 @@
+#!/usr/bin/env bats
+# Interface and bad input of scripts/singularity_alice.sh (host; no Apptainer needed: every bad
+# input is detected before it would be).
+
+setup_file() {
+  REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+  export REPO
+  # The alice.cern.ch fixture (cached in ~/.cache/afkit/cvmfs; generated once, ~7 s).
+  "$REPO/tests/fixtures/mkcvmfs" --repos alice.cern.ch -q
+  FIXTURE=${AFKIT_CVMFS_FIXTURE:-${XDG_CACHE_HOME:-$HOME/.cache}/afkit/cvmfs}
+  export FIXTURE
+}
+
+setup() {
+  SCRIPT="$REPO/scripts/singularity_alice.sh"
+  export AFKIT_CVMFS_ROOT=$FIXTURE
+  WORK="$BATS_TEST_TMPDIR/work"
+  # A PATH without apptainer/singularity (they exist only in the testbed).
+  NOAPP="$BATS_TEST_TMPDIR/bin"
+  mkdir -p "$NOAPP"
+  local tool
+  for tool in bash sh env dirname basename cat python3 tclsh; do
+    if command -v "$tool" >/dev/null; then ln -sf "$(command -v "$tool")" "$NOAPP/$tool"; fi
+  done
+  ln -sf /usr/bin/modulecmd "$NOAPP/modulecmd"
+}
+
+@test "--help documents the options and exit codes" {
+  run "$SCRIPT" --help
+  [ "$status" -eq 0 ]
+  [[ $output == *"-t, --tag"* && $output == *"-o, --output"* && $output == *"-y, --yes"* ]]
+  [[ $output == *"Exit codes"* ]]
+}
+
+@test "missing -t is a usage error (2)" {
+  run "$SCRIPT" -o "$WORK"
+  [ "$status" -eq 2 ]
+  [[ $output == *"missing -t/--tag"* ]]
+  [ ! -e "$WORK" ]
+}
+
+@test "an option without its value or an unknown option is a usage error (2)" {
+  run "$SCRIPT" -t
+  [ "$status" -eq 2 ]
+  [[ $output == *"-t needs a value"* ]]
+  run "$SCRIPT" -t AliPhysics/vAN-20201018_ROOT6-1 --frobnicate
+  [ "$status" -eq 2 ]
+  [[ $output == *"unknown option '--frobnicate'"* ]]
+}
+
+@test "path-like and shell-like tags are refused (2) before anything is written" {
+  local tag
+  # shellcheck disable=SC2016  # the $( ) and backticks are the point: they must not run
+  for tag in '../AliPhysics/x' '/AliPhysics/vAN-1' 'AliPhysics/vAN 1' 'AliPhysics/v1;id' \
+    'AliPhysics/$(id)' 'AliPhysics/`id`' 'AliPhysics/a/../b'; do
+    run "$SCRIPT" -t "$tag" -o "$WORK" -y
+    [ "$status" -eq 2 ] || { echo "tag <$tag> gave $status: $output"; false; }
+    [[ $output == *"error: "* && $output == *"hint: "* ]]
+  done
+  [ ! -e "$WORK" ]
+}
+
+@test "-o / , \$HOME and system directories are refused (4), with or without -y" {
+  local dir
+  for dir in / "$HOME" /etc /usr/share /var /cvmfs; do
+    run "$SCRIPT" -t AliPhysics/vAN-20201018_ROOT6-1 -o "$dir" -y
+    [ "$status" -eq 4 ] || { echo "-o $dir gave $status: $output"; false; }
+    [[ $output == *"refusing"* ]]
+  done
+}
+
+@test "a non-empty directory afkit did not create is refused (4) and left alone" {
+  mkdir -p "$WORK"
+  echo precious >"$WORK/data.txt"
+  run "$SCRIPT" -t AliPhysics/vAN-20201018_ROOT6-1 -o "$WORK" -y
+  [ "$status" -eq 4 ]
+  [[ $output == *"not created by afkit"* ]]
+  [ "$(cat "$WORK/data.txt")" = precious ]
+  run "$SCRIPT" -t AliPhysics/vAN-20201018_ROOT6-1 -o "$WORK"
+  [ "$status" -eq 4 ]
+}
+
+@test "CVMFS repository not mounted is a missing prerequisite (3)" {
+  mkdir -p "$BATS_TEST_TMPDIR/empty"
+  AFKIT_CVMFS_ROOT="$BATS_TEST_TMPDIR/empty" run "$SCRIPT" -t AliPhysics/vAN-20201018_ROOT6-1 -o "$WORK"
+  [ "$status" -eq 3 ]
+  [[ $output == *"alice.cern.ch is not mounted"* ]]
+}
+
+@test "an unknown tag is not found (5) and the nearest tags are listed" {
+  run "$SCRIPT" -t AliPhysics/vAN-20250403_ROOT6-1 -o "$WORK"
+  [ "$status" -eq 5 ]
+  [[ $output == *"unknown tag"* && $output == *"nearest: AliPhysics/vAN-2025040"* ]]
+  [ ! -e "$WORK" ]
+}
+
+@test "--plan prints the closure and writes a shrinkwrap spec (no apptainer needed)" {
+  PATH="$NOAPP" run "$SCRIPT" -t VO_ALICE@AliPhysics::vAN-20201018_ROOT6-1 -o "$WORK" --plan
+  [ "$status" -eq 0 ]
+  [[ $output == *"ROOT/v6-20-08-alice1-1"* && $output == *"grid-base-packages"* ]]
+  local spec="$WORK/AliPhysics_vAN-20201018_ROOT6-1.spec"
+  grep -qx '/el9-x86_64/Packages/ROOT/v6-20-08-alice1-1/\*' "$spec"
+  grep -qx '/el9-x86_64/Packages/grid-base-packages/v20250401-1/\*' "$spec"
+  run grep -q Geant4 "$spec"
+  [ "$status" -ne 0 ]
+  [ -f "$WORK/.afkit-workdir" ]
+}
+
+@test "no apptainer or singularity on PATH is a missing prerequisite (3)" {
+  PATH="$NOAPP" run "$SCRIPT" -t AliPhysics/vAN-20201018_ROOT6-1 -o "$WORK" -y
+  [ "$status" -eq 3 ]
+  [[ $output == *"neither 'apptainer' nor 'singularity'"* ]]
+  [ ! -e "$WORK/rootfs" ]
+}
+
+@test "an earlier build is not cleaned without -y when there is no terminal (4)" {
+  PATH="$NOAPP" run "$SCRIPT" -t AliPhysics/vAN-20201018_ROOT6-1 -o "$WORK" --plan
+  [ "$status" -eq 0 ]
+  PATH="$NOAPP" run "$SCRIPT" -t AliPhysics/vAN-20201018_ROOT6-1 -o "$WORK" </dev/null
+  [ "$status" -eq 4 ]
+  [[ $output == *"no terminal to ask"* && $output == *"-y"* ]]
+  [ -f "$WORK/AliPhysics_vAN-20201018_ROOT6-1.spec" ]
+}
+
+@test "the script forwards to 'afkit image build --profile alice' (afkit found on PATH)" {
+  local fake="$BATS_TEST_TMPDIR/repo"
+  mkdir -p "$fake/scripts/lib" "$BATS_TEST_TMPDIR/fakebin"
+  cp "$REPO/scripts/singularity_alice.sh" "$fake/scripts/"
+  cp "$REPO/scripts/lib/common.sh" "$fake/scripts/lib/"
+  printf '#!/bin/sh\nprintf "%%s|" "$@"\n' >"$BATS_TEST_TMPDIR/fakebin/afkit"
+  chmod +x "$BATS_TEST_TMPDIR/fakebin/afkit"
+  PATH="$BATS_TEST_TMPDIR/fakebin:$PATH" run "$fake/scripts/singularity_alice.sh" \
+    -t O2Physics/daily-20250401-0000-1 -o /scratch/x -y --compression zstd --base docker://almalinux:9
+  [ "$status" -eq 0 ]
+  [ "$output" = "image|build|--profile|alice|--tag|O2Physics/daily-20250401-0000-1|--output|/scratch/x|--compression|zstd|--base|docker://almalinux:9|--yes|" ]
+}

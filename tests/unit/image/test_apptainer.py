@@ -1,0 +1,61 @@
+"""Which Apptainer and which privilege: root, --fakeroot, or a clear refusal (exit 3)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from afkit.errors import ExitCode, PrereqError
+from afkit.image import apptainer
+
+
+def test_no_apptainer_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("AFKIT_APPTAINER", raising=False)
+    with pytest.raises(PrereqError) as exc:
+        apptainer.find_binary()
+    assert exc.value.code == ExitCode.PREREQ and "apptainer" in str(exc.value)
+
+
+def test_singularity_is_accepted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = tmp_path / "singularity"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("AFKIT_APPTAINER", raising=False)
+    assert apptainer.find_binary() == str(fake)
+
+
+def test_root_builds_as_root(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(apptainer.os, "geteuid", lambda: 0)
+    rt = apptainer.detect("/usr/bin/apptainer")
+    assert rt.mode == "root" and rt.build_args() == []
+    assert "as root" in capsys.readouterr().err
+
+
+def test_user_without_userns_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(apptainer.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(
+        apptainer.subprocess,
+        "run",
+        lambda *a, **k: subprocess.CompletedProcess(a, 1, "", "unshare: Operation not permitted"),
+    )
+    with pytest.raises(PrereqError) as exc:
+        apptainer.detect("/usr/bin/apptainer")
+    assert "--fakeroot cannot work" in str(exc.value) and "sudo" in (exc.value.hint or "")
+
+
+def test_user_with_userns_uses_fakeroot(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(apptainer.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(
+        apptainer.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, "", "")
+    )
+    rt = apptainer.detect("/usr/bin/apptainer", say=False)
+    assert rt.mode == "fakeroot" and rt.build_args() == ["--fakeroot"]
+
+
+def test_compression_args() -> None:
+    assert apptainer.squashfs_args("zstd") == ["--mksquashfs-args", "-comp zstd"]
+    assert apptainer.squashfs_args(None) == []

@@ -118,8 +118,7 @@ inode() { stat -c %i "$1"; }
   local copy=$BATS_TEST_TMPDIR/alice.cern.ch
   cp -a "$FIX/alice.cern.ch" "$copy"
   mv "$copy/el9-x86_64/Packages/grid-base-packages" "$copy/el9-x86_64/Packages/grid-base-packages.gone"
-  run env MODULEPATH="$copy/el9-x86_64/Modules/modulefiles" \
-    tclsh /usr/lib/x86_64-linux-gnu/modulecmd.tcl bash load AliPhysics/vAN-20201018_ROOT6-1
+  MODULEPATH="$copy/el9-x86_64/Modules/modulefiles" run modcmd bash load AliPhysics/vAN-20201018_ROOT6-1
   [[ $output == *"test 0 = 1"* ]]
   [[ $output == *grid-base-packages/default* ]]
 }
@@ -219,6 +218,13 @@ PY
   run "$MKCVMFS" --out "$out" --repos sft.cern.ch --quiet
   [ "$status" -eq 0 ]
   [ -f "$out/sft.cern.ch/.afkit-fixture.json" ]
+  # leftovers of an interrupted run (marker inside) are removed; look-alikes without it are not
+  mkdir "$out/.sft.cern.ch.mkcvmfs-tmp-stale" "$out/.sft.cern.ch.mkcvmfs-tmp-foreign"
+  touch "$out/.sft.cern.ch.mkcvmfs-tmp-stale/.mkcvmfs-partial"
+  run "$MKCVMFS" --out "$out" --repos sft.cern.ch --quiet --force
+  [ "$status" -eq 0 ]
+  [ ! -e "$out/.sft.cern.ch.mkcvmfs-tmp-stale" ]
+  [ -d "$out/.sft.cern.ch.mkcvmfs-tmp-foreign" ]
   # a file in the way is refused too
   echo precious >"$out/alice.cern.ch"
   run "$MKCVMFS" --out "$out" --repos alice.cern.ch

@@ -104,6 +104,18 @@ inode() { stat -c %i "$1"; }
   [[ $output == *"aliroot: OK AliRoot v5-09-59-1"* ]]
 }
 
+@test "the user's way: module use + module load through the modules shell init" {
+  local init=/usr/share/modules/init/bash
+  [ -f "$init" ]
+  # shellcheck disable=SC2016 # expanded by the inner bash
+  run env -i HOME="$BATS_TEST_TMPDIR" PATH=/usr/bin:/bin bash --norc -c '
+    source "$1" && module use "$2" && module load AliPhysics/vAN-20201018_ROOT6-1 &&
+      echo "PHYS=$ALICE_PHYSICS" && aliphysics-check' _ "$init" "$FIX/alice.cern.ch/el9-x86_64/Modules/modulefiles"
+  [ "$status" -eq 0 ]
+  [[ $output == *"PHYS=$FIX/alice.cern.ch/el9-x86_64/Packages/AliPhysics/vAN-20201018_ROOT6-1"* ]]
+  [[ $output == *"aliphysics-check: OK AliPhysics vAN-20201018_ROOT6-1, all 8 libraries answered"* ]]
+}
+
 @test "aliphysics-check fails to load without AliRoot's lib directory on LD_LIBRARY_PATH" {
   eval "$(load_code el9-x86_64 AliPhysics/vAN-20201018_ROOT6-1)"
   local drop=$FIX/alice.cern.ch/el9-x86_64/Packages/AliRoot/v5-09-59-1/lib
@@ -163,6 +175,12 @@ PY
   [ "$status" -eq 5 ]
   run "$alienv" frobnicate
   [ "$status" -eq 2 ]
+  # alienv enter: an interactive shell (here fed from stdin) with the tag loaded
+  # shellcheck disable=SC2016 # expanded by the entered shell
+  run env -i HOME="$BATS_TEST_TMPDIR" PATH=/usr/bin:/bin SHELL=/bin/bash \
+    "$alienv" enter VO_ALICE@O2Physics::daily-20250401-0000-1 <<<'echo "O2P=$O2PHYSICS_ROOT"'
+  [ "$status" -eq 0 ]
+  [[ $output == *"O2P=$FIX/alice.cern.ch/el9-x86_64/Packages/O2Physics/daily-20250401-0000-1"* ]]
 }
 
 @test "a second run is a no-op; --force rebuilds; a changed generator rebuilds" {

@@ -317,3 +317,12 @@ PY
   run bash -c 'source "$1" && root.exe' _ "$out/sft.cern.ch/lcg/views/LCG_105/x86_64-el9-gcc13-opt/setup.sh"
   [ "$status" -eq 0 ]
 }
+
+@test "generation is reproducible: another DIR gets byte-identical files" {
+  local other=$BATS_TEST_TMPDIR/again
+  "$MKCVMFS" --out "$other" --repos sft.cern.ch --quiet
+  sums() { (cd "$1" && find . -type f ! -name .afkit-fixture.json -exec sha256sum {} + | sort -k2); }
+  run diff <(sums "$FIX/sft.cern.ch") <(sums "$other/sft.cern.ch")
+  [ "$status" -eq 0 ]
+  [ "$(sums "$other/sft.cern.ch" | grep -c 'lib/lib.*\.so$')" -gt 5 ]
+}

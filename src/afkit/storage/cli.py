@@ -1,11 +1,119 @@
-"""``afkit storage`` subcommand (placeholder until the area lands)."""
+"""``afkit storage``: cache scenarios (origin, xcache, xcache-dca, dcotf) on loopback."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import sys
+from pathlib import Path
 from typing import Any
+
+from afkit.errors import ExitCode
+from afkit.storage import manager
+from afkit.storage.render import Settings, render
+from afkit.storage.scenarios import SCENARIOS, default_origin, get_scenario, url
+
+
+def _settings(args: argparse.Namespace, scenario: str) -> Settings:
+    root = Path(args.state_dir) if args.state_dir else manager.default_state_root()
+    return Settings(
+        state_dir=root / scenario,
+        origin=getattr(args, "origin", None) or default_origin(),
+        data_dir=Path(
+            getattr(args, "data", None) or os.environ.get("AFKIT_XROOTD_DATA", "/srv/xrootd/data")
+        ).resolve(),
+        ram=getattr(args, "ram", "1g"),
+    )
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    scenario = get_scenario(args.scenario)
+    settings = _settings(args, scenario.name)
+    for rec in manager.up(scenario, settings, args.timeout):
+        print(json.dumps({"scenario": scenario.name, **rec}))
+    print(f"afkit storage: {scenario.name} up; clients use {url(scenario.name, '/PATH')}", file=sys.stderr)
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    names = list(SCENARIOS) if args.scenario == "all" else [get_scenario(args.scenario).name]
+    for name in names:
+        stopped = manager.down(SCENARIOS[name], _settings(args, name))
+        if stopped:
+            print(f"afkit storage: {name}: stopped {', '.join(stopped)}", file=sys.stderr)
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    names = [get_scenario(args.scenario).name] if args.scenario else list(SCENARIOS)
+    running = False
+    for name in names:
+        for rec in manager.status(SCENARIOS[name], _settings(args, name)):
+            running = running or rec["running"]
+            print(json.dumps(rec))
+    return 0 if running or not args.scenario else int(ExitCode.FAILURE)
+
+
+def cmd_url(args: argparse.Namespace) -> int:
+    print(url(args.scenario, args.path))
+    return 0
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    scenario = get_scenario(args.scenario)
+    settings = _settings(args, scenario.name)
+    for daemon in scenario.daemons:
+        print(f"# ---- {daemon.name}")
+        print(render(scenario, daemon, settings), end="")
+    return 0
 
 
 def register(sub: Any) -> None:
-    parser: argparse.ArgumentParser = sub.add_parser("storage", help="storage commands")
-    parser.set_defaults(func=lambda _args: parser.print_help() or 0)
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "storage",
+        help="XRootD cache scenarios on loopback (origin, xcache, xcache-dca, dcotf)",
+        description="Start, stop and inspect the XRootD daemons of a cache scenario, and give its "
+        "clients' URLs. Scenarios: " + "; ".join(f"{s.name}: {s.description}" for s in SCENARIOS.values()),
+    )
+    parser.set_defaults(func=lambda _args: parser.print_help() or 2)
+    ssub = parser.add_subparsers(dest="storage_command", metavar="STORAGE_COMMAND")
+
+    def state(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--state-dir",
+            help="configs, logs, pidfiles, cache (default $AFKIT_STORAGE_STATE or ~/.cache/afkit/storage)",
+        )
+
+    def config(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--origin", help="host:port the caches fetch from (default from $AFKIT_XROOTD_URL)")
+        p.add_argument("--data", help="directory the 'origin' scenario exports (default $AFKIT_XROOTD_DATA)")
+        p.add_argument("--ram", default="1g", help="pfc.ram of the caches (>= 1g; default 1g)")
+
+    up = ssub.add_parser("up", help="start a scenario's daemons and wait for their ports")
+    up.add_argument("scenario", choices=list(SCENARIOS))
+    up.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for each port")
+    state(up)
+    config(up)
+    up.set_defaults(func=cmd_up)
+
+    down = ssub.add_parser("down", help="stop the daemons afkit started for a scenario ('all': every one)")
+    down.add_argument("scenario", choices=[*SCENARIOS, "all"])
+    state(down)
+    down.set_defaults(func=cmd_down)
+
+    st = ssub.add_parser("status", help="pid, port and state of the daemons (JSON lines)")
+    st.add_argument("scenario", nargs="?", choices=list(SCENARIOS))
+    state(st)
+    st.set_defaults(func=cmd_status)
+
+    u = ssub.add_parser("url", help="the URL a scenario's clients open for PATH (a path on the origin)")
+    u.add_argument("scenario", choices=list(SCENARIOS))
+    u.add_argument("path")
+    u.set_defaults(func=cmd_url)
+
+    r = ssub.add_parser("render", help="print the rendered xrootd configs of a scenario")
+    r.add_argument("scenario", choices=list(SCENARIOS))
+    state(r)
+    config(r)
+    r.set_defaults(func=cmd_render)

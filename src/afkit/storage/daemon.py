@@ -1,0 +1,175 @@
+"""Start, stop and inspect the xrootd daemons of a scenario — exactly the ones afkit started.
+
+A daemon is started in its own session with its config, log and pidfile in the scenario's
+state directory; ``stop`` signals a pid only when that process's command line names the
+config file afkit wrote, so a stale pidfile never kills an unrelated process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from afkit.errors import AfkitError, PrereqError
+
+PORT_TIMEOUT = 30.0
+STOP_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True)
+class DaemonFiles:
+    config: Path
+    log: Path
+    pidfile: Path
+
+
+def port_open(port: int, host: str = "127.0.0.1", timeout: float = 0.5) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
+        return sock.connect_ex((host, port)) == 0
+
+
+def wait_for_port(port: int, timeout: float, alive: subprocess.Popen[bytes] | None = None) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if port_open(port):
+            return True
+        if alive is not None and alive.poll() is not None:
+            return False
+        time.sleep(0.1)
+    return False
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
+
+
+def read_pid(files: DaemonFiles) -> int | None:
+    """The pid in the pidfile if that process is alive and runs *our* config; else None."""
+    try:
+        pid = int(files.pidfile.read_text().strip())
+    except (OSError, ValueError):
+        return None
+    return pid if str(files.config) in _cmdline(pid) else None
+
+
+def log_tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def xrootd_binary() -> str:
+    xrootd = shutil.which("xrootd")
+    if xrootd is None:
+        raise PrereqError("'xrootd' not found on PATH", hint="install xrootd-server (the testbed has it)")
+    return xrootd
+
+
+def service_user() -> str | None:
+    """xrootd refuses to run as root: as root, run it as ``$AFKIT_XROOTD_USER`` (default xrootd)."""
+    if os.geteuid() != 0:
+        return None
+    import pwd
+
+    user = os.environ.get("AFKIT_XROOTD_USER", "xrootd")
+    try:
+        pwd.getpwnam(user)
+    except KeyError:
+        raise PrereqError(
+            f"running as root, but there is no user '{user}' to run xrootd as (it refuses root)",
+            hint="create the user (the xrootd packages do) or set AFKIT_XROOTD_USER",
+        ) from None
+    return user
+
+
+def give_to(user: str | None, *paths: Path) -> None:
+    """Hand afkit-created directories (recursively) to the service user."""
+    if user is None:
+        return
+    for top in paths:
+        for root, dirs, names in os.walk(top):
+            for entry in [root, *(os.path.join(root, n) for n in dirs + names)]:
+                shutil.chown(entry, user, user)
+
+
+def start(name: str, files: DaemonFiles, port: int, timeout: float = PORT_TIMEOUT) -> int:
+    """Start xrootd with ``files.config``; return its pid once ``port`` accepts connections."""
+    xrootd = xrootd_binary()
+    user = service_user()
+    if read_pid(files) is not None:
+        return int(files.pidfile.read_text())
+    if port_open(port):
+        raise PrereqError(
+            f"port {port} for {name} is already in use by another program",
+            hint="stop it, or choose other ports with AFKIT_STORAGE_BASE_PORT",
+        )
+    stdout = files.log.with_suffix(".out")
+    with stdout.open("ab") as out:
+        proc = subprocess.Popen(
+            [
+                xrootd,
+                "-c",
+                str(files.config),
+                "-l",
+                str(files.log),
+                *(["-R", user] if user else []),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    tmp = files.pidfile.with_name(f".{files.pidfile.name}.part")
+    tmp.write_text(f"{proc.pid}\n")
+    os.replace(tmp, files.pidfile)
+    if not wait_for_port(port, timeout, proc):
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        proc.wait()
+        files.pidfile.unlink(missing_ok=True)
+        raise AfkitError(
+            f"xrootd '{name}' did not come up on port {port}",
+            hint=f"its log {files.log}:\n{log_tail(files.log)}\n{log_tail(stdout, 5)}",
+        )
+    return proc.pid
+
+
+def stop(files: DaemonFiles, timeout: float = STOP_TIMEOUT) -> bool:
+    """Stop the daemon of ``files`` if afkit started it; True when one was stopped."""
+    pid = read_pid(files)
+    if pid is None:
+        files.pidfile.unlink(missing_ok=True)
+        return False
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.1)
+    if _alive(pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    files.pidfile.unlink(missing_ok=True)
+    return True
+
+
+def _alive(pid: int) -> bool:
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # reap it if it is our child
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        return stat.read_text().split(") ", 1)[1][0] != "Z"
+    except (OSError, IndexError):
+        return False

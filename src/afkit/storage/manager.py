@@ -1,0 +1,89 @@
+"""``up``/``down``/``status`` of a scenario: render, start in order, stop in reverse order."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from afkit.errors import UnsafeError
+from afkit.storage import daemon as dmn
+from afkit.storage.render import Settings, daemon_dirs, render, shared_cache_dir, write_config
+from afkit.storage.scenarios import Scenario, port_of
+
+MARKER = ".afkit-storage"
+
+
+def default_state_root() -> Path:
+    env = os.environ.get("AFKIT_STORAGE_STATE")
+    if env:
+        return Path(env)
+    from afkit import paths
+
+    return paths.cache_dir() / "storage"
+
+
+def prepare_state(state_dir: Path) -> None:
+    """Create the scenario's state directory, or accept one afkit created (it has the marker)."""
+    if state_dir.exists() and any(state_dir.iterdir()) and not (state_dir / MARKER).is_file():
+        raise UnsafeError(
+            f"state directory '{state_dir}' exists and was not created by afkit storage",
+            hint="choose another --state-dir",
+        )
+    state_dir.mkdir(parents=True, exist_ok=True)
+    (state_dir / MARKER).touch()
+
+
+def files_of(settings: Settings, daemon: Any) -> dmn.DaemonFiles:
+    dirs = daemon_dirs(settings, daemon)
+    return dmn.DaemonFiles(dirs["config"], dirs["log"], dirs["pidfile"])
+
+
+def up(scenario: Scenario, settings: Settings, timeout: float) -> list[dict[str, Any]]:
+    dmn.xrootd_binary()
+    prepare_state(settings.state_dir)
+    shared_cache_dir(settings).mkdir(parents=True, exist_ok=True)
+    started: list[dict[str, Any]] = []
+    try:
+        for daemon in scenario.daemons:
+            dirs = daemon_dirs(settings, daemon)
+            for key in ("admin_dir", "run_dir"):
+                dirs[key].mkdir(parents=True, exist_ok=True)
+            write_config(dirs["config"], render(scenario, daemon, settings))
+            dmn.give_to(dmn.service_user(), settings.state_dir / daemon.name, shared_cache_dir(settings))
+            port = port_of(scenario, daemon, settings.base)
+            pid = dmn.start(daemon.name, files_of(settings, daemon), port, timeout)
+            started.append({"daemon": daemon.name, "pid": pid, "port": port, "log": str(dirs["log"])})
+    except BaseException:
+        for daemon in reversed(scenario.daemons):
+            dmn.stop(files_of(settings, daemon))
+        raise
+    return started
+
+
+def down(scenario: Scenario, settings: Settings) -> list[str]:
+    stopped = []
+    for daemon in reversed(scenario.daemons):
+        if dmn.stop(files_of(settings, daemon)):
+            stopped.append(daemon.name)
+    return stopped
+
+
+def status(scenario: Scenario, settings: Settings) -> list[dict[str, Any]]:
+    out = []
+    for daemon in scenario.daemons:
+        files = files_of(settings, daemon)
+        port = port_of(scenario, daemon, settings.base)
+        pid = dmn.read_pid(files)
+        out.append(
+            {
+                "scenario": scenario.name,
+                "daemon": daemon.name,
+                "pid": pid,
+                "port": port,
+                "running": pid is not None,
+                "listening": pid is not None and dmn.port_open(port),
+                "log": str(files.log),
+            }
+        )
+    return out

@@ -1,0 +1,90 @@
+"""Render a scenario's xrootd configuration files from ``templates/xrootd/*.j2``."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+
+from afkit.errors import UsageError
+from afkit.storage.scenarios import HOST, Daemon, Scenario, port_of
+
+
+@dataclass(frozen=True)
+class Settings:
+    state_dir: Path  # this scenario's directory
+    origin: str = "127.0.0.1:1094"
+    data_dir: Path = Path("/srv/xrootd/data")
+    ram: str = "1g"
+    blocksize: str = "1M"
+    base: int | None = None
+
+
+def templates_dir() -> Path:
+    from afkit import paths
+
+    try:
+        return paths.templates_dir() / "xrootd"
+    except RuntimeError:
+        return Path(__file__).resolve().parents[3] / "templates" / "xrootd"
+
+
+def _check_ram(ram: str) -> None:
+    from afkit.bench.units import parse_size
+
+    if parse_size(ram, what="pfc.ram") < 1 << 30:
+        raise UsageError(f"pfc.ram {ram} is below 1g: XCache refuses to start", hint="use --ram 1g or more")
+
+
+def daemon_dirs(settings: Settings, daemon: Daemon) -> dict[str, Path]:
+    base = settings.state_dir / daemon.name
+    return {
+        "admin_dir": base / "admin",
+        "run_dir": base / "run",
+        "config": base / "xrootd.cfg",
+        "log": base / "xrootd.log",
+        "pidfile": base / "xrootd.pid",
+    }
+
+
+def shared_cache_dir(settings: Settings) -> Path:
+    return settings.state_dir / "cache"
+
+
+def render(scenario: Scenario, daemon: Daemon, settings: Settings) -> str:
+    _check_ram(settings.ram)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates_dir())),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    cache_daemon = next((d for d in scenario.daemons if d.template == "xcache.cfg.j2"), None)
+    dirs = daemon_dirs(settings, daemon)
+    values = {
+        "scenario": scenario.name,
+        "daemon": daemon.name,
+        "port": port_of(scenario, daemon, settings.base),
+        "admin_dir": dirs["admin_dir"],
+        "run_dir": dirs["run_dir"],
+        "data_dir": settings.data_dir,
+        "cache_dir": shared_cache_dir(settings),
+        "origin": settings.origin,
+        "ram": settings.ram,
+        "blocksize": settings.blocksize,
+        "cache_host": HOST,
+        "cache_port": port_of(scenario, cache_daemon, settings.base) if cache_daemon else 0,
+        "dca": False,
+        **daemon.params,
+    }
+    return env.get_template(daemon.template).render(**values)
+
+
+def write_config(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.part")
+    tmp.write_text(text)
+    os.replace(tmp, path)

@@ -1,0 +1,153 @@
+"""Scenario definitions, client URLs and rendered xrootd configurations."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from afkit import cli
+from afkit.errors import ExitCode, NotFoundError, UnsafeError, UsageError
+from afkit.storage import manager
+from afkit.storage.render import Settings, render
+from afkit.storage.scenarios import SCENARIOS, default_origin, get_scenario, url
+
+
+def _configs(name: str, tmp_path: Path, **kw: object) -> dict[str, str]:
+    scenario = get_scenario(name)
+    settings = Settings(tmp_path / name, **kw)  # type: ignore[arg-type]
+    return {d.name: render(scenario, d, settings) for d in scenario.daemons}
+
+
+def _directives(text: str) -> list[str]:
+    return [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+
+
+def test_urls_use_distinct_loopback_ports_clear_of_1094() -> None:
+    urls = {name: url(name, "/data/f.root") for name in SCENARIOS}
+    assert urls["origin"] == "root://127.0.0.1:11094//data/f.root"
+    assert urls["xcache"] == "root://127.0.0.1:11095//data/f.root"
+    ports = {u.split(":")[2].split("/")[0] for u in urls.values()}
+    assert len(ports) == 4 and "1094" not in ports
+
+
+def test_url_base_port_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AFKIT_STORAGE_BASE_PORT", "20000")
+    assert url("xcache-dca", "/x") == "root://127.0.0.1:20002//x"
+    monkeypatch.setenv("AFKIT_STORAGE_BASE_PORT", "80")
+    with pytest.raises(UsageError):
+        url("xcache", "/x")
+
+
+def test_url_errors() -> None:
+    with pytest.raises(NotFoundError):
+        url("memcache", "/x")
+    with pytest.raises(UsageError):
+        url("xcache", "relative/path")
+
+
+def test_every_daemon_is_loopback_only_with_its_own_dirs(tmp_path: Path) -> None:
+    seen_ports = set()
+    for name in SCENARIOS:
+        for daemon, text in _configs(name, tmp_path).items():
+            lines = _directives(text)
+            assert "xrd.allow host 127.0.0.1" in lines
+            port = next(ln.split()[1] for ln in lines if ln.startswith("xrd.port"))
+            assert port not in seen_ports
+            seen_ports.add(port)
+            assert f"all.adminpath {tmp_path / name / daemon / 'admin'}" in lines
+            assert not re.search(r"\{\{|\}\}|\{%", text), "unrendered template text"
+
+
+def test_xcache_is_a_proxy_file_cache(tmp_path: Path) -> None:
+    (text,) = _configs("xcache", tmp_path, origin="10.0.0.5:1094").values()
+    lines = _directives(text)
+    for directive in (
+        "ofs.osslib libXrdPss.so",
+        "pss.cachelib libXrdPfc.so",
+        "pss.origin 10.0.0.5:1094",
+        "pfc.ram 1g",
+        f"oss.localroot {tmp_path / 'xcache' / 'cache'}",
+    ):
+        assert directive in lines
+    assert "pss.dca world" not in lines
+
+
+def test_dca_variant_has_direct_cache_access(tmp_path: Path) -> None:
+    (text,) = _configs("xcache-dca", tmp_path).values()
+    assert "pss.dca world" in _directives(text)
+
+
+def test_dcotf_redirects_to_its_cache_which_shares_the_cache_dir(tmp_path: Path) -> None:
+    configs = _configs("dcotf", tmp_path)
+    redirector = _directives(configs["dcotf-redirector"])
+    cache = _directives(configs["dcotf-cache"])
+    cache_port = next(ln.split()[1] for ln in cache if ln.startswith("xrd.port"))
+    assert f"xrootd.redirect 127.0.0.1:{cache_port} /" in redirector
+    assert "pss.dca world" in cache
+    shared = f"oss.localroot {tmp_path / 'dcotf' / 'cache'}"
+    assert shared in redirector and shared in cache
+
+
+def test_origin_exports_the_data_dir(tmp_path: Path) -> None:
+    (text,) = _configs("origin", tmp_path, data_dir=Path("/srv/data")).values()
+    assert "oss.localroot /srv/data" in _directives(text)
+    assert "ofs.trace open" in _directives(text)
+
+
+def test_pfc_ram_below_1g_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(UsageError):
+        _configs("xcache", tmp_path, ram="512m")
+
+
+def test_default_origin_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AFKIT_XROOTD_URL", "root://127.0.0.1:1094")
+    assert default_origin() == "127.0.0.1:1094"
+    monkeypatch.setenv("AFKIT_XROOTD_URL", "root://origin.example//")
+    assert default_origin() == "origin.example:1094"
+    monkeypatch.delenv("AFKIT_XROOTD_URL")
+    assert default_origin() == "127.0.0.1:1094"
+
+
+def test_state_dir_not_made_by_afkit_is_refused(tmp_path: Path) -> None:
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "precious").write_text("x")
+    with pytest.raises(UnsafeError):
+        manager.prepare_state(foreign)
+    mine = tmp_path / "mine"
+    manager.prepare_state(mine)
+    (mine / "log").write_text("y")
+    manager.prepare_state(mine)  # afkit's own: accepted again
+
+
+def test_status_of_nothing_running(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli.main(["storage", "status", "xcache", "--state-dir", str(tmp_path)])
+    assert code == ExitCode.FAILURE
+    assert '"running": false' in capsys.readouterr().out
+
+
+def test_down_when_nothing_runs_is_fine(tmp_path: Path) -> None:
+    assert cli.main(["storage", "down", "all", "--state-dir", str(tmp_path)]) == 0
+
+
+def test_stale_pidfile_never_kills_a_foreign_process(tmp_path: Path) -> None:
+    from afkit.storage import daemon as dmn
+
+    files = dmn.DaemonFiles(tmp_path / "x.cfg", tmp_path / "x.log", tmp_path / "x.pid")
+    files.pidfile.write_text(f"{os.getpid()}\n")  # our own pid: not an xrootd with that config
+    assert dmn.read_pid(files) is None
+    assert dmn.stop(files) is False
+    assert not files.pidfile.exists()
+
+
+def test_url_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["storage", "url", "dcotf", "/a/b.root"]) == 0
+    assert capsys.readouterr().out.strip() == url("dcotf", "/a/b.root")
+
+
+def test_every_scenario_is_documented_with_a_description() -> None:
+    assert set(SCENARIOS) == {"origin", "xcache", "xcache-dca", "dcotf"}
+    assert all(s.description for s in SCENARIOS.values())

@@ -106,7 +106,8 @@ def build(
     store = Store(outdir / workdir.STORE)
     st_plan = stage.walk(src, res.units, image_root(profile))
     new_bytes = stage.bytes_to_copy(st_plan, store)
-    base_bytes = Path(base.from_).stat().st_size if base.bootstrap == "localimage" and base.from_ else 0
+    local_base = base.bootstrap == "localimage" and base.from_
+    base_bytes = planning.unit_bytes(Path(base.from_)) if local_base and base.from_ else 0
     stage.check_space(
         outdir, new_bytes + 2 * st_plan.total_bytes + 2 * base_bytes + MARGIN, "staging and building"
     )
@@ -181,14 +182,9 @@ def run_build(
     tmpdir = outdir / ".tmp"
     tmpdir.mkdir(exist_ok=True)
     target.unlink(missing_ok=True)
-    cmd = [
-        runtime.binary,
-        "build",
-        *runtime.build_args(),
-        *apptainer.squashfs_args(comp),
-        str(target),
-        str(definition),
-    ]
+    # %test runs in the validation step (apptainer test, with the run-time options that work here).
+    cmd = [runtime.binary, "build", "--notest", *runtime.build_args(), *apptainer.squashfs_args(comp)]
+    cmd += [str(target), str(definition)]
     env = {**os.environ, "APPTAINER_TMPDIR": str(tmpdir), "SINGULARITY_TMPDIR": str(tmpdir)}
     print(f"afkit: {' '.join(cmd)}", file=sys.stderr)
     proc = subprocess.Popen(cmd, env=env, stdout=sys.stderr, stderr=sys.stderr, start_new_session=True)

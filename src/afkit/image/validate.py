@@ -45,11 +45,22 @@ class Runner:
 
     def __init__(self, image: Path, runtime: apptainer.Runtime) -> None:
         self.image, self.rt = image, runtime
+        self.extra = runtime.exec_args()
+        probe = self.run("true")
+        if probe.returncode != 0 and "capability" in probe.stderr and "--userns" not in self.extra:
+            # Root without full capabilities (containers, some CI runners): a user namespace works.
+            self.extra.append("--userns")
+
+    def _args(self, verb: str) -> list[str]:
+        args = [self.rt.binary, verb, "--contain", "--cleanenv", "--no-mount", "bind-paths"]
+        return [*args, *self.extra, str(self.image)]
 
     def run(self, *cmd: str) -> subprocess.CompletedProcess[str]:
-        args = [self.rt.binary, "exec", "--contain", "--cleanenv", "--no-mount", "bind-paths"]
-        args += [*self.rt.exec_args(), str(self.image), *cmd]
-        return subprocess.run(args, capture_output=True, text=True, check=False)
+        return subprocess.run([*self._args("exec"), *cmd], capture_output=True, text=True, check=False)
+
+    def test(self) -> subprocess.CompletedProcess[str]:
+        """The image's own %test (apptainer test)."""
+        return subprocess.run(self._args("test"), capture_output=True, text=True, check=False)
 
 
 def read_info(runner: Runner) -> dict[str, Any]:
@@ -71,7 +82,12 @@ def check_env(runner: Runner, env: list[EnvVar], required: list[str]) -> list[Ch
     checks = []
     for var in env:
         got = actual.get(var.name)
-        ok = got is not None and (got.startswith(var.value) if var.inherit else got == var.value)
+        # Apptainer may append to path lists (LD_LIBRARY_PATH gets :/.singularity.d/libs).
+        ok = got is not None and (
+            got.startswith(var.value)
+            if var.inherit
+            else got in (var.value,) or got.startswith(var.value + ":")
+        )
         checks.append(Check("env", var.name, ok, "" if ok else f"expected {var.value!r}, got {got!r}"))
     for name in required:
         if name not in {v.name for v in env}:
@@ -123,6 +139,12 @@ def check_elf(runner: Runner, info: dict[str, Any], src: Path | None, globs: lis
     ]
 
 
+def check_testscript(runner: Runner) -> Check:
+    proc = runner.test()
+    out = (proc.stdout + proc.stderr).strip()
+    return Check("test", "%test", proc.returncode == 0, "" if proc.returncode == 0 else out[-500:])
+
+
 def provider(lib: str, src: Path | None, globs: list[str]) -> str:
     """Which package of the repository has LIB (it should have been in the closure)."""
     if src is not None:
@@ -171,6 +193,7 @@ def validate(
     checks = check_env(runner, env, list(prof.env_required))
     checks += check_proofs(runner, [p.__dict__ for p in prof.proof])
     checks += check_elf(runner, info, src, globs)
+    checks.append(check_testscript(runner))
     if junit:
         write_junit(junit, image, checks)
     failed = [c for c in checks if not c.ok]

@@ -34,7 +34,10 @@ unit: venv ## pytest unit tests
 bats: venv ## bats tests of the shell scripts
 	@scripts/run-tests bats
 
-testbed: deps ## build (cached) and start the site-in-a-box testbed
+fixture: deps ## generate the CVMFS fixture repositories (alice.cern.ch, sft.cern.ch) in ~/.cache/afkit/cvmfs
+	@tests/fixtures/mkcvmfs
+
+testbed: deps fixture ## build (cached) and start the site-in-a-box testbed
 	@scripts/testbed build
 	@scripts/testbed up
 

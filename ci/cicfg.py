@@ -28,6 +28,12 @@ TAG_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*/[A-Za-z0-9][A-Za-z0-9._+-]*")
 PROFILE_RE = re.compile(r"[a-z0-9][a-z0-9_-]*")
 SCHEMA = Path(__file__).resolve().parent / "schema" / "tags.schema.json"
 RUNNER_TAGS = ["apptainer", "cvmfs"]
+# The same environment as the parent pipeline's .afkit-shell jobs.
+BEFORE_SCRIPT = [
+    'AFKIT_VENV="$(ci/venv.sh)"',
+    'export AFKIT_VENV PATH="$AFKIT_VENV/bin:$PATH"'
+    ' AFKIT_HOME="$CI_PROJECT_DIR" PYTHONPATH="$CI_PROJECT_DIR/src"',
+]
 OUT = "out/images"
 EXAMPLE = "AliPhysics/vAN-20201018_ROOT6-1"
 BUILD = 'ci/build.sh --profile "$AFKIT_PROFILE" --tag "$AFKIT_TAG" --output "$AFKIT_IMAGE_DIR"'
@@ -160,7 +166,7 @@ def child_pipeline(profile: str, tags: list[str]) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "stages": ["build", "validate", "publish"],
         "variables": {"AFKIT_PROFILE": profile},
-        "default": {"tags": list(RUNNER_TAGS)},
+        "default": {"tags": list(RUNNER_TAGS), "before_script": list(BEFORE_SCRIPT)},
     }
     for tag in tags:
         sfx, name = job_suffix(profile, tag), image_name(profile, tag)
@@ -201,6 +207,7 @@ def child_pipeline(profile: str, tags: list[str]) -> dict[str, Any]:
                 {"if": "$CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH"},
             ],
             "resource_group": f"publish:{sfx}",
+            "artifacts": {"paths": [f"{out}/{name}.published"], "expire_in": "1 week"},
             "script": [
                 'ci/publish.sh --profile "$AFKIT_PROFILE" --tag "$AFKIT_TAG"'
                 ' "$AFKIT_IMAGE_DIR/$AFKIT_IMAGE_NAME.sif"'

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Print the path of a virtualenv with afkit installed (for the CI jobs' before_script).
+set -euo pipefail
+AFKIT_PROG=ci/venv.sh
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/common.sh"
+# shellcheck source=ci/lib/ci.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/ci.sh"
+
+usage() {
+  cat <<USAGE
+Usage: ci/venv.sh
+
+Prints the path of a Python virtualenv that has afkit installed with its [dev,workflow] extras:
+  - \$AFKIT_VENV when it is set (a runner-provided venv; it must have bin/python and afkit);
+  - else .venv in the checkout, created with 'python3 -m venv' and 'pip install -e .[dev,workflow]'
+    when it is missing or older than pyproject.toml (the CI jobs cache it per pyproject.toml).
+The jobs put it first on PATH and set PYTHONPATH to the checkout's src/, so the code under test is
+always the checkout's.
+
+Exit codes: 0 ok, 1 the venv could not be created, 2 usage, 3 \$AFKIT_VENV is not a usable venv.
+USAGE
+}
+
+main() {
+  case ${1:-} in
+    '') ;;
+    -h | --help) usage; return 0 ;;
+    *) die "$AFKIT_EX_USAGE" "unknown argument '$1'" "see 'ci/venv.sh --help'" ;;
+  esac
+  local repo venv
+  repo=$(ci_repo)
+  if [[ -n ${AFKIT_VENV:-} ]]; then
+    venv=$AFKIT_VENV
+    [[ -x $venv/bin/python ]] || die "$AFKIT_EX_PREREQ" "AFKIT_VENV=$venv has no bin/python" "unset it or point it at a virtualenv"
+    "$venv/bin/python" -c 'import yaml, jsonschema' ||
+      die "$AFKIT_EX_PREREQ" "the venv $venv lacks PyYAML/jsonschema" "pip install -e '.[dev,workflow]' into it"
+    printf '%s\n' "$venv"
+    return 0
+  fi
+  venv=$repo/.venv
+  local stamp=$venv/.afkit-stamp
+  if [[ ! -f $stamp || $repo/pyproject.toml -nt $stamp ]]; then
+    need_cmd python3
+    log "creating $venv"
+    python3 -m venv "$venv" >&2 || die "$AFKIT_EX_FAILURE" "python3 -m venv $venv failed" "install python3-venv"
+    "$venv/bin/python" -m pip install -q --upgrade pip >&2
+    "$venv/bin/python" -m pip install -q -e "${repo}[dev,workflow]" >&2 || die "$AFKIT_EX_FAILURE" "pip install into $venv failed"
+    touch "$stamp"
+  fi
+  printf '%s\n' "$venv"
+}
+
+main "$@"

@@ -1,11 +1,134 @@
-"""``afkit campaign`` subcommand (placeholder until the area lands)."""
+"""``afkit campaign``: validate, show input locations, run, aggregate, report, extrapolate."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
+
+from afkit.campaign import aggregate as agg
+from afkit.campaign import config, extrapolate, locations, plan, report, runner, scaling
+from afkit.errors import ExitCode, NotFoundError, UsageError
+
+
+def _campaign_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("campaign", type=Path, help="the campaign YAML file")
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    c = config.load(args.campaign)
+    jobs = plan.expand(c)
+    print(
+        f"{args.campaign}: valid; campaign {c.name}, hash {c.hash}, {len(jobs)} jobs, "
+        f"results in {c.results_dir}"
+    )
+    return ExitCode.OK
+
+
+def cmd_locations(args: argparse.Namespace) -> int:
+    c = config.load(args.campaign)
+    print(locations.format_matrix(locations.matrix(c, args.scenario or None)))
+    return ExitCode.OK
+
+
+def cmd_jobs(args: argparse.Namespace) -> int:
+    c = config.load(args.campaign)
+    for j in plan.expand(c):
+        print(f"{j.bench}/{j.id}")
+    return ExitCode.OK
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    c = config.load(args.campaign)
+    code = runner.run(c, args.campaign.resolve(), dry_run=args.dry_run, extra=args.snakemake_args)
+    if not args.dry_run and len({s["executor"] for s in c.config["sites"].values()}) > 1:
+        cmd_report(args)
+    return ExitCode.OK if code == 0 else ExitCode.FAILURE
+
+
+def _tables(c: config.Campaign, allow_mixed: bool) -> tuple[Path, Path, list[dict[str, Any]]]:
+    jobs_dir = c.results_dir / "job"
+    records = agg.load_records(sorted(jobs_dir.glob("*/*.json"))) if jobs_dir.is_dir() else []
+    expected = [j.as_dict() for j in plan.expand(c)]
+    out = c.results_dir / "aggregate"
+    rows = agg.aggregate(
+        records, out / "jobs.csv", out / "intervals.csv", expected=expected, allow_mixed=allow_mixed
+    )
+    return out / "jobs.csv", out / "intervals.csv", rows
+
+
+def cmd_aggregate(args: argparse.Namespace) -> int:
+    c = config.load(args.campaign)
+    jobs_csv, _, rows = _tables(c, args.allow_mixed)
+    bad = sum(1 for r in rows if r["status"] != "ok")
+    print(f"{jobs_csv}: {len(rows)} jobs, {bad} failed or missing")
+    return ExitCode.OK
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    c = config.load(args.campaign)
+    jobs_csv, intervals_csv, _ = _tables(c, getattr(args, "allow_mixed", False))
+    html = report.render(agg.read_csv(jobs_csv), agg.read_csv(intervals_csv), c.results_dir / "report")
+    print(html)
+    return ExitCode.OK
+
+
+def cmd_extrapolate(args: argparse.Namespace) -> int:
+    target = extrapolate.parse_rate(args.target)
+    per_job = extrapolate.parse_rate(args.per_job) if args.per_job else None
+    per_server = extrapolate.parse_rate(args.per_server) if args.per_server else None
+    if args.from_csv:
+        if not args.from_csv.is_file():
+            raise NotFoundError(f"no such table: {args.from_csv}", hint="give RESULTS/aggregate/jobs.csv")
+        rows = agg.read_csv(args.from_csv)
+        inter = args.from_csv.with_name("intervals.csv")
+        points = scaling.scaling_series(rows, agg.read_csv(inter) if inter.is_file() else [])
+        if not points:
+            raise UsageError(f"{args.from_csv} has no successful train waves", hint="give --per-job instead")
+        best = max(points, key=lambda p: p.throughput_98)
+        per_job = per_job or best.per_job
+        per_server = per_server or best.throughput_98
+    if per_job is None:
+        raise UsageError("give --per-job RATE or --from JOBS.csv")
+    print(extrapolate.plan(target, per_job, per_server).describe())
+    return ExitCode.OK
 
 
 def register(sub: Any) -> None:
-    parser: argparse.ArgumentParser = sub.add_parser("campaign", help="campaign commands")
-    parser.set_defaults(func=lambda _args: parser.print_help() or 0)
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "campaign",
+        help="Snakemake benchmark campaigns",
+        description="Benchmark campaigns (docs/campaigns.md).",
+    )
+    cs = parser.add_subparsers(dest="campaign_command", metavar="ACTION")
+    cs.required = True
+    p = cs.add_parser("validate", help="check a campaign file against the schema; count its jobs")
+    _campaign_arg(p)
+    p.set_defaults(func=cmd_validate)
+    p = cs.add_parser("locations", help="print the resolved input-location matrix")
+    _campaign_arg(p)
+    p.add_argument("--scenario", action="append", choices=["origin", "xcache", "xcache-dca", "dcotf"],
+                   help="only these scenarios (repeatable; default: those the benchmarks use)")  # fmt: skip
+    p.set_defaults(func=cmd_locations)
+    p = cs.add_parser("jobs", help="list the planned jobs (BENCH/JOB-ID)")
+    _campaign_arg(p)
+    p.set_defaults(func=cmd_jobs)
+    p = cs.add_parser("run", help="run the campaign with snakemake (one call per executor)")
+    _campaign_arg(p)
+    p.add_argument("-n", "--dry-run", action="store_true", help="plan only")
+    p.add_argument("snakemake_args", nargs=argparse.REMAINDER, help="after --: extra snakemake arguments")
+    p.set_defaults(func=cmd_run)
+    p = cs.add_parser("aggregate", help="job records -> jobs.csv/intervals.csv (missing jobs marked)")
+    _campaign_arg(p)
+    p.add_argument("--allow-mixed", action="store_true", help="allow records of other campaign hashes/images")
+    p.set_defaults(func=cmd_aggregate)
+    p = cs.add_parser("report", help="aggregate what exists and write the HTML report")
+    _campaign_arg(p)
+    p.add_argument("--allow-mixed", action="store_true", help="allow records of other campaign hashes/images")
+    p.set_defaults(func=cmd_report)
+    p = cs.add_parser("extrapolate", help="jobs and servers needed for a target rate")
+    p.add_argument("--target", default="10PB/24h", help="target rate, e.g. 115GB/s or 10PB/24h (default)")
+    p.add_argument("--per-job", help="measured rate per job, e.g. 12.5MB/s")
+    p.add_argument("--per-server", help="measured rate per storage server, e.g. 32GB/s")
+    p.add_argument("--from", dest="from_csv", type=Path, help="take the rates from a campaign's jobs.csv")
+    p.set_defaults(func=cmd_extrapolate)

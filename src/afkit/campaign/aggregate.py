@@ -1,0 +1,123 @@
+"""Per-job JSON records → tidy CSV tables carrying provenance.
+
+``jobs.csv``: one row per job (its sweep parameters, step durations, bytes, events, rates, status,
+campaign hash, image digest and tag, site, host). ``intervals.csv``: one row per per-interval sample
+(bytes read in that interval) for time series. Records from different campaign hashes or image
+digests are refused unless explicitly allowed: results are never mixed silently.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from afkit.errors import InvalidError
+
+JOB_COLUMNS = [
+    "campaign", "campaign_hash", "image_sha256", "image_tag", "image_path", "bench", "type", "id", "wave",
+    "site", "executor", "host", "dataset", "scenario", "access", "clients", "block_size", "stride",
+    "wave_size", "index", "repetition", "duration", "interval", "template", "url", "files", "status",
+    "error", "start", "end",
+    "processing_start", "setup_s", "stage_in_s", "processing_s", "stage_out_s", "wall_s", "bytes",
+    "bytes_staged", "events", "throughput_MBps", "events_per_s",
+]  # fmt: skip
+INTERVAL_COLUMNS = ["campaign_hash", "bench", "id", "site", "dataset", "scenario", "access", "clients",
+                    "repetition", "time", "t", "bytes"]  # fmt: skip
+STEPS = ("setup", "stage_in", "processing", "stage_out")
+
+
+def load_records(paths: Iterable[Path]) -> list[dict[str, Any]]:
+    out = []
+    for p in paths:
+        try:
+            out.append(json.loads(Path(p).read_text(encoding="utf-8")))
+        except (OSError, json.JSONDecodeError) as err:
+            raise InvalidError(
+                f"unreadable job record {p}: {err}", hint="delete it and rerun that job"
+            ) from err
+    return out
+
+
+def check_not_mixed(records: list[dict[str, Any]]) -> None:
+    for key, what in (("campaign_hash", "campaign versions"), ("image_sha256", "images")):
+        values = sorted({str(r.get(key, "")) for r in records if r.get("status") != "missing"})
+        if len(values) > 1:
+            raise InvalidError(
+                f"job records from different {what} ({key}: {', '.join(values)}) would be mixed",
+                hint="aggregate each campaign/image separately, or pass --allow-mixed to compare on purpose",
+            )
+
+
+def job_row(rec: dict[str, Any]) -> dict[str, Any]:
+    row: dict[str, Any] = {c: rec.get(c, "") for c in JOB_COLUMNS}
+    steps = rec.get("steps") or {}
+    for s in STEPS:
+        row[f"{s}_s"] = round(float(steps[s]), 4) if s in steps else ""
+    if rec.get("start") and rec.get("end"):
+        row["wall_s"] = round(float(rec["end"]) - float(rec["start"]), 4)
+    proc = steps.get("processing")
+    if rec.get("status") == "ok" and proc:
+        row["throughput_MBps"] = round(float(rec.get("bytes", 0)) / float(proc) / 1e6, 4)
+        row["events_per_s"] = round(float(rec.get("events", 0)) / float(proc), 3)
+    row["error"] = str(rec.get("error", "")).replace("\n", " ")
+    return row
+
+
+def interval_rows(rec: dict[str, Any]) -> list[dict[str, Any]]:
+    base = {c: rec.get(c, "") for c in INTERVAL_COLUMNS if c not in ("time", "t", "bytes")}
+    return [
+        {**base, "time": s.get("time", ""), "t": s["t"], "bytes": s["bytes"]}
+        for s in rec.get("intervals", [])
+    ]
+
+
+def missing_records(expected: list[dict[str, Any]], records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Expected jobs (plan dicts) that have no record: rows with status 'missing'."""
+    have = {(r.get("bench"), r.get("id")) for r in records}
+    out = []
+    for job in expected:
+        if (job["bench"], job["id"]) not in have:
+            rec = {k: v for k, v in job.items() if k != "urls"}
+            rec.update(status="missing", error="no job record (job not run, killed, or still running)")
+            out.append(rec)
+    return out
+
+
+def _write_csv(path: Path, columns: list[str], rows: Iterable[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=columns, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
+def aggregate(
+    records: list[dict[str, Any]],
+    jobs_csv: Path,
+    intervals_csv: Path,
+    *,
+    expected: list[dict[str, Any]] | None = None,
+    allow_mixed: bool = False,
+) -> list[dict[str, Any]]:
+    """Write the two tables; return the job rows (with 'missing' rows for expected jobs lacking a record)."""
+    if not allow_mixed:
+        check_not_mixed(records)
+    all_records = records + (missing_records(expected, records) if expected else [])
+    rows = [job_row(r) for r in all_records]
+    rows.sort(key=lambda r: (str(r["bench"]), str(r["id"])))
+    _write_csv(jobs_csv, JOB_COLUMNS, rows)
+    _write_csv(intervals_csv, INTERVAL_COLUMNS, (i for r in records for i in interval_rows(r)))
+    return rows
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))

@@ -1,0 +1,197 @@
+"""Load a campaign file: YAML → defaults from the JSON Schema → validated, normalised dict.
+
+Errors name the bad key (as a dotted path) and, for enumerations, the allowed values.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from afkit.errors import InvalidError, NotFoundError
+from afkit.paths import workflows_dir
+
+
+def schema_path() -> Path:
+    return workflows_dir() / "schemas" / "campaign.schema.yaml"
+
+
+def load_schema() -> dict[str, Any]:
+    with schema_path().open(encoding="utf-8") as fh:
+        schema: dict[str, Any] = yaml.safe_load(fh)
+    return schema
+
+
+def fill_defaults(data: Any, schema: dict[str, Any]) -> Any:
+    """Fill in the schema's ``default`` values, recursively (objects, maps and arrays)."""
+    if isinstance(data, dict) and schema.get("type", "object") in ("object", ["object"]):
+        for key, sub in schema.get("properties", {}).items():
+            if key not in data and "default" in sub:
+                data[key] = copy.deepcopy(sub["default"])
+            if key in data:
+                data[key] = fill_defaults(data[key], sub)
+        extra = schema.get("additionalProperties")
+        if isinstance(extra, dict):
+            for key in data:
+                if key not in schema.get("properties", {}):
+                    data[key] = fill_defaults(data[key], extra)
+    elif isinstance(data, list) and isinstance(schema.get("items"), dict):
+        return [fill_defaults(item, schema["items"]) for item in data]
+    return data
+
+
+def _dotted(path: Any) -> str:
+    parts = []
+    for p in path:
+        parts.append(f"[{p}]" if isinstance(p, int) else f".{p}")
+    return "".join(parts).lstrip(".") or "(top level)"
+
+
+def _describe(err: jsonschema.ValidationError) -> str:
+    where = _dotted(err.absolute_path)
+    if err.validator == "enum":
+        allowed = ", ".join(json.dumps(v) for v in err.validator_value)
+        return f"{where}: {json.dumps(err.instance)} is not allowed; allowed values: {allowed}"
+    if err.validator == "additionalProperties":
+        allowed = sorted(err.schema.get("properties", {}))
+        extra = sorted(set(err.instance) - set(allowed))
+        return f"{where}: unknown key(s) {', '.join(extra)}; allowed keys: {', '.join(allowed)}"
+    if err.validator == "required":
+        return f"{where}: {err.message}"
+    if err.validator == "oneOf" and where.startswith("image"):
+        return f"{where}: give exactly one of 'sif' (a SIF path or oras:// reference) or 'build'"
+    if err.validator == "oneOf" and where.startswith("datasets"):
+        return f"{where}: give exactly one of 'files' (a list) or 'generate'"
+    if err.validator == "propertyNames":
+        return f"{where}: {err.message}"
+    return f"{where}: {err.message}"
+
+
+def _best_errors(errors: list[jsonschema.ValidationError]) -> list[jsonschema.ValidationError]:
+    out = []
+    for err in errors:
+        # For oneOf/anyOf, report the most specific sub-error when it points deeper.
+        best = jsonschema.exceptions.best_match([err])
+        out.append(
+            best if best.validator != "oneOf" and len(best.absolute_path) > len(err.absolute_path) else err
+        )
+    return out
+
+
+def _check_references(cfg: dict[str, Any]) -> list[str]:
+    """Cross-references the schema cannot express: names that must exist."""
+    problems: list[str] = []
+    allowed = ", ".join(sorted(cfg["storage"]))
+    for name, site in cfg["sites"].items():
+        if site["storage"] not in cfg["storage"]:
+            problems.append(
+                f"sites.{name}.storage: unknown storage {site['storage']!r}; allowed values: {allowed}"
+            )
+    for name, ds in cfg["datasets"].items():
+        if ds["storage"] not in cfg["storage"]:
+            problems.append(
+                f"datasets.{name}.storage: unknown storage {ds['storage']!r}; allowed values: {allowed}"
+            )
+    seen: set[str] = set()
+    for i, bench in enumerate(cfg["benchmarks"]):
+        if bench["name"] in seen:
+            problems.append(f"benchmarks[{i}].name: duplicate benchmark name {bench['name']!r}")
+        seen.add(bench["name"])
+        for j, site in enumerate(bench["sites"]):
+            if site not in cfg["sites"]:
+                allowed = ", ".join(sorted(cfg["sites"]))
+                problems.append(
+                    f"benchmarks[{i}].sites[{j}]: unknown site {site!r}; allowed values: {allowed}"
+                )
+        for j, ds in enumerate(bench["datasets"]):
+            if ds not in cfg["datasets"]:
+                allowed = ", ".join(sorted(cfg["datasets"]))
+                problems.append(
+                    f"benchmarks[{i}].datasets[{j}]: unknown dataset {ds!r}; allowed values: {allowed}"
+                )
+        for scen in bench["sweep"]["scenario"]:
+            if scen == "origin":
+                continue
+            for ds in bench["datasets"]:
+                store = cfg["datasets"].get(ds, {}).get("storage")
+                if store in cfg["storage"] and scen not in cfg["storage"][store]["caches"]:
+                    problems.append(
+                        f"benchmarks[{i}].sweep.scenario: {scen!r} needs storage.{store}.caches.{scen} "
+                        f"(the cache endpoint in front of {store})"
+                    )
+    for pair in cfg["locations"]["pairs"]:
+        site, ds = pair.split("/", 1)
+        if site not in cfg["sites"] or ds not in cfg["datasets"]:
+            problems.append(f"locations.pairs.{pair}: no such (site/dataset) pair; use SITE/DATASET names")
+    return problems
+
+
+def validate(raw: Any, *, source: str = "campaign") -> dict[str, Any]:
+    """Defaults + schema + cross-reference checks; raise InvalidError listing every problem."""
+    if not isinstance(raw, dict):
+        raise InvalidError(
+            f"{source}: the campaign must be a YAML mapping", hint="see workflows/config/*.yaml"
+        )
+    schema = load_schema()
+    cfg = fill_defaults(copy.deepcopy(raw), schema)
+    validator_cls = jsonschema.validators.validator_for(schema)
+    errors = sorted(validator_cls(schema).iter_errors(cfg), key=lambda e: list(map(str, e.absolute_path)))
+    problems = [_describe(e) for e in _best_errors(errors)]
+    if not problems:
+        problems = _check_references(cfg)
+    if problems:
+        raise InvalidError(
+            f"{source}: invalid campaign:\n  " + "\n  ".join(problems),
+            hint=f"fix the key(s) named above; the schema is {schema_path()}",
+        )
+    return cfg
+
+
+@dataclass(frozen=True)
+class Campaign:
+    """A validated campaign and where it came from."""
+
+    config: dict[str, Any]
+    base_dir: Path
+
+    @property
+    def name(self) -> str:
+        return str(self.config["name"])
+
+    @property
+    def hash(self) -> str:
+        return campaign_hash(self.config)
+
+    @property
+    def results_dir(self) -> Path:
+        """RESULTS/NAME-HASH (a relative ``results`` is relative to the working directory)."""
+        return Path(self.config["results"]) / f"{self.name}-{self.hash}"
+
+    def resolve(self, path: str) -> Path:
+        p = Path(path)
+        return p if p.is_absolute() else (self.base_dir / p)
+
+
+def campaign_hash(cfg: dict[str, Any]) -> str:
+    """12 hex digits over everything that changes what a job measures (not ``results``)."""
+    significant = {k: v for k, v in cfg.items() if k not in ("results",)}
+    blob = json.dumps(significant, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def load(path: str | Path) -> Campaign:
+    p = Path(path)
+    if not p.is_file():
+        raise NotFoundError(f"campaign file not found: {p}", hint="give the path of a campaign YAML file")
+    try:
+        raw = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        raise InvalidError(f"{p}: not valid YAML: {err}") from err
+    return Campaign(validate(raw, source=str(p)), p.resolve().parent)

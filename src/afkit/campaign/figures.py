@@ -1,0 +1,136 @@
+"""The campaign figures (PNG, matplotlib Agg), each from the tidy tables."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from matplotlib.figure import Figure
+
+from afkit.campaign.scaling import WavePoint
+
+
+def _save(fig: Figure, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.tight_layout()
+    fig.savefig(tmp, dpi=90)
+    tmp.replace(path)
+    return path
+
+
+def rate_vs_time(rows: list[dict[str, str]], intervals: list[dict[str, str]], path: Path) -> Path | None:
+    """Gbit/s vs time per scenario (read benchmarks), summed over a job's clients, mean over repetitions."""
+    kinds = {r["id"]: r for r in rows if r["type"] == "read" and r["status"] == "ok"}
+    series: dict[tuple[str, str, str], dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
+    interval_of = {i: float(r.get("interval") or 1.0) for i, r in kinds.items()}
+    for s in intervals:
+        r = kinds.get(s["id"])
+        if not r:
+            continue
+        key = (r["scenario"], r["access"], r["clients"])
+        series[key][round(float(s["t"]))].append(float(s["bytes"]) * 8 / 1e9 / interval_of[s["id"]])
+    if not series:
+        return None
+    fig = Figure(figsize=(7, 4))
+    ax = fig.subplots()
+    for (scen, access, clients), pts in sorted(
+        series.items(), key=lambda kv: (kv[0][0], kv[0][1], int(kv[0][2]))
+    ):
+        ts = sorted(pts)
+        ax.plot(
+            ts, [sum(pts[t]) / len(pts[t]) for t in ts], marker=".", label=f"{scen} {access} {clients} cl."
+        )
+    ax.set_xlabel("time since start of processing [s]")
+    ax.set_ylabel("throughput [Gbit/s]")
+    ax.set_title("Read throughput vs time, per cache scenario")
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    return _save(fig, path)
+
+
+def vs_clients(rows: list[dict[str, str]], path: Path, kind: str) -> Path | None:
+    """Throughput (MB/s) and, for analysis, events/s versus clients per node."""
+    # facility total per (scenario, access, nodes, clients): sum over a wave's jobs, mean over repetitions
+    sums: dict[tuple[str, str, str, int], dict[str, list[float]]] = defaultdict(
+        lambda: defaultdict(lambda: [0.0, 0.0])
+    )
+    for r in rows:
+        if r["type"] != kind or r["status"] != "ok":
+            continue
+        acc = sums[(r["scenario"], r["access"], r["wave_size"], int(r["clients"]))][r["repetition"]]
+        acc[0] += float(r["throughput_MBps"])
+        acc[1] += float(r["events_per_s"] or 0)
+    if not sums:
+        return None
+    lines: dict[tuple[str, str, str], dict[int, tuple[float, float]]] = defaultdict(dict)
+    for (scen, access, nodes, clients), reps in sums.items():
+        n = len(reps)
+        lines[(scen, access, nodes)][clients] = (
+            sum(v[0] for v in reps.values()) / n,
+            sum(v[1] for v in reps.values()) / n,
+        )
+    ncols = 2 if kind == "analysis" else 1
+    fig = Figure(figsize=(6 * ncols, 4))
+    axes = fig.subplots(1, ncols, squeeze=False)
+    for (scen, access, nodes), pts in sorted(lines.items()):
+        cs = sorted(pts)
+        label = f"{scen} {access}" + (f" {nodes} node(s)" if kind == "analysis" else "")
+        axes[0][0].plot(cs, [pts[c][0] for c in cs], marker="o", label=label)
+        if kind == "analysis":
+            axes[0][1].plot(cs, [pts[c][1] for c in cs], marker="o", label=label)
+    axes[0][0].set_ylabel("throughput [MB/s]")
+    axes[0][0].set_title(f"{kind}: throughput vs clients")
+    if kind == "analysis":
+        axes[0][1].set_ylabel("events/s")
+        axes[0][1].set_title("analysis: event rate vs clients")
+    for ax in axes[0]:
+        ax.set_xlabel("clients per node")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
+def train_scaling(points: list[WavePoint], path: Path) -> Path | None:
+    """Aggregate throughput vs concurrent jobs: all jobs and first-minute / 98 % series."""
+    if not points:
+        return None
+    fig = Figure(figsize=(7, 4))
+    ax = fig.subplots()
+    groups: dict[tuple[str, ...], list[WavePoint]] = defaultdict(list)
+    for p in points:
+        groups[p.key].append(p)
+    for key, pts in groups.items():
+        xs = [p.concurrent for p in pts]
+        name = " ".join(key[2:]) if len(key) > 2 else " ".join(key)
+        ax.plot(xs, [p.throughput_all / 1e6 for p in pts], marker="s", ls="--", label=f"{name}: all jobs")
+        ax.plot(xs, [p.throughput_98 / 1e6 for p in pts], marker="o", label=f"{name}: first minute, 98 %")
+    ax.set_xlabel("concurrent jobs")
+    ax.set_ylabel("aggregate throughput [MB/s]")
+    ax.set_title("Analysis-train scaling")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
+def step_ranges(rows: list[dict[str, str]]) -> list[dict[str, Any]]:
+    """min-max of each step per (WN site, dataset, access mode), over successful jobs."""
+    groups: dict[tuple[str, str, str, str], list[dict[str, str]]] = defaultdict(list)
+    for r in rows:
+        if r["status"] == "ok":
+            groups[(r["site"], r["dataset"], r["scenario"], r["access"])].append(r)
+    out = []
+    for (site, ds, scen, access), rs in sorted(groups.items()):
+        entry: dict[str, Any] = {
+            "site": site,
+            "dataset": ds,
+            "scenario": scen,
+            "access": access,
+            "jobs": len(rs),
+        }
+        for step in ("setup", "stage_in", "processing", "stage_out"):
+            vals = [float(r[f"{step}_s"]) for r in rs if r[f"{step}_s"] != ""]
+            entry[step] = (min(vals), max(vals)) if vals else None
+        out.append(entry)
+    return out

@@ -1,0 +1,122 @@
+"""One campaign job on the worker node: run the payload inside the image, write the job record.
+
+The payload (``workflows/scripts/job_steps.py``) runs under ``apptainer exec``; this wrapper times
+the container start (part of the ``setup`` step), adds provenance (campaign hash, image digest and
+tag, site, host) and writes the record atomically. A payload that fails (unreachable storage, a bad
+file) gives a record with ``status: failed`` and the message, so the rest of the campaign continues
+and the report marks the cell; a wrapper that is killed (eviction, wall time) leaves no record and
+Snakemake retries it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from afkit.errors import NotFoundError, PrereqError
+
+CONTAINER_SCRIPTS = "/afkit-job"
+
+
+def scripts_dir() -> Path:
+    from afkit.paths import workflows_dir
+
+    return workflows_dir() / "scripts"
+
+
+def apptainer_command(
+    image: str, site: dict[str, Any], scratch: Path, spec_path: Path, binds: list[str] | None = None
+) -> list[str]:
+    """``apptainer exec`` of the payload; BINDS are extra host paths (local storage mounts)."""
+    binds = [f"{scripts_dir()}:{CONTAINER_SCRIPTS}:ro", f"{scratch}:{scratch}", *(binds or [])]
+    return [
+        "apptainer", "exec", "--cleanenv", "--no-home", "--contain", *site.get("apptainer_args", []),
+        *[a for b in binds for a in ("--bind", b)],
+        image, "python3", f"{CONTAINER_SCRIPTS}/job_steps.py", str(spec_path),
+    ]  # fmt: skip
+
+
+def _write_atomic(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=1, sort_keys=True)
+        fh.write("\n")
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
+def _tail(text: str, lines: int = 5) -> str:
+    return " | ".join(line for line in text.strip().splitlines()[-lines:] if line.strip())
+
+
+def run(
+    job: dict[str, Any],
+    *,
+    campaign: dict[str, Any],
+    image: dict[str, Any],
+    output: Path,
+    log: Path,
+) -> dict[str, Any]:
+    """Run one job; return (and write to OUTPUT) its record."""
+    site = campaign["site"]
+    if shutil.which("apptainer") is None:
+        raise PrereqError("apptainer not found on PATH on the worker node", hint="install Apptainer there")
+    if not Path(image["path"]).exists():
+        raise NotFoundError(f"image not found on the worker node: {image['path']}")
+    scratch_root = Path(site.get("scratch") or "/tmp")
+    scratch_root.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="afkit-job-", dir=scratch_root))
+    record: dict[str, Any] = {
+        **{k: v for k, v in job.items() if k not in ("urls",)},
+        "url": job["urls"][0] if job["urls"] else "",
+        "files": len(job["urls"]),
+        "campaign": campaign["name"],
+        "campaign_hash": campaign["hash"],
+        "image_path": image["path"],
+        "image_sha256": image["sha256"],
+        "image_tag": image.get("tag", ""),
+        "submit_host": socket.gethostname(),
+        "executor": site["executor"],
+    }
+    try:
+        spec = {
+            **job,
+            "scratch": str(scratch),
+            "tree": campaign.get("tree", "events"),
+            "stage_out": str(scratch / "stage-out.json"),
+        }
+        spec_path = scratch / "spec.json"
+        spec["t_launch"] = time.time()
+        spec_path.write_text(json.dumps(spec), encoding="utf-8")
+        binds = [p for p in campaign.get("binds", []) if Path(p).is_dir()]
+        cmd = apptainer_command(image["path"], site, scratch, spec_path, binds)
+        record["start"] = spec["t_launch"]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        record["end"] = time.time()
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("a", encoding="utf-8") as fh:
+            fh.write("$ " + " ".join(cmd) + "\n" + proc.stderr)
+        payload: dict[str, Any] = {}
+        for line in reversed(proc.stdout.strip().splitlines()):
+            try:
+                payload = json.loads(line)
+                break
+            except json.JSONDecodeError:
+                continue
+        if not payload:
+            payload = {"status": "failed", "error": f"payload exited {proc.returncode}: {_tail(proc.stderr)}"}
+        record.update(payload)
+        if record["status"] == "ok" and proc.returncode != 0:
+            record.update(status="failed", error=f"payload exited {proc.returncode}: {_tail(proc.stderr)}")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)  # the directory mkdtemp made for this job
+    _write_atomic(output, record)
+    return record

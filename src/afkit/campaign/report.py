@@ -1,0 +1,105 @@
+"""The campaign's HTML report: figures (embedded PNG), cells with failures marked, tables."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import os
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from afkit.campaign import figures
+from afkit.campaign.extrapolate import parse_rate, plan
+from afkit.campaign.scaling import WavePoint, scaling_series
+from afkit.paths import workflows_dir
+
+CELL_KEYS = ("bench", "site", "dataset", "scenario", "access", "clients", "wave_size")
+
+
+def cells(rows: list[dict[str, str]]) -> list[dict[str, Any]]:
+    groups: dict[tuple[str, ...], list[dict[str, str]]] = defaultdict(list)
+    for r in rows:
+        groups[tuple(r[k] for k in CELL_KEYS)].append(r)
+    out = []
+    for key, rs in groups.items():
+        ok = [r for r in rs if r["status"] == "ok"]
+        bad = [r for r in rs if r["status"] != "ok"]
+        status = "ok" if not bad else ("missing" if all(r["status"] == "missing" for r in bad) else "failed")
+        cell: dict[str, Any] = dict(zip(CELL_KEYS, key, strict=True))
+        cell.update(
+            status=status,
+            label=f"{len(ok)}/{len(rs)} ok" if bad else "ok",
+            mbps=f"{sum(float(r['throughput_MBps']) for r in ok) / len(ok):.2f}" if ok else "",
+            eps=f"{sum(float(r['events_per_s'] or 0) for r in ok) / len(ok):.1f}" if ok else "",
+            error=bad[0]["error"] if bad else "",
+        )
+        out.append(cell)
+    return out
+
+
+def extrapolation(points: list[WavePoint], target: str) -> str:
+    if not points:
+        return ""
+    best = max(points, key=lambda p: p.throughput_98)
+    p = plan(parse_rate(target), best.per_job, best.throughput_98)
+    return (
+        f"From the wave with the highest aggregate throughput ({best.concurrent} concurrent jobs): "
+        f"{p.describe()} (per-server rate = that wave's aggregate, i.e. one storage target)."
+    )
+
+
+def render(
+    rows: list[dict[str, str]],
+    intervals: list[dict[str, str]],
+    out_dir: Path,
+    *,
+    target: str = "10PB/24h",
+    first_window: float = 60.0,
+) -> Path:
+    """Write OUT_DIR/report.html (and the figure PNGs beside it); return the HTML path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    points = scaling_series(rows, intervals, first_window=first_window)
+    made = [
+        ("Read throughput vs time per scenario",
+         figures.rate_vs_time(rows, intervals, out_dir / "rate_vs_time.png")),
+        ("Read throughput vs clients", figures.vs_clients(rows, out_dir / "read_vs_clients.png", "read")),
+        ("Analysis throughput and event rate vs clients",
+         figures.vs_clients(rows, out_dir / "analysis_vs_clients.png", "analysis")),
+        ("Throughput vs concurrent jobs", figures.train_scaling(points, out_dir / "train_scaling.png")),
+    ]  # fmt: skip
+    figs = [
+        {"title": title, "data": base64.b64encode(path.read_bytes()).decode()} for title, path in made if path
+    ]
+    first = next((r for r in rows if r["status"] == "ok"), rows[0] if rows else {})
+    counts = {s: sum(1 for r in rows if r["status"] == s) for s in ("ok", "failed", "missing")}
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(workflows_dir() / "report"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    html = env.get_template("campaign.html.j2").render(
+        campaign=first.get("campaign", ""),
+        hash=first.get("campaign_hash", ""),
+        image_path=first.get("image_path", ""),
+        image_sha256=first.get("image_sha256", ""),
+        image_tag=first.get("image_tag", ""),
+        counts=counts,
+        generated=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        cells=cells(rows),
+        figures=figs,
+        scaling=points,
+        first_window=first_window,
+        plan=extrapolation(points, target),
+        steps=figures.step_ranges(rows),
+    )
+    path = out_dir / "report.html"
+    fd, tmp = tempfile.mkstemp(prefix=".report.", suffix=".html", dir=out_dir)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(html)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+    return path

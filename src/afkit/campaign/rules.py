@@ -1,0 +1,48 @@
+"""The bodies of the workflow's ``run:`` directives (one call each, so the rules stay short).
+
+Each takes Snakemake's ``input``/``output``/``params``/``log`` objects.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def image(output: Any, params: Any, log: Any) -> None:
+    from afkit.campaign.image import resolve_image
+
+    out = str(output[0])
+    workdir = str(Path(out).parent)
+    resolve_image(params.image, base_dir=params.base_dir, workdir=workdir, output=out, log=log[0])
+
+
+def dataset(wildcards: Any, output: Any, params: Any, log: Any) -> None:
+    from afkit.campaign.dataset import prepare
+
+    prepare(wildcards.dataset, params.spec, params.storage, output=output[0], log=log[0])
+
+
+def job(input: Any, output: Any, params: Any, log: Any) -> None:
+    from afkit.campaign.job import run
+
+    image_info = json.loads(Path(input.image).read_text(encoding="utf-8"))
+    run(params.job, campaign=params.campaign, image=image_info, output=Path(output[0]), log=Path(log[0]))
+
+
+def aggregate(input: Any, output: Any, log: Any) -> None:
+    from afkit.campaign.aggregate import aggregate as agg
+    from afkit.campaign.aggregate import load_records
+
+    rows = agg(load_records(Path(p) for p in input), Path(output.jobs), Path(output.intervals))
+    bad = sum(1 for r in rows if r["status"] != "ok")
+    Path(log[0]).write_text(f"{len(rows)} jobs, {bad} not ok\n", encoding="utf-8")
+
+
+def report(input: Any, output: Any, log: Any) -> None:
+    from afkit.campaign.aggregate import read_csv
+    from afkit.campaign.report import render
+
+    html = render(read_csv(Path(input.jobs)), read_csv(Path(input.intervals)), Path(output[0]).parent)
+    Path(log[0]).write_text(f"wrote {html}\n", encoding="utf-8")

@@ -1,0 +1,83 @@
+"""Shared fixtures: a small valid campaign on local disk."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from afkit.campaign.config import Campaign, validate
+
+FIXTURES = Path(__file__).parent / "fixtures"
+ROOT_DATA = Path("/work/shared/data/root")
+
+
+def base_config(store: Path) -> dict[str, Any]:
+    return {
+        "name": "unit",
+        "image": {"sif": "fake.sif"},
+        "sites": {
+            "here": {"executor": "local", "storage": "disk", "scratch": str(store.parent / "scratch")},
+            "far": {"executor": "slurm", "storage": "remote"},
+        },
+        "storage": {
+            "disk": {
+                "url": "root://127.0.0.1:1094",
+                "export": "/data",
+                "path": str(store),
+                "caches": {"xcache": "root://127.0.0.1:1095"},
+            },
+            "remote": {"url": "root://far.example:1094", "export": "/eos"},
+        },
+        "datasets": {
+            "hzz": {"storage": "disk", "files": ["hzz/uproot-HZZ.root"]},
+            "gen": {"storage": "disk", "generate": {"count": 2, "size_mb": 1}},
+        },
+        "benchmarks": [
+            {
+                "name": "read",
+                "type": "read",
+                "sites": ["here"],
+                "datasets": ["gen"],
+                "sweep": {"scenario": ["origin", "xcache"], "clients": [1, 2]},
+            },
+        ],
+    }
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    d = tmp_path / "store"
+    (d / "hzz").mkdir(parents=True)
+    (d / "hzz" / "uproot-HZZ.root").write_bytes((ROOT_DATA / "uproot-HZZ.root").read_bytes())
+    return d
+
+
+@pytest.fixture
+def raw(store: Path) -> dict[str, Any]:
+    return base_config(store)
+
+
+MakeCampaign = Callable[[dict[str, Any]], Campaign]
+
+
+@pytest.fixture
+def make(tmp_path: Path) -> MakeCampaign:
+    """make(raw) -> a validated Campaign based in tmp_path."""
+    return lambda raw: Campaign(validate(copy.deepcopy(raw)), tmp_path)
+
+
+@pytest.fixture
+def write(tmp_path: Path) -> Callable[[dict[str, Any]], Path]:
+    """write(raw) -> tmp_path/campaign.yaml."""
+
+    def _write(raw: dict[str, Any]) -> Path:
+        path = tmp_path / "campaign.yaml"
+        path.write_text(yaml.safe_dump(raw), encoding="utf-8")
+        return path
+
+    return _write

@@ -1,0 +1,96 @@
+"""Aggregation to tidy CSV with provenance; mixed campaigns/images refused; missing jobs marked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from afkit.campaign import aggregate as agg
+from afkit.errors import InvalidError
+
+
+def record(i: int, **kw: Any) -> dict[str, Any]:
+    rec = {
+        "campaign": "c",
+        "campaign_hash": "abc",
+        "image_sha256": "f00",
+        "image_tag": "T",
+        "bench": "read",
+        "type": "read",
+        "id": f"j{i}",
+        "site": "here",
+        "host": "wn1",
+        "dataset": "d",
+        "scenario": "origin",
+        "access": "direct",
+        "clients": 2,
+        "status": "ok",
+        "start": 100.0,
+        "end": 112.0,
+        "processing_start": 101.0,
+        "steps": {"setup": 1.0, "stage_in": 0.0, "processing": 10.0, "stage_out": 0.5},
+        "bytes": 50_000_000,
+        "events": 2000,
+        "intervals": [{"t": 1.0, "time": 102.0, "bytes": 5_000_000}, {"t": 2.0, "time": 103.0, "bytes": 7}],
+    }
+    rec.update(kw)
+    return rec
+
+
+def test_rows_carry_provenance_and_rates(tmp_path: Path) -> None:
+    rows = agg.aggregate([record(0)], tmp_path / "jobs.csv", tmp_path / "intervals.csv")
+    assert rows[0]["throughput_MBps"] == pytest.approx(5.0)
+    assert rows[0]["events_per_s"] == pytest.approx(200.0)
+    assert rows[0]["wall_s"] == pytest.approx(12.0)
+    table = agg.read_csv(tmp_path / "jobs.csv")
+    assert table[0]["campaign_hash"] == "abc"
+    assert table[0]["image_sha256"] == "f00"
+    assert table[0]["image_tag"] == "T"
+    assert table[0]["host"] == "wn1"
+    assert table[0]["setup_s"] == "1.0"
+    intervals = agg.read_csv(tmp_path / "intervals.csv")
+    assert [r["bytes"] for r in intervals] == ["5000000", "7"]
+    assert intervals[0]["id"] == "j0"
+
+
+def test_different_campaign_hashes_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(InvalidError, match="campaign_hash: abc, zzz"):
+        agg.aggregate([record(0), record(1, campaign_hash="zzz")], tmp_path / "j.csv", tmp_path / "i.csv")
+    assert not (tmp_path / "j.csv").exists()
+
+
+def test_different_images_are_refused_unless_allowed(tmp_path: Path) -> None:
+    recs = [record(0), record(1, image_sha256="bee")]
+    with pytest.raises(InvalidError, match="different images"):
+        agg.aggregate(recs, tmp_path / "j.csv", tmp_path / "i.csv")
+    rows = agg.aggregate(recs, tmp_path / "j.csv", tmp_path / "i.csv", allow_mixed=True)
+    assert {r["image_sha256"] for r in rows} == {"f00", "bee"}
+
+
+def test_failed_and_missing_jobs(tmp_path: Path) -> None:
+    failed = record(
+        1, status="failed", error="OSError: cannot open root://x//f: connection refused", steps={}
+    )
+    expected = [
+        {"bench": "read", "id": f"j{i}", "type": "read", "site": "here", "urls": ["u"]} for i in range(3)
+    ]
+    rows = agg.aggregate([record(0), failed], tmp_path / "j.csv", tmp_path / "i.csv", expected=expected)
+    by_id = {r["id"]: r for r in rows}
+    assert by_id["j0"]["status"] == "ok"
+    assert by_id["j1"]["status"] == "failed"
+    assert "connection refused" in by_id["j1"]["error"]
+    assert by_id["j1"]["throughput_MBps"] == ""
+    assert by_id["j2"]["status"] == "missing"
+
+
+def test_unreadable_record(tmp_path: Path) -> None:
+    bad = tmp_path / "x.json"
+    bad.write_text("{half")
+    good = tmp_path / "y.json"
+    good.write_text(json.dumps(record(0)))
+    assert len(agg.load_records([good])) == 1
+    with pytest.raises(InvalidError, match="unreadable job record"):
+        agg.load_records([good, bad])

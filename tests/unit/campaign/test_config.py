@@ -1,0 +1,119 @@
+"""Campaign validation: defaults, errors naming the key and the allowed values, the hash."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from afkit.campaign import config
+from afkit.errors import InvalidError, NotFoundError
+
+WORKFLOWS = Path(__file__).resolve().parents[3] / "workflows"
+
+
+def test_defaults_are_filled(raw: dict[str, Any], make: Any) -> None:
+    c = make(raw)
+    site = c.config["sites"]["here"]
+    assert site["resources"] == {"cores": 1, "mem_mb": 1000, "runtime": 30}
+    assert site["apptainer_args"] == []
+    assert c.config["storage"]["remote"]["caches"] == {}
+    assert c.config["benchmarks"][0]["sweep"]["access"] == ["direct"]
+    assert c.config["benchmarks"][0]["sweep"]["repetitions"] == 1
+    assert c.config["locations"] == {"default": "redirlocal", "pairs": {}}
+    assert c.config["datasets"]["hzz"]["tree"] == "events"
+
+
+def _error(raw: dict[str, Any]) -> str:
+    with pytest.raises(InvalidError) as exc:
+        config.validate(raw)
+    return str(exc.value)
+
+
+def test_bad_executor_names_key_and_allowed_values(raw: dict[str, Any]) -> None:
+    raw["sites"]["here"]["executor"] = "condor"
+    msg = _error(raw)
+    assert "sites.here.executor" in msg
+    assert '"local", "htcondor", "slurm"' in msg
+
+
+def test_bad_scenario_names_allowed_values(raw: dict[str, Any]) -> None:
+    raw["benchmarks"][0]["sweep"]["scenario"] = ["xcash"]
+    msg = _error(raw)
+    assert "benchmarks[0].sweep.scenario[0]" in msg
+    assert '"xcache-dca"' in msg
+
+
+def test_unknown_key_lists_allowed_keys(raw: dict[str, Any]) -> None:
+    raw["sites"]["here"]["scrach"] = "/tmp"
+    msg = _error(raw)
+    assert "sites.here: unknown key(s) scrach" in msg
+    assert "scratch" in msg
+
+
+def test_missing_required_key(raw: dict[str, Any]) -> None:
+    del raw["datasets"]
+    assert "'datasets' is a required property" in _error(raw)
+
+
+def test_image_needs_exactly_one_source(raw: dict[str, Any]) -> None:
+    raw["image"] = {"sif": "a.sif", "build": {"profile": "alice", "tag": "T"}}
+    assert "exactly one of 'sif'" in _error(raw)
+
+
+def test_unknown_storage_reference(raw: dict[str, Any]) -> None:
+    raw["sites"]["here"]["storage"] = "nowhere"
+    msg = _error(raw)
+    assert "sites.here.storage: unknown storage 'nowhere'" in msg
+    assert "disk, remote" in msg
+
+
+def test_unknown_site_in_benchmark(raw: dict[str, Any]) -> None:
+    raw["benchmarks"][0]["sites"] = ["mars"]
+    assert "benchmarks[0].sites[0]: unknown site 'mars'; allowed values: far, here" in _error(raw)
+
+
+def test_cache_scenario_needs_cache_endpoint(raw: dict[str, Any]) -> None:
+    raw["benchmarks"][0]["sweep"]["scenario"] = ["xcache-dca"]
+    assert "needs storage.disk.caches.xcache-dca" in _error(raw)
+
+
+def test_storage_url_must_be_endpoint_without_path(raw: dict[str, Any]) -> None:
+    raw["storage"]["disk"]["url"] = "root://host:1094//data"
+    assert "storage.disk.url" in _error(raw)
+
+
+def test_hash_changes_with_content_not_results(raw: dict[str, Any], make: Any) -> None:
+    h = make(raw).hash
+    other = copy.deepcopy(raw)
+    other["results"] = "elsewhere"
+    assert make(other).hash == h
+    other["version"] = 2
+    assert make(other).hash != h
+    assert str(make(raw).results_dir) == f"results/unit-{h}"
+
+
+def test_load_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(NotFoundError):
+        config.load(tmp_path / "nope.yaml")
+
+
+def test_load_bad_yaml(tmp_path: Path) -> None:
+    p = tmp_path / "c.yaml"
+    p.write_text("name: [unclosed\n", encoding="utf-8")
+    with pytest.raises(InvalidError, match="not valid YAML"):
+        config.load(p)
+
+
+def test_load_sets_base_dir(raw: dict[str, Any], tmp_path: Path, write: Any) -> None:
+    c = config.load(write(raw))
+    assert c.base_dir == tmp_path.resolve()
+    assert c.resolve("fake.sif") == tmp_path.resolve() / "fake.sif"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (WORKFLOWS / "config").glob("*.yaml")))
+def test_example_campaigns_are_valid(name: str) -> None:
+    c = config.load(WORKFLOWS / "config" / name)
+    assert c.name == name.removesuffix(".yaml")

@@ -1,0 +1,132 @@
+"""The job wrapper: apptainer exec of the payload, step timings, failure records, scratch cleanup.
+
+Runs with a test double of apptainer (fixtures/apptainer: no container, binds become path rewrites),
+so the payload script and the record format are tested on the host; the real container runs in the
+integration tests.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from afkit.campaign import job, plan
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture
+def fake_apptainer(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    monkeypatch.setenv("PATH", f"{FIXTURES}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_APPTAINER_PYTHON", sys.executable)
+    monkeypatch.setenv("FAKE_APPTAINER_LOG", str(tmp_path / "apptainer.calls"))
+    sif = tmp_path / "fake.sif"
+    sif.write_bytes(b"#!/usr/bin/env run-singularity\n\0SIF_MAGIC fake")
+    return sif
+
+
+def run_one(c: Any, bench: str, sif: Path, tmp_path: Path, n: int = 0) -> dict[str, Any]:
+    j = [x for x in plan.expand(c) if x.bench == bench][n]
+    ctx = {
+        "name": c.name,
+        "hash": c.hash,
+        "site": dict(c.config["sites"][j.site], name=j.site),
+        "tree": "events",
+        "binds": [c.config["storage"]["disk"]["path"]],
+    }
+    image = {"path": str(sif), "sha256": "0" * 64, "tag": "T"}
+    return job.run(
+        j.as_dict(),
+        campaign=ctx,
+        image=image,
+        output=tmp_path / "out" / f"{j.id}.json",
+        log=tmp_path / "out" / f"{j.id}.log",
+    )
+
+
+def steps_campaign(raw: dict[str, Any], access: list[str]) -> dict[str, Any]:
+    raw["benchmarks"] = [
+        {"name": "s", "type": "steps", "sites": ["here"], "datasets": ["hzz"], "sweep": {"access": access}}
+    ]
+    return raw
+
+
+def test_copy_mode_times_every_step(
+    raw: dict[str, Any], make: Any, fake_apptainer: Path, tmp_path: Path
+) -> None:
+    rec = run_one(make(steps_campaign(raw, ["copy"])), "s", fake_apptainer, tmp_path)
+    assert rec["status"] == "ok", rec.get("error")
+    assert set(rec["steps"]) == {"setup", "stage_in", "processing", "stage_out"}
+    assert all(v >= 0 for v in rec["steps"].values())
+    assert rec["bytes_staged"] == Path(rec["url"]).stat().st_size
+    assert rec["bytes"] == rec["bytes_staged"]  # the staged copy was read once
+    assert rec["image_sha256"] == "0" * 64 and rec["campaign_hash"]
+    assert (tmp_path / "out" / f"{rec['id']}.json").is_file()
+    calls = (tmp_path / "apptainer.calls").read_text()
+    assert calls.startswith("exec --cleanenv --no-home --contain --bind ")
+    scratch = Path(raw["sites"]["here"]["scratch"])
+    assert list(scratch.iterdir()) == []  # the job's scratch directory is gone
+
+
+def test_direct_mode_has_no_stage_in(
+    raw: dict[str, Any], make: Any, fake_apptainer: Path, tmp_path: Path
+) -> None:
+    rec = run_one(make(steps_campaign(raw, ["direct"])), "s", fake_apptainer, tmp_path)
+    assert rec["status"] == "ok", rec.get("error")
+    assert rec["bytes_staged"] == 0
+    assert rec["bytes"] > 0
+
+
+def test_analysis_counts_events(raw: dict[str, Any], make: Any, fake_apptainer: Path, tmp_path: Path) -> None:
+    raw["benchmarks"] = [
+        {"name": "a", "type": "analysis", "sites": ["here"], "datasets": ["hzz"], "sweep": {"clients": [2]}}
+    ]
+    rec = run_one(make(raw), "a", fake_apptainer, tmp_path)
+    assert rec["status"] == "ok", rec.get("error")
+    assert rec["events"] == 2 * 2421  # two clients, each reads the HZZ tree once
+
+
+def test_read_loops_for_the_duration(
+    raw: dict[str, Any], make: Any, fake_apptainer: Path, tmp_path: Path
+) -> None:
+    gen = Path(raw["storage"]["disk"]["path"])
+    for i in range(2):
+        (gen / f"afkit-gen-{i:04d}.dat").write_bytes(os.urandom(1 << 20))
+    raw["benchmarks"][0].update(duration=0.6, interval=0.2)
+    rec = run_one(make(raw), "read", fake_apptainer, tmp_path)
+    assert rec["status"] == "ok", rec.get("error")
+    assert rec["bytes"] > 2 << 20  # looped over the two files more than once
+    assert sum(s["bytes"] for s in rec["intervals"]) == rec["bytes"]
+    assert rec["steps"]["processing"] >= 0.6
+
+
+def test_unreadable_input_gives_a_failed_record(
+    raw: dict[str, Any], make: Any, fake_apptainer: Path, tmp_path: Path
+) -> None:
+    (Path(raw["storage"]["disk"]["path"]) / "hzz" / "uproot-HZZ.root").unlink()
+    rec = run_one(make(steps_campaign(raw, ["direct"])), "s", fake_apptainer, tmp_path)
+    assert rec["status"] == "failed"
+    assert "uproot-HZZ.root" in rec["error"] and "No such file" in rec["error"]
+    assert (tmp_path / "out" / f"{rec['id']}.json").is_file()
+
+
+def test_missing_image_is_a_failed_record_with_apptainer_message(
+    raw: dict[str, Any], make: Any, fake_apptainer: Path, tmp_path: Path
+) -> None:
+    c = make(steps_campaign(raw, ["direct"]))
+    j = plan.expand(c)[0]
+    ctx = {"name": c.name, "hash": c.hash, "site": dict(c.config["sites"]["here"], name="here"), "binds": []}
+    fake_apptainer.unlink()
+    with pytest.raises(Exception, match="image not found"):
+        job.run(
+            j.as_dict(),
+            campaign=ctx,
+            image={"path": str(fake_apptainer), "sha256": "x"},
+            output=tmp_path / "o.json",
+            log=tmp_path / "o.log",
+        )
+    assert not (tmp_path / "o.json").exists()

@@ -1,0 +1,81 @@
+"""The HTML report: figures embedded, failed and missing cells marked, tables present."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from afkit.campaign import aggregate as agg
+from afkit.campaign import report
+
+
+def rec(i: int, **kw: Any) -> dict[str, Any]:
+    base = {
+        "campaign": "demo",
+        "campaign_hash": "abc123",
+        "image_sha256": "f00d",
+        "image_path": "/x.sif",
+        "bench": "read",
+        "type": "read",
+        "id": f"r{i}",
+        "site": "here",
+        "dataset": "d",
+        "scenario": "origin",
+        "access": "direct",
+        "clients": 1,
+        "wave_size": 1,
+        "repetition": 0,
+        "interval": 1.0,
+        "status": "ok",
+        "start": 0.0,
+        "end": 4.0,
+        "processing_start": 1.0,
+        "steps": {"setup": 0.5, "stage_in": 0.0, "processing": 3.0, "stage_out": 0.1},
+        "bytes": 3e8,
+        "events": 0,
+        "intervals": [{"t": t, "time": 1.0 + t, "bytes": 1e8} for t in (1.0, 2.0, 3.0)],
+    }
+    base.update(kw)
+    return base
+
+
+def test_report_renders_figures_and_marks_cells(tmp_path: Path) -> None:
+    records = [
+        rec(0),
+        rec(1, clients=2),
+        rec(
+            2,
+            scenario="xcache",
+            status="failed",
+            error="OSError: cannot open root://127.0.0.1:1095//f",
+            steps={},
+        ),
+        rec(3, bench="ana", type="analysis", id="a0", events=5000, dataset="hzz"),
+        rec(4, bench="ana", type="analysis", id="a1", events=9000, clients=2, dataset="hzz"),
+        *[
+            rec(10 + i, bench="t", type="train", id=f"t{i}", wave_size=2, start=float(i), end=10.0 + i)
+            for i in range(2)
+        ],
+    ]
+    agg.aggregate(records, tmp_path / "jobs.csv", tmp_path / "intervals.csv")
+    rows, intervals = agg.read_csv(tmp_path / "jobs.csv"), agg.read_csv(tmp_path / "intervals.csv")
+    html_path = report.render(rows, intervals, tmp_path / "report")
+    html = html_path.read_text()
+    assert html_path.stat().st_mode & 0o777 == 0o644
+    assert html.count("data:image/png;base64,") == 4  # rate vs time, read vs clients, analysis, train
+    assert "abc123" in html and "f00d" in html
+    assert '<td class="failed">0/1 ok</td>' in html
+    assert "cannot open root://127.0.0.1:1095//f" in html
+    assert "Analysis-train scaling" in html
+    assert re.search(r"Extrapolation</h2>\s*<p>From the wave", html)
+    assert "jobs at" in html
+    assert (tmp_path / "report" / "rate_vs_time.png").stat().st_size > 1000
+
+
+def test_report_without_any_successful_job(tmp_path: Path) -> None:
+    records = [rec(0, status="failed", error="boom", steps={}, intervals=[])]
+    agg.aggregate(records, tmp_path / "jobs.csv", tmp_path / "intervals.csv")
+    html = report.render(agg.read_csv(tmp_path / "jobs.csv"), [], tmp_path / "r").read_text()
+    assert "data:image/png" not in html
+    assert "0 ok, 1 failed, 0 missing" in html

@@ -1,0 +1,94 @@
+# Helpers shared by the rules: campaign validation, the job plan, input functions.
+import json
+import sys
+from pathlib import Path
+
+from snakemake.utils import validate
+
+from afkit.campaign import plan as afkit_plan
+from afkit.campaign import rules as afkit_rules
+from afkit.campaign.config import Campaign, validate as afkit_validate
+from afkit.errors import AfkitError
+
+# Run-control keys (not part of the campaign): --config afkit_site=SITE restricts the targets to one
+# site's jobs (a campaign over sites with different executors runs once per site).
+CONTROL = {k: config.pop(k) for k in list(config) if k.startswith("afkit_")}
+
+
+def _campaign_dir():
+    files = [Path(f) for f in workflow.configfiles]
+    return files[-1].resolve().parent if files else Path.cwd()
+
+
+if not config:
+    sys.exit(
+        "afkit: error: no campaign given\n"
+        "afkit: hint: snakemake -s workflows/Snakefile --configfile CAMPAIGN.yaml (examples: workflows/config/)"
+    )
+try:
+    CAMPAIGN = Campaign(afkit_validate(dict(config), source="campaign"), _campaign_dir())
+    JOBS = afkit_plan.expand(CAMPAIGN)
+except AfkitError as err:
+    sys.exit(f"afkit: error: {err}" + (f"\nafkit: hint: {err.hint}" if err.hint else ""))
+validate(CAMPAIGN.config, "../schemas/campaign.schema.yaml")
+
+CFG = CAMPAIGN.config
+RESULTS = str(CAMPAIGN.results_dir)
+SITE_FILTER = CONTROL.get("afkit_site")
+if SITE_FILTER is not None and SITE_FILTER not in CFG["sites"]:
+    sys.exit(f"afkit: error: --config afkit_site={SITE_FILTER}: unknown site; allowed: {', '.join(CFG['sites'])}")
+JOB_BY_ID = afkit_plan.by_id(JOBS)
+PREVIOUS = afkit_plan.previous_waves(JOBS)
+WAVES = afkit_plan.wave_members(JOBS)
+
+
+def job_record(job):
+    return f"{RESULTS}/job/{job.bench}/{job.id}.json"
+
+
+def wave_done(bench, wave):
+    return f"{RESULTS}/wave/{bench}/{wave}.done"
+
+
+def wave_records(wildcards):
+    return [job_record(j) for j in WAVES[(wildcards.bench, wildcards.wave)]]
+
+
+def all_job_records(site=None):
+    return [job_record(j) for j in JOBS if site is None or j.site == site]
+
+
+def the_job(wildcards):
+    key = (wildcards.bench, wildcards.job)
+    if key not in JOB_BY_ID:
+        raise ValueError(f"no job {wildcards.job} in benchmark {wildcards.bench} of this campaign")
+    return JOB_BY_ID[key]
+
+
+def job_inputs(wildcards):
+    job = the_job(wildcards)
+    return {
+        "image": f"{RESULTS}/image/image.json",
+        "dataset": f"{RESULTS}/dataset/{job.dataset}.json",
+        "previous_wave": [wave_done(job.bench, PREVIOUS[(job.bench, job.wave)])]
+        if (job.bench, job.wave) in PREVIOUS
+        else [],
+    }
+
+
+def job_site(wildcards):
+    return CFG["sites"][the_job(wildcards).site]
+
+
+def job_context(wildcards):
+    job = the_job(wildcards)
+    site = dict(CFG["sites"][job.site], name=job.site)
+    ds = CFG["datasets"][job.dataset]
+    binds = sorted({s["path"] for s in CFG["storage"].values() if s.get("path")})
+    return {
+        "name": CAMPAIGN.name,
+        "hash": CAMPAIGN.hash,
+        "site": site,
+        "tree": ds["tree"],
+        "binds": binds,
+    }

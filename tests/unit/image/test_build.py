@@ -1,0 +1,105 @@
+"""The build pipeline against a fake apptainer: interrupted or failed builds leave no SIF behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from afkit.errors import ExitCode
+
+TAG = "AliPhysics/vAN-20201018_ROOT6-1"
+NAME = "AliPhysics_vAN-20201018_ROOT6-1"
+
+FAKE = """#!/bin/bash
+# A stand-in for apptainer: 'build' writes a partial target, then behaves as MODE says.
+set -u
+[[ $1 == build ]] || exit 99
+target=${@: -2:1}
+printf 'partial' >"$target"
+echo "$*" >"$AFKIT_FAKE_DIR/args"
+case $AFKIT_FAKE_MODE in
+  fail) exit 1 ;;
+  hang) trap 'exit 130' INT; touch "$AFKIT_FAKE_DIR/started"; while :; do sleep 0.1; done ;;
+  ok) exit 0 ;;
+esac
+"""
+
+
+@pytest.fixture
+def fake(tmp_path: Path) -> dict[str, str]:
+    bindir = tmp_path / "fakebin"
+    bindir.mkdir()
+    script = bindir / "apptainer"
+    script.write_text(FAKE)
+    script.chmod(0o755)
+    base = tmp_path / "base"
+    (base / "bin").mkdir(parents=True)
+    return {"AFKIT_APPTAINER": str(script), "AFKIT_FAKE_DIR": str(tmp_path), "BASE": str(base)}
+
+
+def _start(
+    on_fixture: Path, fake: dict[str, str], out: Path, mode: str, *extra: str
+) -> subprocess.Popen[str]:
+    env = {**os.environ, **fake, "AFKIT_FAKE_MODE": mode, "AFKIT_CVMFS_ROOT": str(on_fixture.parent)}
+    cmd = [sys.executable, "-m", "afkit", "image", "build", "--profile", "alice", "-t", TAG]
+    cmd += ["-o", str(out), "-y", "--base", f"localimage:{fake['BASE']}", *extra]
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_failed_build_leaves_no_sif(on_fixture: Path, fake: dict[str, str], tmp_path: Path) -> None:
+    out = tmp_path / "work"
+    proc = _start(on_fixture, fake, out, "fail", "--compression", "zstd")
+    _stdout, err = proc.communicate(timeout=120)
+    assert proc.returncode == ExitCode.FAILURE, err
+    assert "apptainer build failed" in err
+    assert not (out / f"{NAME}.sif").exists() and not (out / f".{NAME}.sif.partial").exists()
+    assert (out / f"{NAME}.def").is_file()  # kept for a retry
+    args = (tmp_path / "args").read_text()
+    assert "--notest" in args and "--mksquashfs-args -comp zstd" in args
+
+
+def test_interrupted_build_leaves_no_sif(on_fixture: Path, fake: dict[str, str], tmp_path: Path) -> None:
+    out = tmp_path / "work"
+    proc = _start(on_fixture, fake, out, "hang")
+    started = tmp_path / "started"
+    for _ in range(1200):  # wait for the fake build to run (bounded; not a timing assertion)
+        if started.exists() or proc.poll() is not None:
+            break
+        time.sleep(0.1)
+    assert started.exists(), proc.communicate()[1]
+    proc.send_signal(signal.SIGINT)
+    _stdout, err = proc.communicate(timeout=120)
+    assert proc.returncode == ExitCode.INTERRUPTED, err
+    assert not (out / f"{NAME}.sif").exists() and not (out / f".{NAME}.sif.partial").exists()
+    index = json.loads((out / ".data" / "index.json").read_text())
+    assert len(index["files"]) >= 30  # the store is complete and usable
+    assert list((out / ".data" / "tmp").iterdir()) == []
+
+
+def test_build_without_validation_writes_sif_and_manifest(
+    on_fixture: Path, fake: dict[str, str], tmp_path: Path
+) -> None:
+    out = tmp_path / "work"
+    proc = _start(on_fixture, fake, out, "ok", "--no-validate", "--name", "mytag")
+    stdout, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    sif = out / "mytag.sif"
+    assert stdout.strip().splitlines()[-1] == str(sif)
+    manifest = json.loads((out / "mytag.json").read_text())
+    assert manifest["sif"] == "mytag.sif" and manifest["validated"] is None
+    assert manifest["tag"] == TAG and manifest["arch"] == "el9-x86_64"
+    assert manifest["closure_files"] == manifest["stage"]["files"] > 0
+    import hashlib
+
+    assert manifest["sif_sha256"] == hashlib.sha256(sif.read_bytes()).hexdigest()
+    info = json.loads((out / "rootfs" / ".afkit" / "image.json").read_text())
+    assert info["tag"] == TAG and any(e["path"].endswith("bin/aliphysics-check") for e in info["elf"])
+    definition = (out / "mytag.def").read_text()
+    assert f"From: {fake['BASE']}" in definition and "org.afkit.tag " + TAG in definition

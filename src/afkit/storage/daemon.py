@@ -96,13 +96,14 @@ def service_user() -> str | None:
 
 
 def give_to(user: str | None, *paths: Path) -> None:
-    """Hand afkit-created directories (recursively) to the service user."""
+    """Hand the directories and files afkit created (not their contents) to the service user."""
     if user is None:
         return
-    for top in paths:
-        for root, dirs, names in os.walk(top):
-            for entry in [root, *(os.path.join(root, n) for n in dirs + names)]:
-                shutil.chown(entry, user, user)
+    import pwd
+
+    entry = pwd.getpwnam(user)
+    for path in paths:
+        os.chown(path, entry.pw_uid, entry.pw_gid, follow_symlinks=False)
 
 
 def start(name: str, files: DaemonFiles, port: int, timeout: float = PORT_TIMEOUT) -> int:

@@ -50,7 +50,13 @@ def up(scenario: Scenario, settings: Settings, timeout: float) -> list[dict[str,
             for key in ("admin_dir", "run_dir"):
                 dirs[key].mkdir(parents=True, exist_ok=True)
             write_config(dirs["config"], render(scenario, daemon, settings))
-            dmn.give_to(dmn.service_user(), settings.state_dir / daemon.name, shared_cache_dir(settings))
+            dmn.give_to(
+                dmn.service_user(),
+                settings.state_dir / daemon.name,
+                dirs["admin_dir"],
+                dirs["run_dir"],
+                shared_cache_dir(settings),
+            )
             port = port_of(scenario, daemon, settings.base)
             pid = dmn.start(daemon.name, files_of(settings, daemon), port, timeout)
             started.append({"daemon": daemon.name, "pid": pid, "port": port, "log": str(dirs["log"])})

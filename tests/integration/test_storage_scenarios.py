@@ -1,0 +1,160 @@
+"""afkit storage scenarios with real xrootd daemons: origin, XCache, XCache+DCA, DCOTF.
+
+Every test starts its own origin (scenario 'origin', our log) so it can tell whether a read
+reached the origin, and stops exactly what it started. Runs inside the testbed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+DATA = Path(os.environ.get("AFKIT_XROOTD_DATA", "/srv/xrootd/data"))
+BASE = "12094"  # clear of the testbed origin (1094) and of the default scenario ports
+SIZE = 16 << 20
+ENV = {**os.environ, "AFKIT_STORAGE_BASE_PORT": BASE}
+
+
+def afkit(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "afkit", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=ENV,
+        check=False,
+    )
+
+
+def ok(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.returncode == 0, f"exit {proc.returncode}: {proc.stderr}"
+    return proc.stdout
+
+
+def origin_opens(state: Path, name: str) -> int:
+    log = state / "origin" / "origin" / "xrootd.log"
+    return sum(
+        1 for line in log.read_text(errors="replace").splitlines() if "ofs_open" in line and name in line
+    )
+
+
+@pytest.fixture
+def site() -> Iterator[tuple[Path, Path, str]]:
+    """(state dir, data dir, file path on the origin) with the origin scenario up."""
+    assert DATA.is_dir(), f"{DATA} is missing: is the testbed up?"
+    state = Path(tempfile.mkdtemp(prefix="afkit-storage-it-", dir="/tmp"))
+    state.chmod(0o755)  # the daemons run as the xrootd user
+    data = DATA / f"afkit-storage-it-{uuid.uuid4().hex[:8]}"
+    ok(afkit("bench", "gen", "random", "--size", str(SIZE), "--copies", "2", "--outdir", str(data)))
+    shutil.chown(data, "xrootd", "xrootd")
+    ok(afkit("storage", "up", "origin", "--state-dir", str(state), "--data", str(data)))
+    try:
+        yield state, data, "/random-000.bin"
+    finally:
+        afkit("storage", "down", "all", "--state-dir", str(state))
+        shutil.rmtree(data)
+        shutil.rmtree(state)
+
+
+def read(url: str) -> dict:
+    out = ok(afkit("bench", "read", "--no-monitor", url))
+    return json.loads(out.splitlines()[-1])
+
+
+@pytest.mark.parametrize("scenario", ["xcache", "xcache-dca", "dcotf"])
+def test_second_read_is_served_from_the_cache(site: tuple[Path, Path, str], scenario: str) -> None:
+    state, data, path = site
+    ok(afkit("storage", "up", scenario, "--state-dir", str(state), "--origin", f"127.0.0.1:{BASE}"))
+    url = ok(afkit("storage", "url", scenario, path)).strip()
+    first = read(url)
+    assert first["bytes"] == SIZE
+    opens_after_first = origin_opens(state, path)
+    assert opens_after_first >= 1, "the first read did not reach the origin"
+    cached = state / scenario / "cache" / path.lstrip("/")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not (cached.is_file() and cached.stat().st_size == SIZE):
+        time.sleep(0.2)
+    assert cached.read_bytes() == (data / path.lstrip("/")).read_bytes(), (
+        "cache file differs from the origin's"
+    )
+    second = read(url)
+    assert second["bytes"] == SIZE
+    assert origin_opens(state, path) == opens_after_first, "the second read touched the origin"
+    ok(afkit("storage", "down", scenario, "--state-dir", str(state)))
+
+
+def test_status_and_down_stop_exactly_what_was_started(site: tuple[Path, Path, str]) -> None:
+    state, _data, _path = site
+    ok(afkit("storage", "up", "dcotf", "--state-dir", str(state), "--origin", f"127.0.0.1:{BASE}"))
+    recs = [
+        json.loads(x) for x in ok(afkit("storage", "status", "dcotf", "--state-dir", str(state))).splitlines()
+    ]
+    assert [r["daemon"] for r in recs] == ["dcotf-cache", "dcotf-redirector"]
+    assert all(r["running"] and r["listening"] for r in recs)
+    pids = [r["pid"] for r in recs]
+    ok(afkit("storage", "down", "dcotf", "--state-dir", str(state)))
+    for pid in pids:
+        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+    assert afkit("storage", "status", "dcotf", "--state-dir", str(state)).returncode == 1
+    assert afkit("storage", "status", "origin", "--state-dir", str(state)).returncode == 0, (
+        "origin was stopped too"
+    )
+
+
+def test_up_on_a_busy_port_is_refused(site: tuple[Path, Path, str]) -> None:
+    del site  # only needs the origin to run on its port
+    other = Path(tempfile.mkdtemp(prefix="afkit-storage-it-", dir="/tmp"))
+    try:
+        proc = afkit("storage", "up", "origin", "--state-dir", str(other), "--data", str(DATA))
+        assert proc.returncode == 3 and "already in use" in proc.stderr
+    finally:
+        shutil.rmtree(other)
+
+
+def test_server_restart_during_a_read_is_recorded(site: tuple[Path, Path, str], tmp_path: Path) -> None:
+    state, data, path = site
+    trace = tmp_path / "trace.csv"
+    trace.write_text("".join(f"{(i * 4096) % SIZE},4096\n" for i in range(400_000)))
+    out = tmp_path / "run.jsonl"
+    url = f"root://127.0.0.1:{BASE}/{path}"
+    cmd = [sys.executable, "-m", "afkit", "bench", "read", "--no-monitor", "--replay", str(trace)]
+    cmd += ["--duration", "8", "--reconnect-timeout", "15", "-o", str(out), url]
+    proc = subprocess.Popen(cmd, env=ENV, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # wait for the first measured second
+            parts = list(tmp_path.glob(".run.jsonl.*.part"))
+            if parts and '"type":"interval"' in parts[0].read_text():
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail("the read never got going")
+        ok(afkit("storage", "down", "origin", "--state-dir", str(state)))
+        time.sleep(1.0)
+        ok(afkit("storage", "up", "origin", "--state-dir", str(state), "--data", str(data)))
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    recs = [json.loads(x) for x in out.read_text().splitlines()]
+    kinds = [r["type"] for r in recs]
+    assert "error" in kinds and "gap" in kinds, err
+    assert kinds.index("interval") < kinds.index("error"), "intervals before the failure were lost"
+    summary = recs[-1]
+    assert summary["type"] == "summary"
+    if summary["status"] == "ok":  # recovered: the run went on after the gap
+        assert proc.returncode == 0 and summary["gaps"][0]["recovered"] is True
+        last_error = max(i for i, k in enumerate(kinds) if k == "gap")
+        assert any(r["type"] == "interval" and r["bytes"] > 0 for r in recs[last_error:])
+    else:
+        assert proc.returncode == 1 and summary["error"]

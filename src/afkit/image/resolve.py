@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from afkit.errors import NotFoundError, PrereqError
@@ -186,8 +187,22 @@ def _hidden(profile: Profile, src: Path, arch: str, units: dict[str, Unit]) -> N
                 _add(units, target_rel, "hidden")
 
 
+def _last_two(unit: str) -> str:
+    return "/".join(unit.split("/")[-2:])
+
+
+def _lcg_label(unit: str) -> str:
+    """lcg/releases/ROOT/6.30.02-78779/<platform> -> ROOT/6.30.02-78779"""
+    return "/".join(unit.split("/")[-3:-1])
+
+
 def _env_units(
-    env_values: list[str], src: Path, globs: list[str], units: dict[str, Unit], warnings: list[str]
+    env_values: list[str],
+    src: Path,
+    globs: list[str],
+    units: dict[str, Unit],
+    warnings: list[str],
+    label: Callable[[str], str] = _last_two,
 ) -> None:
     for token in envcapture.path_tokens(env_values, src):
         rel = _rel(token, src)
@@ -196,7 +211,7 @@ def _env_units(
         unit, matched = _unit_for(rel, globs)
         if not matched:
             warnings.append(f"{rel} (from the environment) is outside every unit glob; staged as is")
-        _add(units, unit, "/".join(unit.split("/")[-2:]) if matched else "environment")
+        _add(units, unit, label(unit) if matched else "environment")
 
 
 def _rewrite_map(src: Path, profile: Profile) -> dict[str, str]:
@@ -271,7 +286,10 @@ def _resolve_lcg(profile: Profile, tag: Tag, src: Path) -> Resolution:
     view_rel = _rel(view, src)
     assert view_rel is not None
     _add(units, view_rel, f"view {item}")
-    globs = [lcg["release_dir"].format(name="*", version="*", hash="*", arch=arch).replace("*-*", "*")]
+    # Any release directory (<releases>/<name>/<version>-<hash>/<platform>): the view's packages
+    # and those reached only through setup.sh (the compiler runtime, another platform string).
+    release_root = lcg["release_dir"].split("{name}", 1)[0].rstrip("/")
+    globs = [f"{release_root}/*/*/*"]
     if manifest.is_file():
         for name, hsh, version in parse_lcg_manifest(manifest.read_text()):
             rel = lcg["release_dir"].format(name=name, version=version, hash=hsh, arch=arch)
@@ -296,7 +314,7 @@ def _resolve_lcg(profile: Profile, tag: Tag, src: Path) -> Resolution:
     if not setup.is_file():
         warnings.append(f"no {setup}: the image gets no environment from the view")
     values = [v for k, v in loaded.items() if clean.get(k) != v]
-    _env_units(values, src, [*globs, view_rel], units, warnings)
+    _env_units(values, src, [*globs, view_rel], units, warnings, _lcg_label)
     env = envcapture.diff(clean, loaded, exclude=profile.env_exclude, rewrite=_rewrite_map(src, profile))
     _hidden(profile, src, arch, units)
     return Resolution(

@@ -1,0 +1,54 @@
+"""The lcg profile: a view's closure from the release manifest and its symlinks, env from setup.sh."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from afkit.errors import NotFoundError
+from afkit.image import profile, resolve, stage, tags
+from afkit.image.model import Resolution
+from afkit.image.store import Store
+
+
+def _resolve(text: str) -> Resolution:
+    prof = profile.load("lcg")
+    return resolve.resolve(prof, tags.parse(text, prof), profile.repo_root(prof))
+
+
+def test_view_closure(on_fixture: Path) -> None:
+    res = _resolve("LCG_105")
+    assert res.arch == "x86_64-el9-gcc13-opt"
+    labels = {u.label for u in res.units}
+    assert {"ROOT/6.30.02", "XRootD/5.6.1", "vdt/0.4.4", "Davix/0.8.4", "hepfixture/1.2.0"} <= labels
+    rels = {u.rel for u in res.units}
+    assert "lcg/views/LCG_105/x86_64-el9-gcc13-opt" in rels
+    # the compiler runtime, reached only through setup.sh
+    assert any(r.startswith("lcg/releases/gcc/") for r in rels)
+    # releases outside the view are not taken
+    assert not any("6.28.10" in r or "Geant4" in r for r in rels)
+
+
+def test_view_environment(on_fixture: Path) -> None:
+    env = {e.name: e for e in _resolve("LCG_105").env}
+    assert env["LCG_VERSION"].value == "105"
+    assert env["ROOTSYS"].value.startswith("/cvmfs/sft.cern.ch/lcg/releases/ROOT/6.30.02-")
+    assert env["PATH"].inherit and env["PATH"].value.startswith("/cvmfs/sft.cern.ch/lcg/views/LCG_105/")
+
+
+def test_view_symlinks_stay_symlinks(on_fixture: Path, tmp_path: Path) -> None:
+    prof = profile.load("lcg")
+    src = profile.repo_root(prof)
+    res = _resolve("LCG_105")
+    plan = stage.walk(src, res.units, resolve.image_root(prof))
+    dest = tmp_path / "rootfs" / "cvmfs" / "sft.cern.ch"
+    stage.execute(plan, dest, Store(tmp_path / ".data"), quiet=True)
+    link = dest / "lcg/views/LCG_105/x86_64-el9-gcc13-opt/bin/root-config"
+    assert link.is_symlink() and link.resolve().is_file()
+    assert plan.resolved == [] and plan.kept_outside == []
+
+
+def test_unknown_release(on_fixture: Path) -> None:
+    with pytest.raises(NotFoundError, match="nearest: LCG_105"):
+        _resolve("LCG_106")

@@ -1,0 +1,174 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2016  # single-quoted $... are expanded by the inner shells
+# Integration tests of the testbed itself, run INSIDE it as root:
+#   scripts/testbed run -- bats tests/integration/testbed.bats
+# Real programs only: Apptainer, HTCondor, SLURM, XRootD, environment-modules.
+
+setup_file() {
+  [[ ${AFKIT_TESTBED:-} == 1 || ${TESTBED:-} == native ]] || {
+    echo "run inside the testbed: scripts/testbed run -- bats tests/integration" >&2
+    return 1
+  }
+  # A work directory the unprivileged user afkit can use (bats' own tmpdir is root-only).
+  WORK=$(mktemp -d /tmp/afkit-testbed-it.XXXXXX)
+  chmod 0755 "$WORK"
+  chown afkit:afkit "$WORK"
+  export WORK
+  # A tiny image sandbox: busybox-static and a few applets.
+  local sb=$WORK/sandbox
+  mkdir -p "$sb"/{bin,dev,proc,sys,tmp,etc,root,home,var/tmp}
+  cp /bin/busybox "$sb/bin/busybox"
+  local applet
+  for applet in sh echo cat id sha256sum; do ln -s busybox "$sb/bin/$applet"; done
+  printf 'root:x:0:0:root:/root:/bin/sh\n' >"$sb/etc/passwd"
+  printf 'root:x:0:\n' >"$sb/etc/group"
+  apptainer --quiet build "$WORK/tiny.sif" "$sb"
+  chown afkit:afkit "$WORK/tiny.sif"
+}
+
+teardown_file() {
+  [[ -z ${WORK:-} || ! -d $WORK ]] || rm -rf --one-file-system -- "$WORK"
+}
+
+# as_afkit CMD... : run CMD as the unprivileged user afkit, in $WORK.
+as_afkit() {
+  (cd "$WORK" && setpriv --reuid=afkit --regid=afkit --init-groups \
+    env HOME=/home/afkit USER=afkit LOGNAME=afkit PATH="$PATH" "$@")
+}
+
+@test "environment: venv python 3.13 sees Debian's XRootD and HTCondor bindings and the project" {
+  [ "$AFKIT_TESTBED" = 1 ]
+  [ "$AFKIT_XROOTD_URL" = root://127.0.0.1:1094 ]
+  [ "$(command -v python3)" = /opt/afkit/venv/bin/python3 ]
+  run python3 -c 'import sys, XRootD.client, htcondor, afkit; print(sys.version_info[:2])'
+  [ "$status" -eq 0 ]
+  [ "$output" = "(3, 13)" ]
+  for tool in afkit pytest snakemake; do
+    [ "$(command -v "$tool")" = "/opt/afkit/venv/bin/$tool" ]
+  done
+  afkit --version
+}
+
+@test "isolation: own network namespace with loopback only, /cvmfs read-only, private fuse node" {
+  run ip -o link show
+  [ "$status" -eq 0 ]
+  [ "$(printf '%s\n' "$output" | wc -l)" -eq 1 ]
+  [[ $output == *": lo:"* ]]
+  grep -qE '^127\.0\.0\.1\s.*\b'"$(hostname)"'\b' /etc/hosts
+  run touch /cvmfs/afkit-write-test
+  [ "$status" -ne 0 ]
+  [ "$(stat -c %a /dev/fuse)" = 666 ]
+  [ "$(stat -c %a /tmp)" = 1777 ]
+}
+
+@test "apptainer: image built from a sandbox runs as root (no --userns needed) and as afkit" {
+  run apptainer exec "$WORK/tiny.sif" sh -c 'echo root-in-image $(id -u)'
+  [ "$status" -eq 0 ]
+  [[ $output == *"root-in-image 0"* ]]
+  run as_afkit apptainer exec "$WORK/tiny.sif" sh -c 'echo user-in-image $(id -u)'
+  [ "$status" -eq 0 ]
+  [[ $output == *"user-in-image 1000"* ]]
+  run apptainer exec --userns --containall "$WORK/tiny.sif" cat /proc/self/uid_map
+  [ "$status" -eq 0 ]
+}
+
+@test "apptainer: definition-file build with %post (--fakeroot) as root and as afkit" {
+  printf 'Bootstrap: localimage\nFrom: %s\n\n%%post\n  echo built-by-post > /built.txt\n' \
+    "$WORK/tiny.sif" >"$WORK/post.def"
+  chmod 0644 "$WORK/post.def"
+  local out
+  out=$(mktemp -d /tmp/afkit-testbed-root.XXXXXX)
+  apptainer --quiet build --fakeroot "$out/post-root.sif" "$WORK/post.def"
+  # stdout only: apptainer warns on stderr about the image's missing passwd/group files.
+  [ "$(apptainer exec "$out/post-root.sif" cat /built.txt 2>/dev/null)" = built-by-post ]
+  rm -rf -- "$out"
+  as_afkit apptainer --quiet build --fakeroot "$WORK/post-user.sif" "$WORK/post.def"
+  [ "$(as_afkit apptainer exec "$WORK/post-user.sif" cat /built.txt 2>/dev/null)" = built-by-post ]
+}
+
+@test "htcondor: a vanilla job submitted by afkit runs on one of >= 2 slots" {
+  [ "$(condor_status -af Name | grep -c .)" -ge 2 ]
+  cat >"$WORK/vanilla.sub" <<SUB
+executable = /bin/sh
+arguments = "-c 'echo vanilla-ok; id -un'"
+output = vanilla.out
+error = vanilla.err
+log = vanilla.log
+should_transfer_files = NO
+queue
+SUB
+  chown afkit:afkit "$WORK/vanilla.sub"
+  as_afkit condor_submit vanilla.sub
+  run as_afkit condor_wait -wait 180 vanilla.log
+  [ "$status" -eq 0 ]
+  [ "$(cat "$WORK/vanilla.out")" = "$(printf 'vanilla-ok\nafkit')" ]
+}
+
+@test "htcondor: the startd supports SIF and a container-universe job runs in the image" {
+  run condor_status -af HasSingularity HasSIF
+  [[ ${lines[0]} == "true true" ]]
+  cat >"$WORK/container.sub" <<SUB
+universe = container
+container_image = $WORK/tiny.sif
+executable = /bin/sh
+transfer_executable = false
+arguments = "-c 'echo container-ok; cat /etc/passwd | head -c 0; sha256sum /bin/busybox >/dev/null && echo has-busybox'"
+output = container.out
+error = container.err
+log = container.log
+should_transfer_files = YES
+when_to_transfer_output = ON_EXIT
+queue
+SUB
+  chown afkit:afkit "$WORK/container.sub"
+  as_afkit condor_submit container.sub
+  run as_afkit condor_wait -wait 180 container.log
+  [ "$status" -eq 0 ]
+  [ "$(cat "$WORK/container.out")" = "$(printf 'container-ok\nhas-busybox')" ]
+}
+
+@test "slurm: partition debug, sbatch --wait as afkit writes the job's output" {
+  run sinfo -h -o '%P %a'
+  [[ $output == "debug* up" ]]
+  printf '#!/bin/sh\necho slurm-ok "$SLURM_JOB_PARTITION" "$(id -un)"\n' >"$WORK/job.sh"
+  chown afkit:afkit "$WORK/job.sh"
+  run as_afkit sbatch --wait --quiet -o slurm.out job.sh
+  [ "$status" -eq 0 ]
+  [ "$(cat "$WORK/slurm.out")" = "slurm-ok debug afkit" ]
+}
+
+@test "xrootd: a file in the data directory reads back byte-identical over root://" {
+  [ "$AFKIT_XROOTD_DATA" = /srv/xrootd/data ]
+  local name="it-$$-$RANDOM.bin"
+  head -c 3000000 /dev/urandom >"$AFKIT_XROOTD_DATA/$name"
+  xrdcp -f -s "$AFKIT_XROOTD_URL//$name" "$WORK/back.bin"
+  [ "$(sha256sum <"$AFKIT_XROOTD_DATA/$name")" = "$(sha256sum <"$WORK/back.bin")" ]
+  rm -f "$AFKIT_XROOTD_DATA/$name"
+}
+
+@test "xrootd: user afkit writes through xrootd and directly into the data directory" {
+  local name="it-user-$$-$RANDOM.txt"
+  printf 'through xrootd\n' >"$WORK/up.txt"
+  chown afkit:afkit "$WORK/up.txt"
+  as_afkit xrdcp -s up.txt "$AFKIT_XROOTD_URL//$name"
+  [ "$(cat "$AFKIT_XROOTD_DATA/$name")" = "through xrootd" ]
+  as_afkit sh -c "echo direct > '$AFKIT_XROOTD_DATA/direct-$name'"
+  run xrdfs 127.0.0.1:1094 ls /
+  [[ $output == *"/$name"* && $output == *"/direct-$name"* ]]
+  rm -f "$AFKIT_XROOTD_DATA/$name" "$AFKIT_XROOTD_DATA/direct-$name"
+}
+
+@test "environment-modules: module load of a modulefile sets the environment" {
+  mkdir -p "$WORK/modules/hello" "$WORK/hello/bin"
+  printf '#!/bin/sh\necho hello-from-module\n' >"$WORK/hello/bin/hello-testbed"
+  chmod +x "$WORK/hello/bin/hello-testbed"
+  cat >"$WORK/modules/hello/1.0" <<MOD
+#%Module1.0
+setenv HELLO_TESTBED 1.0
+prepend-path PATH $WORK/hello/bin
+MOD
+  run bash -c 'source "$MODULESHOME/init/bash" && module use "$1" && module load hello/1.0 &&
+    echo "$HELLO_TESTBED" && hello-testbed' _ "$WORK/modules"
+  [ "$status" -eq 0 ]
+  [ "$output" = "$(printf '1.0\nhello-from-module')" ]
+}

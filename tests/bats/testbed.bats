@@ -178,3 +178,44 @@ fake_rootfs() {
   [ "$(cat "$AFKIT_TESTBED_STATE/precious.txt")" = precious ]
   [ "$(ls -A "$AFKIT_TESTBED_STATE")" = precious.txt ]
 }
+
+@test "a holder in the host's own mount namespace is never taken for a testbed (down kills nothing)" {
+  sleep 300 &
+  local victim=$!
+  mkdir -p "$AFKIT_TESTBED_STATE"
+  touch "$AFKIT_TESTBED_STATE/.afkit-testbed-state"
+  echo "$victim" >"$AFKIT_TESTBED_STATE/holder.pid"
+  readlink "/proc/$victim/ns/mnt" >"$AFKIT_TESTBED_STATE/holder.ns"
+  run "$TB" down
+  [ "$status" -eq 0 ]
+  [[ $output == *"not running"* ]]
+  kill -0 "$victim"
+  run "$TB" run -- true
+  [ "$status" -eq 3 ]
+  kill "$victim"
+}
+
+@test "build refuses to rebuild a rootfs that a running testbed uses (exit 4)" {
+  local key holder
+  key=$("$TB" key)
+  fake_rootfs "$AFKIT_TESTBED_CACHE/rootfs-$key" "$key"
+  rm "$AFKIT_TESTBED_CACHE/rootfs-$key/usr/bin/xrootd"
+  # A stand-in holder in a mount namespace of its own, registered as a user of the rootfs.
+  unshare --mount --propagation private sleep 300 &
+  holder=$!
+  local other=$BATS_TEST_TMPDIR/other-state i
+  mkdir -p "$other" "$AFKIT_TESTBED_CACHE/users"
+  for ((i = 0; i < 50; i++)); do
+    [[ $(readlink "/proc/$holder/ns/mnt") != "$(readlink /proc/self/ns/mnt)" ]] && break
+    sleep 0.1
+  done
+  echo "$holder" >"$other/holder.pid"
+  readlink "/proc/$holder/ns/mnt" >"$other/holder.ns"
+  printf 'state=%s\nrootfs=%s\nvenv=%s\n' "$other" "$AFKIT_TESTBED_CACHE/rootfs-$key" /nonexistent \
+    >"$AFKIT_TESTBED_CACHE/users/other"
+  run "$TB" build
+  kill "$holder"
+  [ "$status" -eq 4 ]
+  [[ $output == *"in use by a running testbed"* ]]
+  [ -d "$AFKIT_TESTBED_CACHE/rootfs-$key" ]
+}

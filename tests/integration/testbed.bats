@@ -50,6 +50,7 @@ as_afkit() {
 }
 
 @test "isolation: own network namespace with loopback only, /cvmfs read-only, private fuse node" {
+  [[ ${AFKIT_TESTBED:-} == 1 ]] || skip "checks the bubblewrap testbed itself (TESTBED=native runs on a host)"
   run ip -o link show
   [ "$status" -eq 0 ]
   [ "$(printf '%s\n' "$output" | wc -l)" -eq 1 ]

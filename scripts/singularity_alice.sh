@@ -35,7 +35,8 @@ USAGE
 find_afkit() {
   local repo
   repo=$(afkit_repo_root)
-  if [[ -x $repo/.venv/bin/afkit ]]; then
+  # The checkout's venv, if its interpreter runs here (a venv made on another system may not).
+  if [[ -x $repo/.venv/bin/afkit ]] && "$repo/.venv/bin/python" -c 'import afkit' >/dev/null 2>&1; then
     printf '%s\n' "$repo/.venv/bin/afkit"
   elif command -v afkit >/dev/null 2>&1; then
     command -v afkit

@@ -27,7 +27,11 @@ _ELF_SCRIPT = r"""
 ldso=""
 for l in LDSO_LIST; do if [ -x "$l" ]; then ldso=$l; break; fi; done
 if [ -z "$ldso" ]; then echo "@@NOLDSO"; exit 0; fi
-for f in "$@"; do printf '@@ %s\n' "$f"; "$ldso" --list "$f" 2>&1 || true; done
+for f in "$@"; do
+  printf '@@ %s\n' "$f"
+  [ -e "$f" ] || { echo "@@GONE"; continue; }
+  LD_TRACE_LOADED_OBJECTS=1 "$ldso" "$f" 2>&1 || true
+done
 """.replace("LDSO_LIST", " ".join(LDSO_CANDIDATES))
 
 
@@ -116,6 +120,7 @@ def check_elf(runner: Runner, info: dict[str, Any], src: Path | None, globs: lis
     root = f"/cvmfs/{info['repository']}"
     files = [f"{root}/{e['path']}" for e in info.get("elf", [])]
     missing: dict[str, list[str]] = {}
+    gone: set[str] = set()
     for i in range(0, len(files), 1000):
         proc = runner.run("sh", "-c", _ELF_SCRIPT, "sh", *files[i : i + 1000])
         if "@@NOLDSO" in proc.stdout:
@@ -124,14 +129,21 @@ def check_elf(runner: Runner, info: dict[str, Any], src: Path | None, globs: lis
         for line in proc.stdout.splitlines():
             if line.startswith("@@ "):
                 current = line[3:]
+            elif line == "@@GONE" and current:
+                gone.add(current)
             elif "=> not found" in line and current:
                 missing.setdefault(current, []).append(line.split("=>")[0].strip())
+            elif "error while loading shared libraries:" in line and current:
+                lib = line.split("error while loading shared libraries:", 1)[1].split(":")[0].strip()
+                missing.setdefault(current, []).append(lib)
     units = sorted(info.get("units", []), key=lambda u: -len(u["rel"]))
     by_label: dict[str, list[str]] = {}
     for path in files:
         rel = path[len(root) + 1 :]
         label = next((u["label"] for u in units if rel == u["rel"] or rel.startswith(u["rel"] + "/")), rel)
         by_label.setdefault(label, [])
+        if path in gone:
+            by_label[label].append(f"{rel} was staged but is missing from the image")
         for lib in missing.get(path, []):
             by_label[label].append(f"{rel} needs {lib}: {provider(lib, src, globs)}")
     return [

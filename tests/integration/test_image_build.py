@@ -1,0 +1,210 @@
+"""Real image builds from the CVMFS fixture with the real Apptainer (inside the testbed, as root).
+
+A throwaway base (a sandbox directory with bash, coreutils and glibc copied from the testbed)
+stands in for docker://almalinux:9, which no registry here can serve. Builds are few and small:
+one alice tag through scripts/singularity_alice.sh, two adjacent dailies (incremental), one LCG
+view, and one deliberately broken image for the validator.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree as ET
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CVMFS = Path(os.environ.get("AFKIT_CVMFS_ROOT", "/cvmfs"))
+TOOLS = (
+    "bash",
+    "sh",
+    "env",
+    "printenv",
+    "cat",
+    "ls",
+    "true",
+    "dirname",
+    "basename",
+    "pwd",
+    "id",
+    "test",
+    "readlink",
+)
+TAG = "VO_ALICE@AliPhysics::vAN-20201018_ROOT6-1"
+NAME = "AliPhysics_vAN-20201018_ROOT6-1"
+
+
+def _ldd_libs(path: str) -> list[str]:
+    out = subprocess.run(["ldd", path], capture_output=True, text=True, check=False).stdout
+    return re.findall(r"(/\S+) \(0x", out)
+
+
+def make_base(dest: Path) -> Path:
+    """A minimal sandbox base image: the TOOLS and the libraries they need, no device nodes."""
+    for sub in ("usr/bin", "etc", "tmp", "proc", "sys", "dev", "root", "home", "var/tmp", "cvmfs"):
+        (dest / sub).mkdir(parents=True, exist_ok=True)
+    (dest / "bin").symlink_to("usr/bin")
+    libs: set[str] = set()
+    for tool in TOOLS:
+        found = shutil.which(tool)
+        if found is None:
+            continue
+        shutil.copy2(os.path.realpath(found), dest / "usr/bin" / tool)
+        libs.update(_ldd_libs(found))
+    for lib in libs:
+        target = dest / lib.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(os.path.realpath(lib), target)
+    (dest / "etc/passwd").write_text("root:x:0:0:root:/root:/bin/bash\n")
+    (dest / "etc/group").write_text("root:x:0:\n")
+    return dest
+
+
+def afkit(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["python3", "-m", "afkit", *args], capture_output=True, text=True, check=False, env=env, cwd=REPO
+    )
+
+
+def in_image(image: Path, *cmd: str, verb: str = "exec") -> subprocess.CompletedProcess[str]:
+    """Run in the image contained, with a clean environment and no configured bind paths."""
+    args = ["apptainer", verb, "--userns", "--contain", "--cleanenv", "--no-mount", "bind-paths", str(image)]
+    return subprocess.run([*args, *cmd], capture_output=True, text=True, check=False)
+
+
+def manifest(sif: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(sif.with_suffix(".json").read_text())
+    return data
+
+
+@pytest.fixture(scope="session")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_base(tmp_path_factory.mktemp("base") / "rootfs")
+
+
+@pytest.fixture(scope="session")
+def alice_image(base: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    """The script's main use: sudo ./scripts/singularity_alice.sh -t TAG -o WORKDIR -y."""
+    work = tmp_path_factory.mktemp("alice") / "work"
+    env = {**os.environ, "AFKIT_BASE_IMAGE": f"localimage:{base}"}
+    proc = subprocess.run(
+        [str(REPO / "scripts/singularity_alice.sh"), "-t", TAG, "-o", str(work), "-y"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return work / f"{NAME}.sif", proc.stdout, proc.stderr
+
+
+def test_script_builds_sif_and_manifest(alice_image: tuple[Path, str, str]) -> None:
+    sif, stdout, stderr = alice_image
+    assert stdout.strip().splitlines()[-1] == str(sif)
+    assert "as root" in stderr  # it said which privilege it uses
+    data = manifest(sif)
+    assert data["validated"] is True and data["tag"] == TAG and data["arch"] == "el9-x86_64"
+    digest = subprocess.run(["sha256sum", str(sif)], capture_output=True, text=True, check=True).stdout
+    assert data["sif_sha256"] == digest.split()[0]
+    labels = {u["label"] for u in data["units"]}
+    assert "grid-base-packages/v20250401-1" in labels  # the hidden dependency
+    assert not list(sif.parent.glob(".*.partial"))
+    report = ET.parse(sif.parent / f"{NAME}.validate.xml").getroot()
+    assert report.get("failures") == "0" and int(report.get("tests") or 0) > 20
+
+
+def test_program_needing_five_packages_runs_contained(alice_image: tuple[Path, str, str]) -> None:
+    sif = alice_image[0]
+    proc = in_image(sif, "aliphysics-check")
+    assert proc.returncode == 0, proc.stderr
+    assert "all 8 libraries answered" in proc.stdout
+    for pkg in ("AliPhysics", "AliRoot", "ROOT", "GCC-Toolchain", "grid-base-packages"):
+        assert pkg in proc.stdout
+
+
+def test_environment_labels_and_runscript(alice_image: tuple[Path, str, str]) -> None:
+    sif = alice_image[0]
+    proc = in_image(sif, "printenv", "ROOTSYS", verb="run")
+    assert proc.stdout.strip() == "/cvmfs/alice.cern.ch/el9-x86_64/Packages/ROOT/v6-20-08-alice1-1"
+    assert in_image(sif, "root-config", "--version", verb="run").stdout.strip() == "6.20/08"
+    inspect = subprocess.run(["apptainer", "inspect", "--json", str(sif)], capture_output=True, text=True)
+    labels = json.loads(inspect.stdout)["data"]["attributes"]["labels"]
+    assert labels["org.afkit.tag"] == TAG and labels["org.afkit.profile"] == "alice"
+    assert labels["org.afkit.closure-sha256"] == manifest(sif)["closure_sha256"]
+
+
+def test_image_does_not_see_host_cvmfs(alice_image: tuple[Path, str, str]) -> None:
+    sif = alice_image[0]
+    geant4 = "/cvmfs/alice.cern.ch/el9-x86_64/Packages/Geant4"
+    assert (CVMFS / "alice.cern.ch/el9-x86_64/Packages/Geant4").is_dir()  # on the build host
+    assert in_image(sif, "test", "-e", geant4).returncode == 1  # not in the image
+    assert in_image(sif, "test", "-x", "/cvmfs/alice.cern.ch/bin/alienv").returncode == 0
+
+
+def test_validator_names_the_missing_library_and_its_package(
+    alice_image: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    sif = alice_image[0]
+    work = sif.parent
+    good = afkit("image", "validate", str(sif), "--junit", str(tmp_path / "ok.xml"))
+    assert good.returncode == 0, good.stderr
+    broken_root = tmp_path / "rootfs"
+    shutil.copytree(work / "rootfs", broken_root, symlinks=True)
+    for lib in broken_root.glob(
+        "cvmfs/alice.cern.ch/el9-x86_64/Packages/grid-base-packages/*/lib/libgridbase.so"
+    ):
+        lib.unlink()
+    definition = (work / f"{NAME}.def").read_text().replace(str(work / "rootfs"), str(broken_root))
+    (tmp_path / "broken.def").write_text(definition)
+    broken = tmp_path / "broken.sif"
+    build = subprocess.run(
+        ["apptainer", "build", "--notest", str(broken), str(tmp_path / "broken.def")],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "APPTAINER_TMPDIR": str(tmp_path)},
+    )
+    assert build.returncode == 0, build.stderr[-2000:]
+    bad = afkit("image", "validate", str(broken), "--junit", str(tmp_path / "bad.xml"))
+    assert bad.returncode == 6, bad.stderr
+    assert "libgridbase.so: provided by el9-x86_64/Packages/grid-base-packages/v20250401-1" in bad.stderr
+    failures = ET.parse(tmp_path / "bad.xml").getroot().findall(".//failure")
+    assert any("libgridbase.so" in (f.text or "") for f in failures)
+
+
+def test_adjacent_daily_builds_incrementally(base: Path, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    common = ["image", "build", "--profile", "alice", "-o", str(work), "-y", "--base", f"localimage:{base}"]
+    first = afkit(*common, "-t", "AliPhysics/vAN-20250401_ROOT6-1", "--no-validate")
+    assert first.returncode == 0, first.stderr[-3000:]
+    one = manifest(Path(first.stdout.strip().splitlines()[-1]))["stage"]
+    second = afkit(*common, "-t", "AliPhysics/vAN-20250402_ROOT6-1", "--compression", "zstd")
+    assert second.returncode == 0, second.stderr[-3000:]
+    sif = Path(second.stdout.strip().splitlines()[-1])
+    two = manifest(sif)["stage"]
+    assert one["reused_files"] == 0 and one["copied_files"] == one["files"]
+    assert two["reused_files"] > 0 and two["copied_bytes"] < one["copied_bytes"] / 2
+    assert not (work / "AliPhysics_vAN-20250401_ROOT6-1.sif").exists()  # -y cleaned the earlier build
+    run = in_image(sif, "aliphysics-check")
+    assert run.returncode == 0 and "vAN-20250402_ROOT6-1" in run.stdout
+
+
+def test_lcg_view_image(base: Path, tmp_path: Path) -> None:
+    work = tmp_path / "lcg"
+    proc = afkit(
+        "image", "build", "--profile", "lcg", "-t", "LCG_105", "-o", str(work), "--base", f"localimage:{base}"
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    sif = Path(proc.stdout.strip().splitlines()[-1])
+    assert manifest(sif)["validated"] is True
+    run = in_image(sif, "hepfixture-analysis")
+    assert run.returncode == 0, run.stderr
+    assert in_image(sif, "root-config", "--version").stdout.startswith("6.30")
+    link = in_image(sif, "readlink", "/cvmfs/sft.cern.ch/lcg/views/LCG_105/x86_64-el9-gcc13-opt/bin/root.exe")
+    assert link.returncode == 0 and "releases/ROOT/6.30.02" in link.stdout  # the view stays a symlink farm

@@ -1,0 +1,145 @@
+#!/usr/bin/env bats
+# The GitLab pipeline run for real with gitlab-ci-local inside the testbed (scripts/ci-local
+# --images-only): generated child pipeline, real afkit builder and validator on the fixture CVMFS,
+# real Apptainer, a local docker-registry with htpasswd auth standing in for the GitLab registry.
+# One small tag that exists and one that does not: the first goes through build, validate and
+# publish, the second fails its build job with the builder's message without stopping the first.
+# Needs (on the host, once, with the network): scripts/ci-local --prepare.
+
+bats_require_minimum_version 1.5.0
+
+GOOD=AliPhysics/vAN-20201018_ROOT6-1
+GOOD_SFX=alice:AliPhysics:vAN-20201018_ROOT6-1
+GOOD_NAME=alice-aliphysics-vAN-20201018_ROOT6-1
+MISSING=AliPhysics/vAN-19990101_ROOT6-1
+MISSING_SFX=alice:AliPhysics:vAN-19990101_ROOT6-1
+PORT=5118
+
+setup_file() {
+  REPO="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
+  export REPO
+  OUT=$(mktemp -d "${TMPDIR:-/tmp}/ci-local-it.XXXXXX")
+  export OUT
+  local start=$SECONDS
+  touch "$OUT/start"
+  "$REPO/scripts/ci-local" --images-only --tags "$GOOD $MISSING" --port "$PORT" --keep-registry \
+    --out "$OUT" >"$OUT/ci-local.out" 2>&1 && rc=0 || rc=$?
+  printf '%s\n' "$rc" >"$OUT/rc"
+  printf '%s\n' "$((SECONDS - start))" >"$OUT/seconds"
+}
+
+teardown_file() {
+  if [[ -f $OUT/registry/pid ]]; then kill "$(cat "$OUT/registry/pid")" 2>/dev/null || true; fi
+  rm -rf -- "$OUT"
+}
+
+setup() {
+  ART=$OUT/project/.gitlab-ci-local/artifacts
+}
+
+# job_status NAME : PASS or FAIL from the run's jobs.tsv (empty when the job did not run).
+job_status() { awk -F'\t' -v j="$1" '$1 == j { print $2 }' "$OUT/jobs.tsv"; }
+
+# artifact_dir JOB : gitlab-ci-local's artifact folder of JOB (':' is stored as 'Og').
+artifact_dir() { printf '%s/%s\n' "$ART" "${1//:/Og}"; }
+
+# registry_get PATH [ACCEPT] : GET from the local registry with the pipeline's credentials.
+registry_get() {
+  local user pass
+  user=$(sed -n "s/^CI_REGISTRY_USER: '\(.*\)'$/\1/p" "$OUT/project/.gitlab-ci-local-variables.yml")
+  pass=$(sed -n "s/^CI_JOB_TOKEN: '\(.*\)'$/\1/p" "$OUT/project/.gitlab-ci-local-variables.yml")
+  curl -sSf -K - -H "Accept: ${2:-*/*}" "http://127.0.0.1:$PORT/$1" <<<"user = \"$user:$pass\""
+}
+
+@test "ci-local ran the pipeline and reported the failed tag (exit 1), within 4 minutes" {
+  [[ $(cat "$OUT/rc") -eq 1 ]] || { tail -50 "$OUT/ci-local.out"; return 1; }
+  [[ $(cat "$OUT/seconds") -le 240 ]]
+  grep -q 'a job failed' "$OUT/ci-local.out"
+}
+
+@test "generate, trigger and the good tag's build, validate and publish jobs passed" {
+  cat "$OUT/jobs.tsv"
+  [[ $(job_status images-generate) == PASS ]]
+  [[ $(job_status images) == PASS ]]
+  [[ $(job_status "build:$GOOD_SFX") == PASS ]]
+  [[ $(job_status "validate:$GOOD_SFX") == PASS ]]
+  [[ $(job_status "publish:$GOOD_SFX") == PASS ]]
+}
+
+@test "the missing tag failed its build with the builder's message; its validate and publish never ran" {
+  [[ $(job_status "build:$MISSING_SFX") == FAIL ]]
+  [[ -z $(job_status "validate:$MISSING_SFX") ]]
+  [[ -z $(job_status "publish:$MISSING_SFX") ]]
+  grep -q "build:$MISSING_SFX > afkit: error: .*vAN-19990101_ROOT6-1" "$OUT/gitlab-ci-local.log"
+  grep -q "the build of $MISSING failed (afkit exit code 5" "$OUT/gitlab-ci-local.log"
+}
+
+@test "the build job's artifacts are the SIF and its manifest" {
+  local dir
+  dir=$(artifact_dir "build:$GOOD_SFX")/out/images/$GOOD_NAME
+  [[ -s $dir/$GOOD_NAME.sif && -s $dir/$GOOD_NAME.json ]]
+  run head -c 10 "$dir/$GOOD_NAME.sif"
+  [[ $output == '#!/usr/bin' ]] # a SIF starts with its launch script line
+  jq -e . "$dir/$GOOD_NAME.json" >/dev/null
+}
+
+@test "the validate job's JUnit report lists the checks, none failed, and the stamp matches the SIF" {
+  local dir sif
+  dir=$(artifact_dir "validate:$GOOD_SFX")/out/images/$GOOD_NAME
+  sif=$(artifact_dir "build:$GOOD_SFX")/out/images/$GOOD_NAME/$GOOD_NAME.sif
+  python3 - "$dir/$GOOD_NAME.junit.xml" <<'PY'
+import sys
+import xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+suite = root if root.tag == "testsuite" else root.find("testsuite")
+cases = suite.findall("testcase")
+names = {f"{c.get('classname')}:{c.get('name')}" for c in cases}
+assert len(cases) >= 5 and int(suite.get("tests")) == len(cases), (len(cases), suite.attrib)
+assert int(suite.get("failures", 0)) == 0 and int(suite.get("errors", 0)) == 0, suite.attrib
+assert "image.env:ROOTSYS" in names and "image.proof:root-config" in names, sorted(names)
+assert not any(c.find("failure") is not None for c in cases)
+PY
+  grep -qx "sha256 $(sha256sum "$sif" | cut -d' ' -f1)" "$dir/$GOOD_NAME.validated"
+}
+
+@test "the published image: registry digest and pulled-back digest equal the built SIF's sha256" {
+  local sif sha ref digest layer
+  sif=$(artifact_dir "build:$GOOD_SFX")/out/images/$GOOD_NAME/$GOOD_NAME.sif
+  sha=$(sha256sum "$sif" | cut -d' ' -f1)
+  ref=oras://127.0.0.1:$PORT/afkit/afkit/alice/aliphysics:vAN-20201018_ROOT6-1
+  # what the publish job recorded after its own pull-back comparison
+  [[ $(cat "$OUT/published.tsv") == "$ref"$'\t'"sha256:$sha" ]]
+  # what the registry holds, read independently of ci/publish.sh
+  layer=$(registry_get v2/afkit/afkit/alice/aliphysics/manifests/vAN-20201018_ROOT6-1 \
+    application/vnd.oci.image.manifest.v1+json |
+    jq -r '.layers[] | select(.mediaType == "application/vnd.sylabs.sif.layer.v1.sif") | .digest')
+  [[ $layer == "sha256:$sha" ]]
+  digest=$(registry_get "v2/afkit/afkit/alice/aliphysics/blobs/$layer" | sha256sum | cut -d' ' -f1)
+  [[ $digest == "$sha" ]]
+}
+
+@test "publishing the same image again is a no-op; wrong credentials fail before any push" {
+  local dir sif vars
+  dir=$(artifact_dir "build:$GOOD_SFX")/out/images/$GOOD_NAME
+  sif=$BATS_TEST_TMPDIR/$GOOD_NAME.sif
+  cp "$dir/$GOOD_NAME.sif" "$sif"
+  cp "$(artifact_dir "validate:$GOOD_SFX")/out/images/$GOOD_NAME/$GOOD_NAME.validated" "$BATS_TEST_TMPDIR/"
+  vars=$OUT/project/.gitlab-ci-local-variables.yml
+  export CI_REGISTRY_IMAGE=127.0.0.1:$PORT/afkit/afkit AFKIT_REGISTRY_INSECURE=1
+  CI_REGISTRY_USER=$(sed -n "s/^CI_REGISTRY_USER: '\(.*\)'$/\1/p" "$vars")
+  CI_JOB_TOKEN=$(sed -n "s/^CI_JOB_TOKEN: '\(.*\)'$/\1/p" "$vars")
+  export CI_REGISTRY_USER CI_JOB_TOKEN
+  run "$REPO/ci/publish.sh" --profile alice --tag "$GOOD" "$sif"
+  [[ $status -eq 0 && $output == *"already holds this image"* && $output != *pushing* ]]
+  CI_JOB_TOKEN=not-the-token run "$REPO/ci/publish.sh" --profile alice --tag AliPhysics/vAN-other "$sif"
+  [[ $status -eq 3 && $output == *"refused the credentials"* ]]
+  run registry_get v2/afkit/afkit/alice/aliphysics/tags/list
+  [[ $status -eq 0 && $output != *vAN-other* ]]
+}
+
+@test "nothing was written into the checkout: the pipeline ran in its own copy" {
+  run find "$REPO" -maxdepth 3 -newer "$OUT/start" \( -name .gitlab-ci-local -o -name child-pipeline.yml \
+    -o -name "$GOOD_NAME.*" \) -not -path "$REPO/build/*"
+  [[ $status -eq 0 && -z $output ]]
+  [[ -d $OUT/project/.git && -d $OUT/project/.gitlab-ci-local ]]
+}

@@ -208,3 +208,42 @@ def test_lcg_view_image(base: Path, tmp_path: Path) -> None:
     assert in_image(sif, "root-config", "--version").stdout.startswith("6.30")
     link = in_image(sif, "readlink", "/cvmfs/sft.cern.ch/lcg/views/LCG_105/x86_64-el9-gcc13-opt/bin/root.exe")
     assert link.returncode == 0 and "releases/ROOT/6.30.02" in link.stdout  # the view stays a symlink farm
+
+
+def test_unprivileged_user_builds_with_fakeroot() -> None:
+    """The testbed's ordinary user 'afkit' builds through a root-mapped user namespace."""
+    import pwd
+    import tempfile
+
+    user = pwd.getpwnam("afkit")
+    top = Path(tempfile.mkdtemp(prefix="afkit-fakeroot-", dir="/tmp"))
+    try:
+        base = make_base(top / "base")
+        for path in [top, *top.rglob("*")]:
+            os.lchown(path, user.pw_uid, user.pw_gid)
+        as_user = ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--init-groups"]
+        env = {**os.environ, "HOME": str(top)}
+        cmd = [*as_user, "python3", "-m", "afkit", "image", "build", "--profile", "alice"]
+        cmd += [
+            "-t",
+            "AliPhysics/vAN-20201018_ROOT6-1",
+            "-o",
+            str(top / "work"),
+            "--base",
+            f"localimage:{base}",
+        ]
+        proc = subprocess.run([*cmd, "--no-validate"], capture_output=True, text=True, env=env, cwd="/tmp")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert "as fakeroot" in proc.stderr
+        sif = Path(proc.stdout.strip().splitlines()[-1])
+        assert sif.stat().st_uid == user.pw_uid
+        run = subprocess.run(
+            [*as_user, "apptainer", "exec", "--contain", "--cleanenv", str(sif), "aliphysics-check"],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd="/tmp",
+        )
+        assert run.returncode == 0 and "all 8 libraries answered" in run.stdout, run.stderr
+    finally:
+        shutil.rmtree(top)

@@ -143,11 +143,13 @@ def build(
         try:
             validate.validate(tmp_sif, profile.name, outdir / f"{name}.validate.xml", runtime)
             valid = True
-        except InvalidError:
+        except InvalidError as err:
             bad = outdir / f"{name}.invalid.sif"
             tmp_sif.replace(bad)
-            print(f"afkit: the image failed validation; kept for inspection at {bad}", file=sys.stderr)
-            raise
+            raise InvalidError(
+                str(err).replace(str(tmp_sif), str(bad)),
+                hint=f"the image is kept for inspection at {bad}; {err.hint or ''}".rstrip("; "),
+            ) from err
     manifest = {
         "name": name,
         "sif": sif.name,

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Benchmark of the image builder's staging: closure size, staging vs cp -a, incremental builds.
+set -euo pipefail
+AFKIT_PROG=bench/image.sh
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/common.sh"
+
+REPO=$(afkit_repo_root)
+
+usage() {
+  cat <<'USAGE'
+Usage: bench/image.sh [--size-mb N] [--runs N] [--json FILE] [--workdir DIR]
+
+Generates an alice.cern.ch fixture padded to about N MiB (default 256) with
+tests/fixtures/mkcvmfs, then measures on this host (no Apptainer needed), median of --runs:
+  1. closure bytes of AliPhysics/vAN-20250401_ROOT6-1 / bytes of the whole el9 Packages tree
+  2. afkit staging (copy + sha256 into the store + hard links) / cp -a of the same closure
+  3. staging the adjacent daily vAN-20250402 with the store of vAN-20250401 / without it
+Prints the ratios (and writes them as JSON with --json). The squashfs step of 'apptainer build'
+is not incremental and is not measured here. Both tools read from the page cache (the fixture was
+just written), so the comparison is CPU and metadata cost, not disk speed.
+--workdir DIR: where the padded fixture and the scratch copies go (default: a temporary
+directory under ${TMPDIR:-/tmp}, removed at the end).
+Exit codes: 0 ok, 2 usage, 3 prerequisite missing (gcc for the fixture, the .venv).
+USAGE
+}
+
+main() {
+  local size=256 runs=3 json="" workdir=""
+  while (($#)); do
+    case $1 in
+      -h | --help) usage; return 0 ;;
+      --size-mb | --runs | --json | --workdir)
+        (($# >= 2)) || die "$AFKIT_EX_USAGE" "$1 needs a value" "see --help"
+        case $1 in
+          --size-mb) size=$2 ;;
+          --runs) runs=$2 ;;
+          --json) json=$2 ;;
+          --workdir) workdir=$2 ;;
+        esac
+        shift 2
+        continue
+        ;;
+      *) die "$AFKIT_EX_USAGE" "unknown option '$1'" "see --help" ;;
+    esac
+  done
+  [[ $size =~ ^[0-9]+$ && $runs =~ ^[1-9][0-9]*$ ]] ||
+    die "$AFKIT_EX_USAGE" "--size-mb and --runs take positive whole numbers" "e.g. --size-mb 256 --runs 3"
+  local python="$REPO/.venv/bin/python"
+  [[ -x $python ]] || die "$AFKIT_EX_PREREQ" "no $python" "run 'make venv'"
+  local own=0
+  if [[ -z $workdir ]]; then
+    workdir=$(mktemp -d "${TMPDIR:-/tmp}/afkit-bench-image.XXXXXX")
+    own=1
+    # shellcheck disable=SC2064  # expand now: the directory this run created
+    trap "rm -rf -- '$workdir'" EXIT
+  fi
+  mkdir -p "$workdir/scratch"
+  log "generating an alice.cern.ch fixture of about $size MiB in $workdir/cvmfs"
+  "$REPO/tests/fixtures/mkcvmfs" --out "$workdir/cvmfs" --repos alice.cern.ch --size-mb "$size" -q
+  local -a extra=()
+  [[ -z $json ]] || extra=(--json "$json")
+  AFKIT_CVMFS_ROOT="$workdir/cvmfs" AFKIT_BENCH_TMP="$workdir/scratch" \
+    "$python" "$REPO/bench/image_bench.py" --runs "$runs" "${extra[@]}"
+  ((own)) || log "kept $workdir"
+}
+
+main "$@"

@@ -402,3 +402,13 @@ PY
   [[ ${lines[1]} == oras://reg/x/alice/o2physics:v1_b ]]
   [[ ${lines[2]} == alice-o2physics-daily-1 ]]
 }
+
+@test "venv.sh: a runner-provided AFKIT_VENV is used as is; a broken one is a missing prerequisite (3)" {
+  local venv
+  venv=$(dirname "$(dirname "$AFKIT_PYTHON")")
+  [[ -x $venv/bin/python ]] || venv=$REPO/.venv
+  AFKIT_VENV=$venv run --separate-stderr "$REPO/ci/venv.sh"
+  [[ $status -eq 0 && $output == "$venv" ]]
+  AFKIT_VENV=$T/nothing run "$REPO/ci/venv.sh"
+  [[ $status -eq 3 && $output == *"has no bin/python"* ]]
+}

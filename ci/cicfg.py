@@ -24,7 +24,8 @@ from typing import Any
 import yaml
 
 EX_USAGE, EX_NOT_FOUND, EX_INVALID = 2, 5, 6
-TAG_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*/[A-Za-z0-9][A-Za-z0-9._+-]*")
+# Package/version (alice) or one word (LCG_105); the profile's tag.pattern is checked on top.
+TAG_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*(/[A-Za-z0-9][A-Za-z0-9._+-]*)?")
 PROFILE_RE = re.compile(r"[a-z0-9][a-z0-9_-]*")
 SCHEMA = Path(__file__).resolve().parent / "schema" / "tags.schema.json"
 RUNNER_TAGS = ["apptainer", "cvmfs"]
@@ -77,7 +78,7 @@ def check_tags(tags: list[str], where: str) -> list[str]:
     errors = []
     for tag in tags:
         if not TAG_RE.fullmatch(tag):
-            errors.append(f"{where}: bad tag '{tag}' (a tag is Package/version, e.g. {EXAMPLE})")
+            errors.append(f"{where}: bad tag '{tag}' (a tag is Package/version or a word, e.g. {EXAMPLE})")
     seen: set[str] = set()
     for tag in tags:
         if tag in seen:
@@ -86,12 +87,33 @@ def check_tags(tags: list[str], where: str) -> list[str]:
     return errors
 
 
+def profile_pattern(images: Path, profile: str) -> str | None:
+    """The profile's tag.pattern (None when there is no readable profile.yaml)."""
+    path = images / profile / "profile.yaml"
+    if not path.is_file():
+        return None
+    data = load_yaml(path)
+    pattern = data.get("tag", {}).get("pattern") if isinstance(data, dict) else None
+    return pattern if isinstance(pattern, str) else None
+
+
+def pattern_errors(tags: list[str], pattern: str | None, where: str) -> list[str]:
+    if pattern is None:
+        return []
+    return [
+        f"{where}: tag '{tag}' does not match the profile's pattern {pattern}"
+        for tag in tags
+        if not re.fullmatch(pattern, tag)
+    ]
+
+
 def tag_list(images: Path, profile: str, override: str | None) -> list[str]:
     if not PROFILE_RE.fullmatch(profile):
         raise CfgError(EX_USAGE, f"bad profile name '{profile}'", "a profile is a directory under images/")
     if override is not None and override.strip():
         tags = parse_override(override)
         errors = check_tags(tags, "AFKIT_TAGS")
+        errors += [] if errors else pattern_errors(tags, profile_pattern(images, profile), "AFKIT_TAGS")
         if errors:
             raise CfgError(EX_INVALID, "; ".join(errors))
         return tags
@@ -106,6 +128,8 @@ def tag_list(images: Path, profile: str, override: str | None) -> list[str]:
     errors = schema_errors(data, json.loads(SCHEMA.read_text(encoding="utf-8")), path)
     if not errors and data["profile"] != profile:
         errors.append(f"{path}: profile is '{data['profile']}' but the file is in images/{profile}/")
+    if not errors:
+        errors += pattern_errors(list(data["tags"]), profile_pattern(images, profile), str(path))
     if errors:
         raise CfgError(EX_INVALID, "\n".join(errors))
     return list(data["tags"])
@@ -145,10 +169,7 @@ def check_all(images: Path, profile_schema: Path | None) -> list[str]:
         if tags["profile"] != prof_dir.name:
             errors.append(f"{tags_file}: profile is '{tags['profile']}', expected '{prof_dir.name}'")
         pattern = profile.get("tag", {}).get("pattern") if isinstance(profile, dict) else None
-        if isinstance(pattern, str):
-            for tag in tags["tags"]:
-                if not re.fullmatch(pattern, tag):
-                    errors.append(f"{tags_file}: tag '{tag}' does not match the profile's pattern {pattern}")
+        errors += pattern_errors(tags["tags"], pattern if isinstance(pattern, str) else None, str(tags_file))
     return errors
 
 
@@ -157,6 +178,9 @@ def job_suffix(profile: str, tag: str) -> str:
 
 
 def image_name(profile: str, tag: str) -> str:
+    """alice-aliphysics-vAN-20201018_ROOT6-1 for Package/version; lcg-LCG_105 for a word."""
+    if "/" not in tag:
+        return f"{profile}-{tag}"
     package, version = tag.split("/", 1)
     return f"{profile}-{package.lower()}-{version}"
 

@@ -23,11 +23,22 @@ ci_cfg() {
   "$py" "$(ci_repo)/ci/cicfg.py" "$@"
 }
 
-# ci_check_tag TAG : die (usage) unless TAG looks like Package/version.
+# ci_check_tag TAG : die (usage) unless TAG looks like Package/version or one word (LCG_105).
 ci_check_tag() {
   local tag=$1
-  [[ $tag =~ ^[A-Za-z0-9][A-Za-z0-9._+-]*/[A-Za-z0-9][A-Za-z0-9._+-]*$ ]] ||
-    die "$AFKIT_EX_USAGE" "bad tag '$tag'" "a tag is Package/version, e.g. AliPhysics/vAN-20201018_ROOT6-1"
+  [[ $tag =~ ^[A-Za-z0-9][A-Za-z0-9._+-]*(/[A-Za-z0-9][A-Za-z0-9._+-]*)?$ ]] ||
+    die "$AFKIT_EX_USAGE" "bad tag '$tag'" "a tag is Package/version (AliPhysics/vAN-20201018_ROOT6-1) or a word (LCG_105)"
+}
+
+# ci_split_tag PROFILE TAG : sets CI_PACKAGE and CI_VERSION (a one-word tag: package = profile).
+ci_split_tag() {
+  if [[ $2 == */* ]]; then
+    CI_PACKAGE=${2%%/*}
+    CI_VERSION=${2#*/}
+  else
+    CI_PACKAGE=$1
+    CI_VERSION=$2
+  fi
 }
 
 # ci_check_profile NAME : die (usage) unless NAME is a plain profile name.
@@ -36,21 +47,24 @@ ci_check_profile() {
     die "$AFKIT_EX_USAGE" "bad profile name '$1'" "a profile is a directory name under images/, e.g. alice"
 }
 
-# ci_image_name PROFILE TAG : the file name (without .sif) of TAG's image: alice-aliphysics-vAN-...
+# ci_image_name PROFILE TAG : the file name (without .sif) of TAG's image: alice-aliphysics-vAN-...,
+# lcg-LCG_105 (the same names as ci/cicfg.py's).
 ci_image_name() {
-  local profile=$1 tag=$2 package version
-  package=${tag%%/*}
-  version=${tag#*/}
-  printf '%s-%s-%s\n' "$profile" "${package,,}" "$version"
+  local profile=$1 tag=$2
+  if [[ $tag == */* ]]; then
+    printf '%s-%s-%s\n' "$profile" "$(tr '[:upper:]' '[:lower:]' <<<"${tag%%/*}")" "${tag#*/}"
+  else
+    printf '%s-%s\n' "$profile" "$tag"
+  fi
 }
 
 # ci_image_ref REGISTRY_IMAGE PROFILE TAG : oras://REGISTRY_IMAGE/profile/package:version
 # (OCI repository names are lower case; a tag is at most 128 characters of [A-Za-z0-9_.-]).
 ci_image_ref() {
   local base=$1 profile=$2 tag=$3 package version
-  package=${tag%%/*}
-  version=${tag#*/}
-  version=${version//+/_}
+  ci_split_tag "$profile" "$tag"
+  package=$CI_PACKAGE
+  version=${CI_VERSION//+/_}
   ((${#version} <= 128)) || die "$AFKIT_EX_USAGE" "version '$version' is longer than an OCI tag may be (128)"
   base=${base#oras://}
   base=${base%/}

@@ -101,7 +101,9 @@ publish_env() {
 
 @test "tags.sh: a bad or duplicated tag in AFKIT_TAGS is invalid (6) and named" {
   AFKIT_TAGS='A/b justaword' run "$REPO/ci/tags.sh" --images "$T/images"
-  [[ $status -eq 6 && $output == *"bad tag 'justaword'"* ]]
+  [[ $status -eq 6 && $output == *"tag 'justaword' does not match the profile's pattern"* ]]
+  AFKIT_TAGS='A/b/c' run "$REPO/ci/tags.sh" --images "$T/images"
+  [[ $status -eq 6 && $output == *"bad tag 'A/b/c'"* ]]
   AFKIT_TAGS='A/b A/b' run "$REPO/ci/tags.sh" --images "$T/images"
   [[ $status -eq 6 && $output == *"listed twice"* ]]
   AFKIT_TAGS='A/b;rm' run "$REPO/ci/tags.sh" --images "$T/images"
@@ -127,10 +129,24 @@ publish_env() {
   [[ $status -eq 2 ]]
 }
 
-@test "the repository's images/alice/tags.yaml is valid and lists fixture tags" {
+@test "the repository's tag lists are valid and list fixture tags" {
   run --separate-stderr "$REPO/ci/tags.sh" --profile alice
   [[ $status -eq 0 ]]
   [[ $output == *"AliPhysics/vAN-20201018_ROOT6-1"* ]]
+  run --separate-stderr "$REPO/ci/tags.sh" --profile lcg
+  [[ $status -eq 0 && $output == LCG_105 ]]
+}
+
+@test "one-word tags (LCG): checked against the profile's pattern, named after the profile" {
+  mkdir -p "$T/images/lcg"
+  cp "$REPO/images/lcg/profile.yaml" "$T/images/lcg/"
+  printf 'profile: lcg\ntags: [LCG_105, AliPhysics/v1]\n' >"$T/images/lcg/tags.yaml"
+  run "$REPO/ci/tags.sh" --images "$T/images" --profile lcg
+  [[ $status -eq 6 && $output == *"'AliPhysics/v1' does not match the profile's pattern"* ]]
+  AFKIT_TAGS=LCG_105 run "$REPO/ci/generate.sh" --images "$T/images" --profile lcg --output "$T/c.yml"
+  [[ $status -eq 0 ]]
+  grep -q '^build:lcg:LCG_105:' "$T/c.yml"
+  grep -q 'AFKIT_IMAGE_NAME: lcg-LCG_105' "$T/c.yml"
 }
 
 # --- child pipeline -----------------------------------------------------------------------------
@@ -397,10 +413,14 @@ PY
   run bash -c "source '$REPO/scripts/lib/common.sh'; source '$REPO/ci/lib/ci.sh';
     ci_image_ref oras://Reg.example:5050/G/P/ alice AliPhysics/vAN-20201018_ROOT6-1
     ci_image_ref reg/x alice O2Physics/v1+b
-    ci_image_name alice O2Physics/daily-1"
+    ci_image_name alice O2Physics/daily-1
+    ci_image_ref reg/x lcg LCG_105
+    ci_image_name lcg LCG_105"
   [[ ${lines[0]} == oras://reg.example:5050/g/p/alice/aliphysics:vAN-20201018_ROOT6-1 ]]
   [[ ${lines[1]} == oras://reg/x/alice/o2physics:v1_b ]]
   [[ ${lines[2]} == alice-o2physics-daily-1 ]]
+  [[ ${lines[3]} == oras://reg/x/lcg/lcg:LCG_105 ]]
+  [[ ${lines[4]} == lcg-LCG_105 ]]
 }
 
 @test "venv.sh: a runner-provided AFKIT_VENV is used as is; a broken one is a missing prerequisite (3)" {

@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from afkit.image import apptainer, resolve, validate
-from afkit.image import profile as profiles
-from afkit.image.build import build
+# Registering needs only the option choices; the engine is imported when a command runs, so
+# that afkit starts fast for every other command.
+COMPRESSIONS = ("gzip", "zstd", "lz4", "xz")
 
 EPILOG = """exit codes: 0 ok, 1 build failed, 2 usage, 3 prerequisite missing (CVMFS mount, apptainer,
 privilege, free space), 4 refused (unsafe or foreign working directory), 5 unknown tag/profile,
@@ -38,7 +38,7 @@ def register(sub: Any) -> None:
         help="docker://IMG, localimage:PATH or debootstrap:SUITE (default: "
         "$AFKIT_BASE_IMAGE, else the profile's for the architecture)",
     )
-    b.add_argument("--compression", choices=apptainer.COMPRESSIONS, help="squashfs compression")
+    b.add_argument("--compression", choices=COMPRESSIONS, help="squashfs compression")
     b.add_argument("--plan", action="store_true", help="print the closure and write NAME.spec; no build")
     b.add_argument("--no-validate", action="store_true", help="skip the validation after the build")
     b.add_argument("--name", help="image name (default: from the tag)")
@@ -57,6 +57,8 @@ def register(sub: Any) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
+    from afkit.image.build import build
+
     path = build(
         profile_name=args.profile,
         tag_text=args.tag,
@@ -74,12 +76,17 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from afkit.image import validate
+
     checks = validate.validate(args.image, args.profile, args.junit)
     print(f"{args.image}: {len(checks)} checks passed", file=sys.stderr)
     return 0
 
 
 def _tags(args: argparse.Namespace) -> int:
+    from afkit.image import profile as profiles
+    from afkit.image import resolve
+
     profile = profiles.load(args.profile)
     src = profiles.repo_root(profile)
     for arch, found in resolve.list_tags(profile, src).items():

@@ -59,3 +59,9 @@ def test_user_with_userns_uses_fakeroot(monkeypatch: pytest.MonkeyPatch) -> None
 def test_compression_args() -> None:
     assert apptainer.squashfs_args("zstd") == ["--mksquashfs-args", "-comp zstd"]
     assert apptainer.squashfs_args(None) == []
+
+
+def test_cli_offers_the_engines_compressions() -> None:
+    from afkit.image import cli
+
+    assert cli.COMPRESSIONS == apptainer.COMPRESSIONS

@@ -47,6 +47,11 @@ def _add_read_options(parser: argparse.ArgumentParser) -> None:
         help="after a failed read, try to reopen for this long before giving up (default 10 s)",
     )
     parser.add_argument("--trace-out", metavar="FILE", help="record every read (time, offset, length) here")
+    parser.add_argument(
+        "--drop-cache",
+        action="store_true",
+        help="evict local files' pages from the page cache before reading (posix_fadvise DONTNEED)",
+    )
 
 
 def build_plan(args: argparse.Namespace) -> Plan:
@@ -80,6 +85,7 @@ def read_config(args: argparse.Namespace, files: list[str]) -> ReadConfig:
         duration=args.duration,
         reconnect_timeout=args.reconnect_timeout,
         trace_out=Path(args.trace_out) if getattr(args, "trace_out", None) else None,
+        drop_cache=args.drop_cache,
         args=public_args(args),
     )
 
@@ -96,7 +102,14 @@ def cmd_multi(args: argparse.Namespace) -> int:
         raise UsageError("--trace-out is for a single client; use 'afkit bench read'")
     outdir = Path(args.outdir)
     configs = [
-        ReadConfig(files, base.plan, base.duration, base.reconnect_timeout, None, base.args)
+        ReadConfig(
+            urls=files,
+            plan=base.plan,
+            duration=base.duration,
+            reconnect_timeout=base.reconnect_timeout,
+            drop_cache=base.drop_cache,
+            args=base.args,
+        )
         for files in groups
     ]
     from afkit.bench.monitor import HostMonitor

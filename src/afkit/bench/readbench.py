@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -12,7 +13,7 @@ from typing import Any, Protocol
 from afkit.bench.intervals import IntervalCounter, Record
 from afkit.bench.offsets import BlockPlan, Request
 from afkit.bench.records import JsonlWriter, utc_iso
-from afkit.bench.sources import ReadError, Source, open_source
+from afkit.bench.sources import ReadError, Source, is_xrootd_url, open_source
 from afkit.bench.units import gbit_per_s, human_bytes
 
 
@@ -27,6 +28,7 @@ class ReadConfig:
     duration: float | None = None
     reconnect_timeout: float = 10.0
     trace_out: Path | None = None
+    drop_cache: bool = False
     args: dict[str, Any] = field(default_factory=dict)
 
 
@@ -71,6 +73,8 @@ def run_read(
     for state in files:
         state.source = opener(state.url)
         state.size = state.source.size
+        if cfg.drop_cache and not is_xrootd_url(state.url):
+            _drop_page_cache(state.url)
         block = getattr(cfg.plan, "block", None)
         if isinstance(cfg.plan, BlockPlan) and block and state.size < block:
             _note(
@@ -167,6 +171,15 @@ def run_read(
         file=sys.stderr,
     )
     return summary
+
+
+def _drop_page_cache(path: str) -> None:
+    """Evict a local file's pages so the reads come from the device (``posix_fadvise``)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
 
 
 def _write_trace(path: Path, trace: list[tuple[float, int, int]]) -> None:

@@ -38,6 +38,8 @@ def test_three_clients_are_released_together_and_summed(tmp_path: Path, pattern_
     assert [s["bytes"] for s in summaries] == [size] * 3
     assert sorted(s["client"] for s in summaries) == [0, 1, 2]
     assert {s["files"][0]["url"] for s in summaries} == set(files)
+    assert all(s["provenance"]["args"]["block"] == "64k" for s in summaries)
+    assert [s["ops"] for s in summaries] == [-(-size // (64 << 10))] * 3, "clients ignored --block"
     starts = [min(r["t"] for r in c if r["type"] == "interval") for c in clients]
     assert max(starts) - min(starts) <= 1, "clients were not released together"
     summed = read_jsonl(outdir / "sum.jsonl")

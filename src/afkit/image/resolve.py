@@ -168,8 +168,11 @@ def _add(units: dict[str, Unit], rel: str, label: str) -> None:
         units[rel] = Unit(rel, label)
 
 
-def _hidden(profile: Profile, src: Path, arch: str, units: dict[str, Unit]) -> None:
-    """The profile's hidden dependencies; a symlink brings its target (chains followed)."""
+def _hidden(
+    profile: Profile, src: Path, arch: str, units: dict[str, Unit], globs: list[str] | None = None
+) -> None:
+    """The profile's hidden dependencies; a symlink brings its target (chains followed) and,
+    when the target lies in a package (a unit glob), that whole package."""
     for pattern in profile.hidden:
         for match in sorted(src.glob(pattern.format(arch=arch))):
             rel = _rel(match, src)
@@ -184,7 +187,8 @@ def _hidden(profile: Profile, src: Path, arch: str, units: dict[str, Unit]) -> N
                 target_rel = _rel(cur, src)
                 if target_rel is None or (not cur.exists() and not cur.is_symlink()):
                     break
-                _add(units, target_rel, "hidden")
+                unit, matched = _unit_for(target_rel, globs or [])
+                _add(units, unit, _last_two(unit) if matched else "hidden")
 
 
 def _last_two(unit: str) -> str:
@@ -245,7 +249,7 @@ def _resolve_modules(profile: Profile, tag: Tag, src: Path) -> Resolution:
             _add(units, rel, "modulefile")
     values = [v for k, v in loaded.items() if k not in ("MODULEPATH", "_LMFILES_") and clean.get(k) != v]
     _env_units(values, src, globs, units, warnings)
-    _hidden(profile, src, arch, units)
+    _hidden(profile, src, arch, units, globs)
     env = envcapture.diff(clean, loaded, exclude=profile.env_exclude, rewrite=_rewrite_map(src, profile))
     return Resolution(
         profile=profile.name,

@@ -94,3 +94,13 @@ def test_lcg_manifest_parser() -> None:
         "Python; 2b6c0; 3.9.12; ./Python/3.9.12/x86_64-el9-gcc13-opt;\n"
     )
     assert resolve.parse_lcg_manifest(text) == [("ROOT", "8a0e7", "6.30.02"), ("Python", "2b6c0", "3.9.12")]
+
+
+def test_hidden_symlink_brings_its_whole_package(on_fixture: Path) -> None:
+    """Even if no environment path named it, grid-base-packages comes in through the profile."""
+    prof = profile.load("alice")
+    units: dict[str, resolve.Unit] = {}
+    resolve._hidden(prof, on_fixture, "el9-x86_64", units, ["el9-x86_64/Packages/*/*"])
+    gridbase = "el9-x86_64/Packages/grid-base-packages/v20250401-1"
+    assert gridbase in units and units[gridbase].label == "grid-base-packages/v20250401-1"
+    assert "etc/toolchain/modulefiles/el9-x86_64/grid-base-packages/default" in units

@@ -103,3 +103,22 @@ def test_build_without_validation_writes_sif_and_manifest(
     assert info["tag"] == TAG and any(e["path"].endswith("bin/aliphysics-check") for e in info["elf"])
     definition = (out / "mytag.def").read_text()
     assert f"From: {fake['BASE']}" in definition and "org.afkit.tag " + TAG in definition
+
+
+def test_not_enough_space_stops_before_staging(
+    on_fixture: Path, fake: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    from afkit.errors import PrereqError
+    from afkit.image.build import build
+
+    monkeypatch.setenv("AFKIT_APPTAINER", fake["AFKIT_APPTAINER"])
+    monkeypatch.setattr(shutil, "disk_usage", lambda _p: shutil._ntuple_diskusage(1 << 30, 1 << 30, 4096))  # type: ignore[attr-defined]
+    out = tmp_path / "work"
+    with pytest.raises(PrereqError) as exc:
+        build(
+            profile_name="alice", tag_text=TAG, output=out, yes=True, base_spec=f"localimage:{fake['BASE']}"
+        )
+    assert exc.value.code == ExitCode.PREREQ and "have 0.0 MiB" in str(exc.value)
+    assert not (out / "rootfs").exists() and not (out / "rootfs.partial").exists()

@@ -21,6 +21,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 UNITS = {"": 1, "k": 1024, "m": 1024 * 1024}
+# An unreachable endpoint must fail the job in seconds, not hang it for minutes in connection
+# retries (XrdCl's defaults: 5 retries x 120 s). Values from the job's environment (XRD_*, passed
+# through by the wrapper) win.
+XRD_DEFAULTS = {"XRD_CONNECTIONRETRY": "1", "XRD_CONNECTIONWINDOW": "15", "XRD_REQUESTTIMEOUT": "120"}
 
 
 def size(text: str) -> int:
@@ -145,7 +149,9 @@ def process_analysis(spec: dict[str, Any], inputs: list[str], counter: Counter) 
     def client(_k: int) -> None:
         nonlocal events
         for url in inputs:
-            with uproot.open(url) as f:
+            # root:// through the XRootD bindings (uproot's default, fsspec-xrootd, is not needed)
+            opts = {"handler": uproot.source.xrootd.XRootDSource} if is_remote(url) else {}
+            with uproot.open(url, **opts) as f:
                 tree = f[spec["tree"]]
                 tree.arrays(library="np")  # read and decompress every branch
                 n = tree.num_entries
@@ -205,6 +211,8 @@ def main(argv: list[str]) -> int:
         spec = json.load(fh)
     steps: dict[str, float] = {}
     rec: dict[str, Any] = {"host": os.uname().nodename, "container_start": time.time()}
+    for key, value in {**XRD_DEFAULTS, **spec.get("env", {})}.items():
+        os.environ[key] = str(value)
     try:
         if spec["type"] == "analysis":
             import uproot  # type: ignore[import-not-found] # noqa: F401

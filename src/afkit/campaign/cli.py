@@ -25,6 +25,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def cmd_results(args: argparse.Namespace) -> int:
+    print(config.load(args.campaign).results_dir)
+    return ExitCode.OK
+
+
 def cmd_locations(args: argparse.Namespace) -> int:
     c = config.load(args.campaign)
     print(locations.format_matrix(locations.matrix(c, args.scenario or None)))
@@ -105,6 +110,9 @@ def register(sub: Any) -> None:
     p = cs.add_parser("validate", help="check a campaign file against the schema; count its jobs")
     _campaign_arg(p)
     p.set_defaults(func=cmd_validate)
+    p = cs.add_parser("results", help="print the campaign's results directory (RESULTS/NAME-HASH)")
+    _campaign_arg(p)
+    p.set_defaults(func=cmd_results)
     p = cs.add_parser("locations", help="print the resolved input-location matrix")
     _campaign_arg(p)
     p.add_argument("--scenario", action="append", choices=["origin", "xcache", "xcache-dca", "dcotf"],

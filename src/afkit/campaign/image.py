@@ -91,6 +91,7 @@ def resolve_image(
             "tag": image.get("tag", ""),
             "source": "sif",
         }
+    info["python"] = image.get("python", "auto")
     fd, tmp = tempfile.mkstemp(prefix=".image.", dir=Path(output).parent)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         json.dump(info, fh, indent=1)

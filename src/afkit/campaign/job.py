@@ -31,15 +31,25 @@ def scripts_dir() -> Path:
     return workflows_dir() / "scripts"
 
 
+# python: auto = the afkit bench image's venv when the image has one, else the image's python3
+AUTO_PYTHON = 'if [ -x /opt/afkit/bin/python3 ]; then exec /opt/afkit/bin/python3 "$@"; fi; exec python3 "$@"'
+
+
 def apptainer_command(
-    image: str, site: dict[str, Any], scratch: Path, spec_path: Path, binds: list[str] | None = None
+    image: str,
+    site: dict[str, Any],
+    scratch: Path,
+    spec_path: Path,
+    binds: list[str] | None = None,
+    python: str = "auto",
 ) -> list[str]:
     """``apptainer exec`` of the payload; BINDS are extra host paths (local storage mounts)."""
     binds = [f"{scripts_dir()}:{CONTAINER_SCRIPTS}:ro", f"{scratch}:{scratch}", *(binds or [])]
+    interp = ["/bin/sh", "-c", AUTO_PYTHON, "python"] if python == "auto" else [python]
     return [
         "apptainer", "exec", "--cleanenv", "--no-home", "--contain", *site.get("apptainer_args", []),
         *[a for b in binds for a in ("--bind", b)],
-        image, "python3", f"{CONTAINER_SCRIPTS}/job_steps.py", str(spec_path),
+        image, *interp, f"{CONTAINER_SCRIPTS}/job_steps.py", str(spec_path),
     ]  # fmt: skip
 
 
@@ -92,12 +102,14 @@ def run(
             "scratch": str(scratch),
             "tree": campaign.get("tree", "events"),
             "stage_out": str(scratch / "stage-out.json"),
+            # apptainer runs the payload with --cleanenv: pass the XRootD client settings through
+            "env": {k: v for k, v in os.environ.items() if k.startswith("XRD_")},
         }
         spec_path = scratch / "spec.json"
         spec["t_launch"] = time.time()
         spec_path.write_text(json.dumps(spec), encoding="utf-8")
         binds = [p for p in campaign.get("binds", []) if Path(p).is_dir()]
-        cmd = apptainer_command(image["path"], site, scratch, spec_path, binds)
+        cmd = apptainer_command(image["path"], site, scratch, spec_path, binds, image.get("python", "auto"))
         record["start"] = spec["t_launch"]
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         record["end"] = time.time()

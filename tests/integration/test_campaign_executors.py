@@ -1,0 +1,154 @@
+"""A small campaign through each executor (local, HTCondor, SLURM), jobs inside the Apptainer image.
+
+Runs inside the testbed (scripts/testbed run): real apptainer, the testbed's XRootD origin
+($AFKIT_XROOTD_URL, namespace root $AFKIT_XROOTD_DATA), HTCondor jobs submitted by condor_submit
+as user afkit, SLURM jobs by sbatch as user afkit. Checks the aggregated table (every job, its
+provenance, the host it ran on, the executor) and the HTML report. The image is the afkit bench
+image (`scripts/mkbase bench`, or $AFKIT_BENCH_SIF).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+ROOT_DATA = Path("/work/shared/data/root")
+pytestmark = pytest.mark.testbed
+
+
+def _env(name: str) -> str:
+    value = os.environ.get(name)
+    if not value:
+        pytest.fail(f"${name} is not set: run this inside the testbed (scripts/testbed run)")
+    return value
+
+
+@pytest.fixture(scope="module")
+def bench_sif() -> Path:
+    given = os.environ.get("AFKIT_BENCH_SIF")
+    if given:
+        path = Path(given)
+    else:
+        proc = subprocess.run(
+            [str(REPO / "scripts" / "mkbase"), "bench"], capture_output=True, text=True, check=False
+        )
+        if proc.returncode != 0:
+            pytest.fail(f"scripts/mkbase bench failed (build it on the host first):\n{proc.stderr[-2000:]}")
+        path = Path(proc.stdout.strip().splitlines()[-1])
+    assert path.is_file(), f"no bench image at {path}"
+    return path
+
+
+@pytest.fixture(scope="module")
+def data_dir() -> Iterator[str]:
+    """A dataset directory in the origin's namespace: two real ROOT files."""
+    root = Path(_env("AFKIT_XROOTD_DATA"))
+    name = f"afkit-campaign-it-{uuid.uuid4().hex[:8]}"
+    d = root / name
+    d.mkdir()
+    for f in ("uproot-HZZ.root", "uproot-Zmumu.root"):
+        shutil.copyfile(ROOT_DATA / f, d / f)
+    for p in (d, *d.iterdir()):
+        os.chmod(p, 0o775 if p.is_dir() else 0o644)
+        shutil.chown(p, "afkit", "afkit")
+    yield name
+    shutil.rmtree(d)  # the directory this fixture created
+
+
+def campaign(executor: str, sif: Path, data: str, work: Path) -> dict[str, Any]:
+    url = _env("AFKIT_XROOTD_URL")
+    files = [f"{data}/uproot-HZZ.root", f"{data}/uproot-Zmumu.root"]
+    return {
+        "name": f"it-{executor}",
+        "image": {"sif": str(sif)},
+        "sites": {"wn": {"executor": executor, "storage": "origin", "scratch": str(work / "scratch"),
+                         "resources": {"cores": 1, "mem_mb": 500, "runtime": 10}}},
+        "storage": {
+            "origin": {"url": url, "export": "/", "path": _env("AFKIT_XROOTD_DATA")},
+            "down": {"url": "root://127.0.0.1:9", "export": "/"},
+        },
+        "datasets": {
+            "hzz": {"storage": "origin", "files": files},
+            "hzz-xrd": {"storage": "origin", "files": files},
+            "unreachable": {"storage": "down", "files": [f"{data}/uproot-HZZ.root"]},
+        },
+        # hzz: the local mount (RedirLocal: WN and data at one site); hzz-xrd: always over XRootD
+        "locations": {"default": "redirlocal", "pairs": {"wn/hzz-xrd": "remote"}},
+        "benchmarks": [
+            {"name": "steps", "type": "steps", "sites": ["wn"], "datasets": ["hzz", "hzz-xrd"],
+             "sweep": {"access": ["direct", "copy"]}},
+            {"name": "xrd", "type": "read", "sites": ["wn"], "datasets": ["hzz-xrd"], "duration": 1,
+             "interval": 0.5, "sweep": {"clients": [2], "block_size": ["64k"]}},
+            {"name": "ana", "type": "analysis", "sites": ["wn"], "datasets": ["hzz-xrd"],
+             "sweep": {"clients": [1]}},
+            {"name": "down", "type": "steps", "sites": ["wn"], "datasets": ["unreachable"]},
+        ],
+    }  # fmt: skip
+
+
+def as_user(user: str, cmd: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "XRD_CONNECTIONRETRY": "1", "XRD_REQUESTTIMEOUT": "20"}
+    if user != "root":
+        env.update(HOME=f"/home/{user}", USER=user, LOGNAME=user)
+        cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", *cmd]
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False, timeout=300)
+
+
+@pytest.mark.parametrize(("executor", "user"), [("local", "root"), ("htcondor", "afkit"), ("slurm", "afkit")])
+def test_campaign_through_executor(executor: str, user: str, bench_sif: Path, data_dir: str) -> None:
+    work = Path(tempfile.mkdtemp(prefix=f"afkit-campaign-{executor}-", dir="/tmp"))
+    try:
+        shutil.chown(work, user, user)
+        raw = campaign(executor, bench_sif, data_dir, work)
+        if user == "root":
+            raw["sites"]["wn"]["apptainer_args"] = ["--userns"]
+        cfile = work / "campaign.yaml"
+        cfile.write_text(yaml.safe_dump(raw), encoding="utf-8")
+        shutil.chown(cfile, user, user)
+        profile = REPO / "workflows" / "profiles" / executor
+        cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "workflows" / "Snakefile"),
+               "--configfile", str(cfile), "--profile", str(profile)]  # fmt: skip
+        proc = as_user(user, cmd, work)
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        [results] = list((work / "results").iterdir())
+        with (results / "aggregate" / "jobs.csv").open() as fh:
+            rows = list(csv.DictReader(fh))
+        by_bench = {r["bench"]: r for r in rows}
+        assert len(rows) == 4 + 1 + 1 + 1
+        ok = [r for r in rows if r["bench"] != "down"]
+        for r in ok:
+            assert r["status"] == "ok", (r["bench"], r["error"])
+            assert r["executor"] == executor
+            assert r["image_path"] == str(bench_sif)
+            assert len(r["image_sha256"]) == 64
+            assert r["campaign_hash"] in results.name
+            assert float(r["setup_s"]) > 0 and float(r["processing_s"]) > 0
+        steps = {(r["dataset"], r["access"]): r for r in rows if r["bench"] == "steps"}
+        assert steps[("hzz", "direct")]["url"].startswith(os.environ["AFKIT_XROOTD_DATA"])
+        assert steps[("hzz-xrd", "direct")]["url"].startswith("root://")
+        for ds in ("hzz", "hzz-xrd"):
+            assert int(steps[(ds, "copy")]["bytes_staged"]) == 217945 + 178971  # the two files copied
+            assert float(steps[(ds, "copy")]["stage_in_s"]) > 0
+            assert steps[(ds, "direct")]["bytes_staged"] == "0"
+        assert int(by_bench["ana"]["events"]) == 2421 + 2304  # HZZ + Zmumu, read with uproot in the image
+        assert int(by_bench["xrd"]["bytes"]) > 0
+        down = by_bench["down"]
+        assert down["status"] == "failed"
+        assert "127.0.0.1:9" in down["error"]
+        html = (results / "report" / "report.html").read_text()
+        assert '<td class="failed">' in html
+        assert "data:image/png;base64," in html
+    finally:
+        shutil.rmtree(work, ignore_errors=True)  # the directory this test created

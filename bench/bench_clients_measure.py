@@ -212,7 +212,9 @@ def main() -> int:
             "events/s",
         )
     )
-    print("", file=sys.stderr)
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(json.dumps({"host_load_average": os.getloadavg(), "cpus": os.cpu_count()}))
+    print(f"\nload average at the end: {load} on {os.cpu_count()} CPUs", file=sys.stderr)
     print(f"{'comparison':58s} {'afkit':>10s} {'reference':>10s} {'ratio':>7s} goal", file=sys.stderr)
     for rec in results:
         goal = "-" if rec["goal"] is None else f">={rec['goal']} {'ok' if rec['met'] else 'MISSED'}"

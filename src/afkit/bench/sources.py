@@ -141,6 +141,7 @@ class XRootDSource:
         from XRootD.client.flags import OpenFlags
 
         self.url = url
+        self._last: object = None
         self._file = client.File()
         status, _ = self._file.open(url, OpenFlags.READ, timeout=OPEN_TIMEOUT)
         if not status.ok:
@@ -154,6 +155,10 @@ class XRootDSource:
         status, data = self._file.read(offset, length, timeout=READ_TIMEOUT)
         if not status.ok:
             raise ReadError(f"read of {length} bytes at {offset} from {self.url} failed: {status.message}")
+        # Keep this buffer until the next read has returned, as a plain loop does: freeing it
+        # first lets glibc hand the pages back and fault fresh ones in on every read
+        # (measured: half the throughput with 8 MiB blocks on loopback).
+        self._last = data
         return len(data)
 
     def vector_read(self, chunks: list[Chunk]) -> int:
@@ -165,6 +170,7 @@ class XRootDSource:
                     f"vector read of {len(chunks)} chunks from {self.url} failed: {status.message}"
                 )
             total += int(info.size)
+            self._last = info  # see read()
         return total
 
     def close(self) -> None:

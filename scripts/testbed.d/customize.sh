@@ -18,16 +18,15 @@ inroot() { chroot "$root" "$@"; }
 inroot id afkit >/dev/null 2>&1 ||
   inroot useradd --create-home --uid 1000 --user-group --shell /bin/bash afkit
 
-# Directories the packages' postinst/systemd would create (owners resolved inside the rootfs).
-inroot install -d -o condor -g condor /run/condor /var/lock/condor /var/spool/condor \
-  /var/log/condor /var/lib/condor/execute
+# Directories the packages' postinst would create (owners resolved inside the rootfs). mmdebstrap
+# empties /run at the end (and /var/lock is /run/lock): `up` creates the runtime directories.
+inroot install -d -o condor -g condor /var/spool/condor /var/log/condor /var/lib/condor/execute
 inroot install -d -m 0700 -o root -g root /etc/condor/passwords.d /etc/condor/tokens.d
 inroot install -d -o slurm -g slurm /var/lib/slurm/slurmctld /var/log/slurm
 inroot install -d -o root -g root /var/spool/slurmd
-inroot install -d -o munge -g munge -m 0755 /run/munge
 inroot install -d -o munge -g munge -m 0700 /var/log/munge /var/lib/munge /etc/munge
-inroot install -d -o xrootd -g xrootd /var/spool/xrootd /var/log/xrootd /run/xrootd
-inroot install -d -m 0755 /srv/xrootd/data /opt/afkit/venv /cvmfs /run/afkit-testbed
+inroot install -d -o xrootd -g xrootd /var/spool/xrootd /var/log/xrootd
+inroot install -d -m 0755 /srv/xrootd/data /opt/afkit/venv /cvmfs
 
 # Apptainer as root: the host's root lacks CAP_SYS_RESOURCE, and apptainer's default for root
 # ("full" capabilities) then fails ("Requesting capability set ..."). Give root no default

@@ -39,6 +39,13 @@ check_ports() {
   done
 }
 
+# runtime_dirs : what systemd-tmpfiles would create in /run (and /var/lock -> /run/lock).
+runtime_dirs() {
+  install -d -o condor -g condor /run/condor /run/lock/condor
+  install -d -o munge -g munge -m 0755 /run/munge
+  install -d -o xrootd -g xrootd /run/xrootd
+}
+
 configure() {
   # glibc's AI_ADDRCONFIG (slurm's passive getaddrinfo) ignores 127.0.0.1 and finds no IPv4
   # address in a loopback-only namespace; a second loopback address satisfies it.
@@ -93,6 +100,7 @@ xrootd_ok() {
 
 main() {
   check_ports
+  runtime_dirs
   configure
   DEADLINE=$((SECONDS + TIMEOUT))
   start munged /var/log/munge/munged.out setpriv --reuid=munge --regid=munge --init-groups \

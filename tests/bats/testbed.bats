@@ -219,3 +219,20 @@ fake_rootfs() {
   [[ $output == *"in use by a running testbed"* ]]
   [ -d "$AFKIT_TESTBED_CACHE/rootfs-$key" ]
 }
+
+@test "run refuses a testbed whose 'up' did not finish (no ready marker): exit 3" {
+  unshare --mount --propagation private sleep 300 &
+  local holder=$! i
+  for ((i = 0; i < 50; i++)); do
+    [[ $(readlink "/proc/$holder/ns/mnt") != "$(readlink /proc/self/ns/mnt)" ]] && break
+    sleep 0.1
+  done
+  mkdir -p "$AFKIT_TESTBED_STATE"
+  touch "$AFKIT_TESTBED_STATE/.afkit-testbed-state"
+  echo "$holder" >"$AFKIT_TESTBED_STATE/holder.pid"
+  readlink "/proc/$holder/ns/mnt" >"$AFKIT_TESTBED_STATE/holder.ns"
+  run "$TB" run -- true
+  kill "$holder"
+  [ "$status" -eq 3 ]
+  [[ $output == *"did not finish starting"* ]]
+}

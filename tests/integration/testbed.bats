@@ -36,13 +36,17 @@ as_afkit() {
     env HOME=/home/afkit USER=afkit LOGNAME=afkit PATH="$PATH" "$@")
 }
 
-@test "environment: venv python 3.13 sees Debian's XRootD and HTCondor bindings and the project" {
+@test "environment: venv python 3.13 with Debian's XRootD bindings, htcondor and the project" {
   [ "$AFKIT_TESTBED" = 1 ]
   [ "$AFKIT_XROOTD_URL" = root://127.0.0.1:1094 ]
   [ "$(command -v python3)" = /opt/afkit/venv/bin/python3 ]
   run python3 -c 'import sys, XRootD.client, htcondor, afkit; print(sys.version_info[:2])'
   [ "$status" -eq 0 ]
   [ "$output" = "(3, 13)" ]
+  # --system-site-packages: XRootD is Debian's python3-xrootd, afkit the editable checkout.
+  run python3 -c 'import XRootD, afkit; print(XRootD.__file__); print(afkit.__file__)'
+  [[ ${lines[0]} == /usr/lib/python3/dist-packages/XRootD/* ]]
+  [ "${lines[1]}" = "$AFKIT_REPO/src/afkit/__init__.py" ]
   for tool in afkit pytest snakemake; do
     [ "$(command -v "$tool")" = "/opt/afkit/venv/bin/$tool" ]
   done
@@ -126,6 +130,19 @@ SUB
   run as_afkit condor_wait -wait 180 container.log
   [ "$status" -eq 0 ]
   [ "$(cat "$WORK/container.out")" = "$(printf 'container-ok\nhas-busybox')" ]
+}
+
+@test "htcondor: the venv's PyPI htcondor wheel submits as afkit (IDTOKEN from up)" {
+  run as_afkit python3 -c '
+import htcondor
+sub = htcondor.Submit({"executable": "/bin/echo", "arguments": "wheel-ok", "output": "wheel.out",
+                       "log": "wheel.log", "should_transfer_files": "NO"})
+print(htcondor.Schedd().submit(sub).cluster())'
+  [ "$status" -eq 0 ]
+  [[ $output =~ ^[0-9]+$ ]]
+  run as_afkit condor_wait -wait 180 wheel.log
+  [ "$status" -eq 0 ]
+  [ "$(cat "$WORK/wheel.out")" = wheel-ok ]
 }
 
 @test "slurm: partition debug, sbatch --wait as afkit writes the job's output" {

@@ -12,7 +12,7 @@ usage() {
 Usage: bench/image.sh [--size-mb N] [--runs N] [--json FILE] [--workdir DIR]
 
 Generates an alice.cern.ch fixture padded to about N MiB (default 256) with
-tests/fixtures/mkcvmfs, then measures on this host (no Apptainer needed), median of --runs:
+tests/fixtures/mkcvmfs, then measures on this host (no Apptainer needed), median of --runs (default 5, the cases interleaved):
   1. closure bytes of AliPhysics/vAN-20250401_ROOT6-1 / bytes of the whole el9 Packages tree
   2. afkit staging (copy + sha256 into the store + hard links) / cp -a of the same closure
   3. staging the adjacent daily vAN-20250402 with the store of vAN-20250401 / without it
@@ -26,7 +26,7 @@ USAGE
 }
 
 main() {
-  local size=256 runs=3 json="" workdir=""
+  local size=256 runs=5 json="" workdir=""
   while (($#)); do
     case $1 in
       -h | --help) usage; return 0 ;;

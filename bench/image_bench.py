@@ -39,21 +39,29 @@ def _cp_a(res: Resolution, src: Path, dest: Path) -> None:
         subprocess.run(["cp", "-a", str(src / unit.rel), str(target)], check=True)
 
 
-def _median_time(runs: int, setup: Callable[[Path], None], body: Callable[[Path], object]) -> float:
-    times = []
+def _time_once(setup: Callable[[Path], object], body: Callable[[Path], object]) -> float:
+    with tempfile.TemporaryDirectory(dir=os.environ.get("AFKIT_BENCH_TMP")) as tmp:
+        scratch = Path(tmp)
+        setup(scratch)
+        start = time.perf_counter()
+        body(scratch)
+        return time.perf_counter() - start
+
+
+def _interleaved(
+    runs: int, cases: dict[str, tuple[Callable[[Path], object], Callable[[Path], object]]]
+) -> dict[str, float]:
+    """Median time of each case; the cases alternate within every round (load drift hits all)."""
+    times: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(runs):
-        with tempfile.TemporaryDirectory(dir=os.environ.get("AFKIT_BENCH_TMP")) as tmp:
-            scratch = Path(tmp)
-            setup(scratch)
-            start = time.perf_counter()
-            body(scratch)
-            times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for name, (setup, body) in cases.items():
+            times[name].append(_time_once(setup, body))
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     src = profile.repo_root(profile.load("alice"))
@@ -61,14 +69,22 @@ def main() -> int:
     closure = sum(plan.unit_bytes(src / u.rel) for u in res_a.units)
     packages = plan.unit_bytes(src / res_a.arch / "Packages")
 
-    t_cp = _median_time(args.runs, lambda _s: None, lambda s: _cp_a(res_a, src, s / "cp"))
-    t_cold = _median_time(args.runs, lambda _s: None, lambda s: _stage(res_a, src, s / "r", s / ".data"))
-    t_cold_b = _median_time(args.runs, lambda _s: None, lambda s: _stage(res_b, src, s / "r", s / ".data"))
-    t_inc_b = _median_time(
+    def nothing(_s: Path) -> None:
+        return None
+
+    med = _interleaved(
         args.runs,
-        lambda s: _stage(res_a, src, s / "a", s / ".data"),
-        lambda s: _stage(res_b, src, s / "b", s / ".data"),
+        {
+            "cp": (nothing, lambda s: _cp_a(res_a, src, s / "cp")),
+            "cold": (nothing, lambda s: _stage(res_a, src, s / "r", s / ".data")),
+            "cold_b": (nothing, lambda s: _stage(res_b, src, s / "r", s / ".data")),
+            "inc_b": (
+                lambda s: _stage(res_a, src, s / "a", s / ".data"),
+                lambda s: _stage(res_b, src, s / "b", s / ".data"),
+            ),
+        },
     )
+    t_cp, t_cold, t_cold_b, t_inc_b = med["cp"], med["cold"], med["cold_b"], med["inc_b"]
     with tempfile.TemporaryDirectory(dir=os.environ.get("AFKIT_BENCH_TMP")) as tmp:
         _stage(res_a, src, Path(tmp) / "a", Path(tmp) / ".data")
         inc = _stage(res_b, src, Path(tmp) / "b", Path(tmp) / ".data")

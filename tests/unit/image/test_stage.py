@@ -135,3 +135,20 @@ def test_not_enough_space_names_the_numbers(tmp_path: Path, monkeypatch: pytest.
         stage.check_space(tmp_path, 5 << 20, "staging")
     assert exc.value.code == ExitCode.PREREQ
     assert "need 5.0 MiB, have 1.0 MiB" in str(exc.value)
+
+
+@pytest.mark.parametrize("size", [0, 5, (4 << 20) + 17])
+def test_both_copy_paths_agree(tmp_path: Path, size: int) -> None:
+    import hashlib
+
+    from afkit.image import store as store_mod
+
+    data = os.urandom(size)
+    src = tmp_path / "src"
+    src.write_bytes(data)
+    for name, func in (("kernel", store_mod._copy), ("loop", store_mod._copy_loop)):
+        out = tmp_path / name
+        with src.open("rb") as inp, out.open("wb") as dst:
+            digest, head = func(inp.fileno(), dst.fileno())
+        assert out.read_bytes() == data
+        assert digest == hashlib.sha256(data).hexdigest() and head == data[:4]

@@ -67,6 +67,7 @@ def data_dir() -> Iterator[str]:
     shutil.rmtree(d)  # the directory this fixture created
 
 
+# mem_mb: 1 because the testbed's SLURM node declares RealMemory=1 (sbatch --mem above it is refused)
 def campaign(executor: str, sif: Path, data: str, work: Path) -> dict[str, Any]:
     url = _env("AFKIT_XROOTD_URL")
     files = [f"{data}/uproot-HZZ.root", f"{data}/uproot-Zmumu.root"]
@@ -74,7 +75,7 @@ def campaign(executor: str, sif: Path, data: str, work: Path) -> dict[str, Any]:
         "name": f"it-{executor}",
         "image": {"sif": str(sif)},
         "sites": {"wn": {"executor": executor, "storage": "origin", "scratch": str(work / "scratch"),
-                         "resources": {"cores": 1, "mem_mb": 500, "runtime": 10}}},
+                         "resources": {"cores": 1, "mem_mb": 1, "runtime": 10}}},
         "storage": {
             "origin": {"url": url, "export": "/", "path": _env("AFKIT_XROOTD_DATA")},
             "down": {"url": "root://127.0.0.1:9", "export": "/"},

@@ -30,7 +30,9 @@ def rate_vs_time(rows: list[dict[str, str]], intervals: list[dict[str, str]], pa
         if not r:
             continue
         key = (r["scenario"], r["access"], r["clients"])
-        series[key][round(float(s["t"]))].append(float(s["bytes"]) * 8 / 1e9 / interval_of[s["id"]])
+        step = interval_of[s["id"]]
+        t_bin = round(round(float(s["t"]) / step) * step, 3)  # samples of repetitions line up per interval
+        series[key][t_bin].append(float(s["bytes"]) * 8 / 1e9 / step)
     if not series:
         return None
     fig = Figure(figsize=(7, 4))

@@ -159,10 +159,11 @@ def check_testscript(runner: Runner) -> Check:
 
 def provider(lib: str, src: Path | None, globs: list[str]) -> str:
     """Which package of the repository has LIB (it should have been in the closure)."""
-    if src is not None:
-        for glob in globs:
-            for hit in sorted(src.glob(f"{glob}/lib*/{lib}")):
-                return f"provided by {hit.relative_to(src).parent.parent} (not in the image)"
+    if src is None:
+        return "the repository is not mounted here, so its provider cannot be named"
+    for glob in globs:
+        for hit in sorted(src.glob(f"{glob}/lib*/{lib}")):
+            return f"provided by {hit.relative_to(src).parent.parent} (not in the image)"
     return "provided by no package of the repository (the base OS must have it)"
 
 

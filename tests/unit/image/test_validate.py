@@ -75,3 +75,7 @@ def test_junit_report(tmp_path: Path) -> None:
     assert suite.get("tests") == "3" and suite.get("failures") == "1" and suite.get("skipped") == "1"
     failure = suite.find("testcase[@name='ROOT/v6']/failure")
     assert failure is not None and "libz.so" in (failure.text or "")
+
+
+def test_provider_without_the_repository() -> None:
+    assert "not mounted" in validate.provider("libx.so", None, ["*/*"])

@@ -14,6 +14,7 @@ from types import TracebackType
 from typing import Any
 
 from afkit.bench.records import JsonlWriter
+from afkit.errors import AfkitError
 
 
 def _counters() -> tuple[Any, Any]:
@@ -87,7 +88,10 @@ class HostMonitor:
         if self._thread is not None:
             self._thread.join(timeout=5)
         if self._writer is not None:
-            self._writer.close()
+            if isinstance(exc, AfkitError):
+                self._writer.discard()  # nothing was measured: no monitor file either
+            else:
+                self._writer.close()
 
 
 def monitor_path_for(output: str | None, explicit: str | None, disabled: bool) -> Path | None:

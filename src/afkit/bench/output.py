@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from afkit.bench.monitor import HostMonitor, monitor_path_for
@@ -46,19 +45,10 @@ def run_benchmark(args: argparse.Namespace, body: Callable[[JsonlWriter], Record
             summary["monitor"] = {"file": str(mon_path), "samples": mon.samples}
         writer.write(summary)
     except AfkitError:
-        _discard(writer)
+        writer.discard()
         raise
     except BaseException:
         writer.close()
         raise
     writer.close()
     return int(ExitCode.OK if summary.get("status", "ok") == "ok" else ExitCode.FAILURE)
-
-
-def _discard(writer: JsonlWriter) -> None:
-    """Nothing was measured: remove the temporary file instead of publishing it."""
-    tmp = getattr(writer, "_tmp", None)
-    fh = getattr(writer, "_fh", None)
-    if tmp is not None and fh is not None:
-        fh.close()
-        Path(tmp).unlink(missing_ok=True)

@@ -78,6 +78,15 @@ class JsonlWriter:
             self._fh.close()
             os.replace(self._tmp, self.path)
 
+    def discard(self) -> None:
+        """Drop what was written (nothing was measured); stdout cannot be taken back."""
+        if self._tmp is None:
+            self._fh.flush()
+            return
+        if not self._fh.closed:
+            self._fh.close()
+        self._tmp.unlink(missing_ok=True)
+
     def __enter__(self) -> JsonlWriter:
         return self
 

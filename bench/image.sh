@@ -9,27 +9,31 @@ REPO=$(afkit_repo_root)
 
 usage() {
   cat <<'USAGE'
-Usage: bench/image.sh [--size-mb N] [--runs N] [--json FILE] [--workdir DIR]
+Usage: bench/image.sh [--size-mb N] [--runs N] [--json FILE] [--workdir DIR] [--build]
 
 Generates an alice.cern.ch fixture padded to about N MiB (default 256) with
 tests/fixtures/mkcvmfs, then measures on this host (no Apptainer needed), median of --runs (default 5, the cases interleaved):
   1. closure bytes of AliPhysics/vAN-20250401_ROOT6-1 / bytes of the whole el9 Packages tree
   2. afkit staging (copy + sha256 into the store + hard links) / cp -a of the same closure
   3. staging the adjacent daily vAN-20250402 with the store of vAN-20250401 / without it
-Prints the ratios (and writes them as JSON with --json). The squashfs step of 'apptainer build'
-is not incremental and is not measured here. Both tools read from the page cache (the fixture was
-just written), so the comparison is CPU and metadata cost, not disk speed.
+Prints the ratios (and writes them as JSON with --json). Both tools read from the page cache (the
+fixture was just written), so the comparison is CPU and metadata cost, not disk speed.
+--build: also time whole 'apptainer build's inside the testbed (scripts/testbed up first): the
+adjacent daily built in a fresh directory vs after the previous daily (one build each; the
+squashfs step is not incremental). The fixture then goes under <repo>/build (visible inside).
 --workdir DIR: where the padded fixture and the scratch copies go (default: a temporary
-directory under ${TMPDIR:-/tmp}, removed at the end).
-Exit codes: 0 ok, 2 usage, 3 prerequisite missing (gcc for the fixture, the .venv).
+directory under ${TMPDIR:-/tmp}, or under <repo>/build with --build; removed at the end).
+Exit codes: 0 ok, 1 a build failed, 2 usage, 3 prerequisite missing (gcc for the fixture, the
+.venv, the testbed for --build).
 USAGE
 }
 
 main() {
-  local size=256 runs=5 json="" workdir=""
+  local size=256 runs=5 json="" workdir="" builds=0
   while (($#)); do
     case $1 in
       -h | --help) usage; return 0 ;;
+      --build) builds=1; shift; continue ;;
       --size-mb | --runs | --json | --workdir)
         (($# >= 2)) || die "$AFKIT_EX_USAGE" "$1 needs a value" "see --help"
         case $1 in
@@ -48,9 +52,16 @@ main() {
     die "$AFKIT_EX_USAGE" "--size-mb and --runs take positive whole numbers" "e.g. --size-mb 256 --runs 3"
   local python="$REPO/.venv/bin/python"
   [[ -x $python ]] || die "$AFKIT_EX_PREREQ" "no $python" "run 'make venv'"
+  if ((builds)); then
+    if ! (cd "$REPO" && "$REPO/scripts/testbed" run -- true) >/dev/null 2>&1; then
+      die "$AFKIT_EX_PREREQ" "--build needs the running testbed" "run: scripts/testbed build && scripts/testbed up"
+    fi
+  fi
   local own=0
   if [[ -z $workdir ]]; then
-    workdir=$(mktemp -d "${TMPDIR:-/tmp}/afkit-bench-image.XXXXXX")
+    local parent=${TMPDIR:-/tmp}
+    if ((builds)); then parent=$REPO/build; mkdir -p "$parent"; fi
+    workdir=$(mktemp -d "$parent/afkit-bench-image.XXXXXX")
     own=1
     # shellcheck disable=SC2064  # expand now: the directory this run created
     trap "rm -rf -- '$workdir'" EXIT
@@ -62,6 +73,10 @@ main() {
   [[ -z $json ]] || extra=(--json "$json")
   AFKIT_CVMFS_ROOT="$workdir/cvmfs" AFKIT_BENCH_TMP="$workdir/scratch" \
     "$python" "$REPO/bench/image_bench.py" --runs "$runs" "${extra[@]}"
+  if ((builds)); then
+    (cd "$REPO" && "$REPO/scripts/testbed" run -- env AFKIT_CVMFS_ROOT="$workdir/cvmfs" \
+      python3 bench/image_build_bench.py --work "$workdir/builds")
+  fi
   ((own)) || log "kept $workdir"
 }
 

@@ -45,7 +45,13 @@ def cmd_jobs(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     c = config.load(args.campaign)
-    code = runner.run(c, args.campaign.resolve(), dry_run=args.dry_run, extra=args.snakemake_args)
+    extra = list(args.snakemake_args)
+    if extra[:1] == ["--"]:
+        extra = extra[1:]
+    if "-n" in extra or "--dry-run" in extra:
+        extra = [a for a in extra if a not in ("-n", "--dry-run")]
+        args.dry_run = True
+    code = runner.run(c, args.campaign.resolve(), dry_run=args.dry_run, extra=extra)
     if not args.dry_run and len({s["executor"] for s in c.config["sites"].values()}) > 1:
         cmd_report(args)
     return ExitCode.OK if code == 0 else ExitCode.FAILURE

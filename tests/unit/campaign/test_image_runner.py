@@ -1,0 +1,62 @@
+"""The campaign image record (SIF checks, digest) and the snakemake command lines of `campaign run`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from afkit.campaign import runner
+from afkit.campaign.image import resolve_image
+from afkit.errors import InvalidError, NotFoundError
+
+
+def test_sif_path_gives_path_and_digest(tmp_path: Path) -> None:
+    sif = tmp_path / "img.sif"
+    data = b"#!/usr/bin/env run-singularity\n\0SIF_MAGIC0001" + b"x" * 1000
+    sif.write_bytes(data)
+    out = tmp_path / "res" / "image.json"
+    out.parent.mkdir()
+    info = resolve_image({"sif": "img.sif"}, base_dir=str(tmp_path), workdir=str(out.parent), output=str(out),
+                         log=str(out.with_suffix(".log")))  # fmt: skip
+    assert info["sha256"] == hashlib.sha256(data).hexdigest()
+    assert json.loads(out.read_text()) == info
+    assert info["path"] == str(sif.resolve())
+    assert out.stat().st_mode & 0o777 == 0o644
+
+
+def test_missing_sif(tmp_path: Path) -> None:
+    with pytest.raises(NotFoundError, match="no such SIF file"):
+        resolve_image({"sif": "/nonexistent/x.sif"}, base_dir=str(tmp_path), workdir=str(tmp_path),
+                      output=str(tmp_path / "i.json"), log=str(tmp_path / "i.log"))  # fmt: skip
+
+
+def test_not_a_sif(tmp_path: Path) -> None:
+    (tmp_path / "x.sif").write_text("hello")
+    with pytest.raises(InvalidError, match="not a SIF image"):
+        resolve_image({"sif": "x.sif"}, base_dir=str(tmp_path), workdir=str(tmp_path),
+                      output=str(tmp_path / "i.json"), log=str(tmp_path / "i.log"))  # fmt: skip
+    assert not (tmp_path / "i.json").exists()
+
+
+def test_one_executor_is_one_call(raw: dict[str, Any], make: Any, tmp_path: Path) -> None:
+    raw["sites"]["far"]["executor"] = "local"
+    calls = runner.plan_calls(make(raw), tmp_path / "c.yaml")
+    assert len(calls) == 1
+    assert calls[0][calls[0].index("--profile") + 1].endswith("workflows/profiles/local")
+    assert "--config" not in calls[0]
+
+
+def test_mixed_executors_run_per_site(raw: dict[str, Any], make: Any, tmp_path: Path) -> None:
+    c = make(raw)
+    calls = runner.plan_calls(c, tmp_path / "c.yaml", dry_run=True)
+    assert len(calls) == 2
+    here, far = calls
+    assert here[here.index("--profile") + 1].endswith("profiles/local")
+    assert far[far.index("--profile") + 1].endswith("profiles/slurm")
+    assert "afkit_site=far" in far
+    assert f"{c.results_dir}/site/far.done" in far
+    assert "--dry-run" in far

@@ -9,7 +9,7 @@ TESTBED ?= bubblewrap
 export TESTBED
 AFKIT_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/afkit
 
-.PHONY: help deps venv lint unit bats fixture testbed testbed-down integration test demo bench clean
+.PHONY: help deps venv lint unit bats fixture testbed testbed-down integration test demo bench ci-local clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -55,6 +55,10 @@ demo: venv ## the main job on the embedded default
 
 bench: venv ## benchmarks (ratios against the reference tools, same machine, same run)
 	@scripts/bench
+
+ci-local: venv testbed ## run .gitlab-ci.yml with gitlab-ci-local in the testbed, against a local OCI registry
+	@scripts/ci-local --prepare
+	@scripts/ci-local $(CI_LOCAL_ARGS)
 
 clean: ## remove build outputs (not the caches in ~/.cache/afkit)
 	rm -rf build .pytest_cache .ruff_cache

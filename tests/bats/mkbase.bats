@@ -46,8 +46,16 @@ setup() {
 @test "mkbase returns a cached image without building" {
   mkdir -p "$AFKIT_BASE_DIR"
   key=$("$REPO/scripts/mkbase" --key minimal)
+  mkdir -p "$AFKIT_BASE_DIR/minimal-$key.sandbox/etc"
+  echo cached >"$AFKIT_BASE_DIR/minimal-$key.sandbox/etc/afkit-base"
   echo cached >"$AFKIT_BASE_DIR/minimal-$key.sif"
+  echo old >"$AFKIT_BASE_DIR/minimal-0123456789abcdef.sif"
   PATH=/usr/bin:/bin run "$REPO/scripts/mkbase" minimal
   assert_success
   assert_output "$AFKIT_BASE_DIR/minimal-$key.sif"
+  PATH=/usr/bin:/bin run "$REPO/scripts/mkbase" --sandbox minimal
+  assert_success
+  assert_output "$AFKIT_BASE_DIR/minimal-$key.sandbox"
+  # an older key's image is pruned
+  [ ! -e "$AFKIT_BASE_DIR/minimal-0123456789abcdef.sif" ]
 }

@@ -12,7 +12,7 @@ setup() {
 @test "every bench and storage subcommand has --help" {
   local cmd
   for cmd in "bench read" "bench multi" "bench merge" "bench analysis" "bench gen random" \
-    "bench gen aod" "bench gen esd" "bench disk" "bench compare" "bench plot" "storage up" "storage down" \
+    "bench gen aod" "bench gen esd" "bench multi-analysis" "bench disk" "bench compare" "bench plot" "storage up" "storage down" \
     "storage status" "storage url" "storage render"; do
     # shellcheck disable=SC2086  # the subcommand words are meant to split
     run "$AFKIT" $cmd --help

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,7 +135,9 @@ def _flat_values(chunk: Any, library: str) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0)
 
 
-def run_analysis(cfg: AnalysisConfig, writer: JsonlWriter) -> Record:
+def run_analysis(
+    cfg: AnalysisConfig, writer: JsonlWriter, *, barrier: Callable[[], None] | None = None
+) -> Record:
     """Read ``cfg.branches`` from every file; interval records as seconds end; return the summary."""
     opened = []
     for path in cfg.files:  # open and check everything before measuring
@@ -142,6 +145,8 @@ def run_analysis(cfg: AnalysisConfig, writer: JsonlWriter) -> Record:
         tree = find_tree(rfile, path, cfg.tree)
         branches = find_branches(tree, path, cfg.branches)
         opened.append((path, rfile, tree, branches))
+    if barrier is not None:
+        barrier()
     counter = IntervalCounter(writer.write)
     hist = _Hist() if cfg.fill_hist else None
     per_file: list[Record] = []

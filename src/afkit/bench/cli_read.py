@@ -7,14 +7,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from afkit.bench.multi import client_path, run_multi, split_files, write_sum
+from afkit.bench.multi import run_clients, split_files, write_sum
 from afkit.bench.offsets import BlockPlan, ReplayPlan, RootLikePlan, parse_stride
 from afkit.bench.output import add_output_options, public_args, run_benchmark
 from afkit.bench.readbench import Plan, ReadConfig, run_read
 from afkit.bench.records import JsonlWriter, Record, provenance
 from afkit.bench.trace import load_trace
 from afkit.bench.units import parse_size
-from afkit.errors import ExitCode, UsageError
+from afkit.errors import UsageError
 
 
 def _add_read_options(parser: argparse.ArgumentParser) -> None:
@@ -112,30 +112,7 @@ def cmd_multi(args: argparse.Namespace) -> int:
         )
         for files in groups
     ]
-    from afkit.bench.monitor import HostMonitor
-
-    with HostMonitor(None if args.no_monitor else outdir / "monitor.jsonl"):
-        code, summaries = run_multi(configs, outdir)
-    clients = [p for p in (client_path(outdir, i) for i in range(args.clients)) if p.is_file()]
-    if not summaries or not clients:
-        return code or int(ExitCode.FAILURE)
-    summary = write_sum(
-        clients,
-        outdir / "sum.jsonl",
-        "multi",
-        {
-            "clients": args.clients,
-            "clients_ok": sum(1 for s in summaries if s.get("status") == "ok"),
-            "client_bytes": [s.get("bytes", 0) for s in summaries],
-            "provenance": provenance(public_args(args)),
-        },
-    )
-    print(
-        f"afkit bench: {args.clients} clients: {summary['gbps']:.3f} Gbit/s mean, "
-        f"{summary['steady_gbps']:.3f} Gbit/s steady -> {outdir / 'sum.jsonl'}",
-        file=sys.stderr,
-    )
-    return code
+    return run_clients(configs, outdir, no_monitor=args.no_monitor, kind="multi", args=public_args(args))
 
 
 def cmd_merge(args: argparse.Namespace) -> int:

@@ -1,4 +1,4 @@
-"""N read clients as separate processes, released together by a barrier, and their sum.
+"""N read (or analysis) clients as separate processes, released together by a barrier, and their sum.
 
 Each client is its own process (``spawn``: no state shared with the parent) and reads its own
 files, so no client profits from another's page cache. All clients open their files first, then
@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from afkit.bench.analysis import AnalysisConfig, run_analysis
 from afkit.bench.intervals import Record, series_summary, sum_series
 from afkit.bench.readbench import ReadConfig, run_read
 from afkit.bench.records import JsonlWriter, provenance, read_jsonl
@@ -40,13 +41,16 @@ def client_path(outdir: Path, index: int) -> Path:
     return outdir / f"client-{index:03d}.jsonl"
 
 
-def _client_main(index: int, cfg: ReadConfig, path: str, barrier: Any) -> None:
+def _client_main(index: int, cfg: ReadConfig | AnalysisConfig, path: str, barrier: Any) -> None:
     def wait() -> None:
         barrier.wait(timeout=BARRIER_TIMEOUT)
 
     try:
         with JsonlWriter(path) as writer:
-            summary = run_read(cfg, writer, barrier=wait)
+            if isinstance(cfg, AnalysisConfig):
+                summary = run_analysis(cfg, writer, barrier=wait)
+            else:
+                summary = run_read(cfg, writer, barrier=wait)
             summary["client"] = index
             summary["provenance"] = provenance(cfg.args | {"client": index})
             writer.write(summary)
@@ -67,7 +71,7 @@ def _client_main(index: int, cfg: ReadConfig, path: str, barrier: Any) -> None:
     sys.exit(0 if summary["status"] == "ok" else int(ExitCode.FAILURE))
 
 
-def run_multi(configs: list[ReadConfig], outdir: Path) -> tuple[int, list[Record]]:
+def run_multi(configs: list[ReadConfig] | list[AnalysisConfig], outdir: Path) -> tuple[int, list[Record]]:
     """Run one process per config; return (exit code, per-client summaries)."""
     outdir.mkdir(parents=True, exist_ok=True)
     ctx = multiprocessing.get_context("spawn")
@@ -103,3 +107,38 @@ def write_sum(outputs: list[Path], dest: Path, kind: str, extra: dict[str, Any])
             out.write(rec)
         out.write(summary)
     return summary
+
+
+def run_clients(
+    configs: list[ReadConfig] | list[AnalysisConfig],
+    outdir: Path,
+    *,
+    no_monitor: bool,
+    kind: str,
+    args: dict[str, Any],
+) -> int:
+    """Run the clients with a host monitor, then write ``OUTDIR/sum.jsonl``; return the exit code."""
+    from afkit.bench.monitor import HostMonitor
+
+    with HostMonitor(None if no_monitor else outdir / "monitor.jsonl"):
+        code, summaries = run_multi(configs, outdir)
+    outputs = [p for p in (client_path(outdir, i) for i in range(len(configs))) if p.is_file()]
+    if not summaries or not outputs:
+        return code or int(ExitCode.FAILURE)
+    summary = write_sum(
+        outputs,
+        outdir / "sum.jsonl",
+        kind,
+        {
+            "clients": len(configs),
+            "clients_ok": sum(1 for s in summaries if s.get("status") == "ok"),
+            "client_bytes": [s.get("bytes", 0) for s in summaries],
+            "client_events": [s.get("events", 0) for s in summaries],
+            "provenance": provenance(args),
+        },
+    )
+    rate = f"{summary['gbps']:.3f} Gbit/s mean, {summary['steady_gbps']:.3f} Gbit/s steady"
+    if summary.get("events"):
+        rate += f", {summary['events_per_s']:.0f} events/s"
+    print(f"afkit bench: {len(configs)} clients: {rate} -> {outdir / 'sum.jsonl'}", file=sys.stderr)
+    return code

@@ -81,3 +81,32 @@ def test_merge_sums_series_of_several_nodes(tmp_path: Path) -> None:
 
 def test_merge_of_a_missing_file_is_not_found(tmp_path: Path) -> None:
     assert cli.main(["bench", "merge", "-o", str(tmp_path / "m"), str(tmp_path / "x")]) == ExitCode.NOT_FOUND
+
+
+def test_analysis_clients_are_summed_with_their_events(tmp_path: Path, data_dir: Path) -> None:
+    files = [str(data_dir / "uproot-HZZ-zlib.root"), str(data_dir / "uproot-HZZ-zstd.root")]
+    outdir = tmp_path / "ana"
+    argv = ["bench", "multi-analysis", "-n", "2", "--outdir", str(outdir), "--no-monitor", "-b", "Jet_Px"]
+    assert cli.main([*argv, *files]) == 0
+    clients = [read_jsonl(outdir / f"client-{i:03d}.jsonl")[-1] for i in range(2)]
+    assert [c["events"] for c in clients] == [2421, 2421]
+    summed = read_jsonl(outdir / "sum.jsonl")
+    assert summed[-1]["kind"] == "multi-analysis"
+    assert summed[-1]["events"] == 2 * 2421 and summed[-1]["client_events"] == [2421, 2421]
+    assert sum(r.get("events", 0) for r in summed if r["type"] == "interval") == 2 * 2421
+
+
+def test_analysis_client_with_a_missing_branch_stops_all(tmp_path: Path, data_dir: Path) -> None:
+    files = [str(data_dir / "uproot-HZZ-zlib.root"), str(data_dir / "uproot-Zmumu.root")]
+    argv = [
+        "bench",
+        "multi-analysis",
+        "-n",
+        "2",
+        "--outdir",
+        str(tmp_path / "a"),
+        "--no-monitor",
+        "-b",
+        "Jet_Px",
+    ]
+    assert cli.main([*argv, *files]) == ExitCode.NOT_FOUND

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -151,5 +152,54 @@ def test_campaign_through_executor(executor: str, user: str, bench_sif: Path, da
         html = (results / "report" / "report.html").read_text()
         assert '<td class="failed">' in html
         assert "data:image/png;base64," in html
+    finally:
+        shutil.rmtree(work, ignore_errors=True)  # the directory this test created
+
+
+def _condor_running(work: Path) -> list[str]:
+    proc = as_user("afkit", ["condor_q", "-constraint", "JobStatus == 2", "-af", "ClusterId"], work)
+    return proc.stdout.split()
+
+
+def test_killed_job_is_retried_and_a_restart_reruns_nothing(bench_sif: Path, data_dir: str) -> None:
+    """An HTCondor job removed while it runs (as an eviction or a kill would) is resubmitted."""
+    work = Path(tempfile.mkdtemp(prefix="afkit-campaign-kill-", dir="/tmp"))
+    try:
+        shutil.chown(work, "afkit", "afkit")
+        raw = campaign("htcondor", bench_sif, data_dir, work)
+        raw["benchmarks"] = [{"name": "long", "type": "read", "sites": ["wn"], "datasets": ["hzz"],
+                              "duration": 15, "interval": 1}]  # fmt: skip
+        cfile = work / "campaign.yaml"
+        cfile.write_text(yaml.safe_dump(raw), encoding="utf-8")
+        setpriv = ["setpriv", "--reuid=afkit", "--regid=afkit", "--init-groups"]
+        profile = REPO / "workflows" / "profiles" / "htcondor"
+        cmd = [*setpriv, sys.executable, "-m", "snakemake", "-s", str(REPO / "workflows" / "Snakefile"),
+               "--configfile", str(cfile), "--profile", str(profile)]  # fmt: skip
+        env = {**os.environ, "HOME": "/home/afkit", "USER": "afkit", "LOGNAME": "afkit"}
+        sm = subprocess.Popen(
+            cmd, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        killed: list[str] = []
+        try:
+            for _ in range(240):  # until the job runs (at most 120 s)
+                killed = _condor_running(work)
+                if killed or sm.poll() is not None:
+                    break
+                time.sleep(0.5)
+            assert killed, "the job never ran"
+            as_user("afkit", ["condor_rm", *killed], work)
+            out, _ = sm.communicate(timeout=240)
+        finally:
+            if sm.poll() is None:
+                sm.kill()
+        assert sm.returncode == 0, out[-4000:]
+        assert "Error in rule job" in out  # the removed attempt failed ...
+        [results] = list((work / "results").iterdir())
+        with (results / "aggregate" / "jobs.csv").open() as fh:
+            [row] = list(csv.DictReader(fh))
+        assert row["status"] == "ok"  # ... and the retry produced the record
+        again = as_user("afkit", cmd[len(setpriv) :], work)
+        assert again.returncode == 0
+        assert "Nothing to be done" in again.stdout + again.stderr
     finally:
         shutil.rmtree(work, ignore_errors=True)  # the directory this test created

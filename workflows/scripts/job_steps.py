@@ -63,7 +63,9 @@ class Counter:
         now = time.time()
         with self.lock:
             total = self.total
-        self.samples.append({"t": round(now - self.t0, 3), "time": now, "bytes": total - last, "total": total})
+        self.samples.append(
+            {"t": round(now - self.t0, 3), "time": now, "bytes": total - last, "total": total}
+        )
 
     def start(self) -> None:
         self.t0 = time.time()
@@ -125,7 +127,7 @@ def process_read(spec: dict[str, Any], inputs: list[str], counter: Counter) -> d
     deadline = time.time() + float(spec["duration"]) if loop else None
 
     def client(k: int) -> None:
-        order = inputs[k % len(inputs):] + inputs[: k % len(inputs)]
+        order = inputs[k % len(inputs) :] + inputs[: k % len(inputs)]
         while True:
             for url in order:
                 read_file(url, block, stride, counter, deadline)
@@ -226,15 +228,23 @@ def main(argv: list[str]) -> int:
         counter.start()
         t = time.time()
         try:
-            out = process_analysis(spec, inputs, counter) if spec["type"] == "analysis" else process_read(
-                spec, inputs, counter
+            out = (
+                process_analysis(spec, inputs, counter)
+                if spec["type"] == "analysis"
+                else process_read(spec, inputs, counter)
             )
         finally:
             counter.stop()
         steps["processing"] = time.time() - t
         rec.update(out)
-        rec.update({"bytes": counter.total, "bytes_staged": staged, "intervals": counter.samples,
-                    "processing_start": t})
+        rec.update(
+            {
+                "bytes": counter.total,
+                "bytes_staged": staged,
+                "intervals": counter.samples,
+                "processing_start": t,
+            }
+        )
         t = time.time()
         rec["bytes_out"] = stage_out(spec, {"bytes": counter.total, "events": rec["events"]})
         steps["stage_out"] = time.time() - t

@@ -9,16 +9,13 @@ setup() {
   DATA="$REPO/tests/data"
 }
 
-@test "every bench and storage subcommand has --help" {
-  local cmd
-  for cmd in "bench read" "bench multi" "bench merge" "bench analysis" "bench gen random" \
-    "bench gen aod" "bench gen esd" "bench multi-analysis" "bench disk" "bench compare" "bench plot" "storage up" "storage down" \
-    "storage status" "storage url" "storage render"; do
-    # shellcheck disable=SC2086  # the subcommand words are meant to split
-    run "$AFKIT" $cmd --help
-    [[ $status -eq 0 ]] || { echo "'$cmd --help' exited $status"; return 1; }
-    [[ $output == *usage:* ]]
-  done
+@test "bench read --help and storage up --help document the commands" {
+  run "$AFKIT" bench read --help
+  [[ $status -eq 0 ]]
+  [[ $output == *"--stride"* && $output == *"--pattern"* ]]
+  run "$AFKIT" storage up --help
+  [[ $status -eq 0 ]]
+  [[ $output == *"xcache-dca"* ]]
 }
 
 @test "bench read: unknown option is a usage error (2)" {

@@ -69,3 +69,32 @@ def test_replay_of_a_trace(tmp_path: Path, pattern_file: Path) -> None:
         == 0
     )
     assert read_jsonl(out)[-1]["bytes"] == 300
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["bench", "read"],
+        ["bench", "multi"],
+        ["bench", "merge"],
+        ["bench", "analysis"],
+        ["bench", "multi-analysis"],
+        ["bench", "gen", "random"],
+        ["bench", "gen", "aod"],
+        ["bench", "gen", "esd"],
+        ["bench", "disk"],
+        ["bench", "compare"],
+        ["bench", "plot"],
+        ["storage", "up"],
+        ["storage", "down"],
+        ["storage", "status"],
+        ["storage", "url"],
+        ["storage", "render"],
+    ],
+)
+def test_every_subcommand_has_help(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        cli.main([*argv, "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: afkit " + " ".join(argv))

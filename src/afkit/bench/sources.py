@@ -81,17 +81,20 @@ class PosixSource:
             raise InvalidError(f"'{path}' is not a regular file", hint="give a file (or a root:// URL)")
         self.size = st.st_size
         self._buf = bytearray(0)
-        self._view = memoryview(self._buf)
+        self._iovs: dict[int, list[memoryview]] = {}
 
-    def _buffer(self, length: int) -> memoryview:
-        if len(self._buf) < length:
-            self._buf = bytearray(length)
-            self._view = memoryview(self._buf)
-        return self._view[:length]
+    def _iov(self, length: int) -> list[memoryview]:
+        """One reused buffer; the iovec list of each read length is made once."""
+        if len(self._buf) < length or len(self._iovs) > 4096:
+            self._buf = bytearray(max(length, len(self._buf)))
+            self._iovs = {}
+        iov = self._iovs[length] = [memoryview(self._buf)[:length]]
+        return iov
 
     def read(self, offset: int, length: int) -> int:
+        iov = self._iovs.get(length) or self._iov(length)
         try:
-            return os.preadv(self._fd, [self._buffer(length)], offset)
+            return os.preadv(self._fd, iov, offset)
         except OSError as err:
             raise ReadError(f"read of {length} bytes at {offset} in '{self.url}' failed: {err}") from err
 

@@ -3,6 +3,9 @@
 Each area registers its own subcommand from ``afkit.<area>.cli.register(subparsers)``;
 the handler it sets with ``parser.set_defaults(func=...)`` gets the parsed namespace and
 returns an exit code (``afkit.errors.ExitCode``) or raises ``AfkitError``.
+
+Only the area being run is imported: ``afkit bench`` inside a lean job image must not need the
+report's plotting libraries, and every call starts faster.
 """
 
 from __future__ import annotations
@@ -15,10 +18,24 @@ from collections.abc import Sequence
 from afkit import __version__
 from afkit.errors import AfkitError, ExitCode
 
-AREAS: tuple[str, ...] = ("image", "bench", "storage", "campaign")
+AREAS: dict[str, str] = {
+    "image": "build and validate Apptainer images from CVMFS environment tags",
+    "bench": "benchmark clients: read, multi-client, analysis, disk, data generators",
+    "storage": "XRootD storage scenarios: origin, XCache, direct cache access, DCOTF",
+    "campaign": "Snakemake benchmark campaigns: locations, run, aggregate, report, plan",
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def selected_area(argv: Sequence[str]) -> str | None:
+    """The area named by the first non-option argument, if it is one."""
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg if arg in AREAS else None
+    return None
+
+
+def build_parser(area: str | None = None) -> argparse.ArgumentParser:
+    """The parser; the full subcommand tree only for ``area`` (the others are listed by name)."""
     parser = argparse.ArgumentParser(
         prog="afkit",
         description="Analysis Facility toolkit: CVMFS tags to Apptainer images, "
@@ -27,14 +44,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"afkit {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for area in AREAS:
-        module = importlib.import_module(f"afkit.{area}.cli")
-        module.register(sub)
+    for name, summary in AREAS.items():
+        if name == area:
+            importlib.import_module(f"afkit.{name}.cli").register(sub)
+        else:
+            sub.add_parser(name, help=summary, description=summary)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(selected_area(argv))
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))

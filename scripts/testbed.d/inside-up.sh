@@ -49,7 +49,7 @@ runtime_dirs() {
 configure() {
   # glibc's AI_ADDRCONFIG (slurm's passive getaddrinfo) ignores 127.0.0.1 and finds no IPv4
   # address in a loopback-only namespace; a second loopback address satisfies it.
-  ip -4 addr show dev lo | grep -q '127\.0\.1\.1/' || ip addr add 127.0.1.1/8 dev lo
+  [[ $(ip -4 addr show dev lo) == *"127.0.1.1/"* ]] || ip addr add 127.0.1.1/8 dev lo
   printf '127.0.0.1\tlocalhost %s\n::1\tlocalhost ip6-localhost ip6-loopback\n' "$HOST" >/etc/hosts
   install -m 0644 "$HERE/condor.conf" /etc/condor/config.d/50-afkit-testbed.conf
   sed "s/@HOSTNAME@/$HOST/g" "$HERE/slurm.conf.in" >/etc/slurm/slurm.conf
@@ -60,7 +60,7 @@ configure() {
     chmod 0600 /etc/munge/munge.key
   fi
   # The data directory: written by root, by user afkit (group xrootd) and through xrootd.
-  id -nG afkit | grep -qw xrootd || usermod -aG xrootd afkit
+  [[ " $(id -nG afkit) " == *" xrootd "* ]] || usermod -aG xrootd afkit
   chown xrootd:xrootd "$DATA"
   chmod 2775 "$DATA"
 }
@@ -91,10 +91,10 @@ slurm_ok() { [[ $(sinfo -h -N -n "$HOST" -o %T 2>/dev/null) == idle ]]; }
 condor_ok() {
   local slots
   slots=$(condor_status -af Name 2>/dev/null | grep -c . || true)
-  ((slots >= 2)) && condor_status -schedd -af Name 2>/dev/null | grep -q .
+  ((slots >= 2)) && [[ -n $(condor_status -schedd -af Name 2>/dev/null) ]]
 }
 xrootd_ok() {
-  ss -Hltn 'sport = :1094' | grep -q . &&
+  [[ -n $(ss -Hltn 'sport = :1094') ]] &&
     timeout 10 xrdfs 127.0.0.1:1094 query config version >/dev/null 2>&1
 }
 

@@ -13,6 +13,20 @@ setup() {
   export AFKIT_TESTBED_PACKAGES="$BATS_TEST_TMPDIR/packages.txt"
 }
 
+# own_ns_sleeper : start `sleep 300` in a mount namespace of its own; sets SLEEPER once the
+# namespace is in place (fails the test otherwise).
+own_ns_sleeper() {
+  unshare --mount --propagation private sleep 300 </dev/null >/dev/null 2>&1 3>&- &
+  SLEEPER=$!
+  local i host_ns
+  host_ns=$(readlink /proc/self/ns/mnt)
+  for ((i = 0; i < 300; i++)); do
+    [[ $(readlink "/proc/$SLEEPER/ns/mnt" 2>/dev/null) == "$host_ns" ]] || break
+    sleep 0.1
+  done
+  [[ $(readlink "/proc/$SLEEPER/ns/mnt") != "$host_ns" ]]
+}
+
 # fake_rootfs DIR KEY : a tree that passes the completeness check (marker + key programs).
 fake_rootfs() {
   local dir=$1 key=$2 p
@@ -180,7 +194,7 @@ fake_rootfs() {
 }
 
 @test "a holder in the host's own mount namespace is never taken for a testbed (down kills nothing)" {
-  sleep 300 &
+  sleep 300 3>&- &
   local victim=$!
   mkdir -p "$AFKIT_TESTBED_STATE"
   touch "$AFKIT_TESTBED_STATE/.afkit-testbed-state"
@@ -201,19 +215,17 @@ fake_rootfs() {
   fake_rootfs "$AFKIT_TESTBED_CACHE/rootfs-$key" "$key"
   rm "$AFKIT_TESTBED_CACHE/rootfs-$key/usr/bin/xrootd"
   # A stand-in holder in a mount namespace of its own, registered as a user of the rootfs.
-  unshare --mount --propagation private sleep 300 &
-  holder=$!
-  local other=$BATS_TEST_TMPDIR/other-state i
+  own_ns_sleeper
+  holder=$SLEEPER
+  HOLDER=$holder
+  local other=$BATS_TEST_TMPDIR/other-state
   mkdir -p "$other" "$AFKIT_TESTBED_CACHE/users"
-  for ((i = 0; i < 50; i++)); do
-    [[ $(readlink "/proc/$holder/ns/mnt") != "$(readlink /proc/self/ns/mnt)" ]] && break
-    sleep 0.1
-  done
   echo "$holder" >"$other/holder.pid"
   readlink "/proc/$holder/ns/mnt" >"$other/holder.ns"
   printf 'state=%s\nrootfs=%s\nvenv=%s\n' "$other" "$AFKIT_TESTBED_CACHE/rootfs-$key" /nonexistent \
     >"$AFKIT_TESTBED_CACHE/users/other"
-  run "$TB" build
+  # Should the refusal ever break, a dead mirror makes the build fail fast instead of running.
+  AFKIT_TESTBED_MIRROR=http://127.0.0.1:9/debian run "$TB" build
   kill "$holder"
   [ "$status" -eq 4 ]
   [[ $output == *"in use by a running testbed"* ]]
@@ -221,12 +233,9 @@ fake_rootfs() {
 }
 
 @test "run refuses a testbed whose 'up' did not finish (no ready marker): exit 3" {
-  unshare --mount --propagation private sleep 300 &
-  local holder=$! i
-  for ((i = 0; i < 50; i++)); do
-    [[ $(readlink "/proc/$holder/ns/mnt") != "$(readlink /proc/self/ns/mnt)" ]] && break
-    sleep 0.1
-  done
+  own_ns_sleeper
+  local holder=$SLEEPER
+  HOLDER=$holder
   mkdir -p "$AFKIT_TESTBED_STATE"
   touch "$AFKIT_TESTBED_STATE/.afkit-testbed-state"
   echo "$holder" >"$AFKIT_TESTBED_STATE/holder.pid"
@@ -235,4 +244,102 @@ fake_rootfs() {
   kill "$holder"
   [ "$status" -eq 3 ]
   [[ $output == *"did not finish starting"* ]]
+}
+
+# fake_testbed : a stand-in testbed without daemons: a holder process in a mount namespace of
+# its own (a copy of the host's), registered in the state directory as up and ready, with
+# $WORKDIR (mode 0755, reachable by other users) as the only bound directory. Sets HOLDER.
+fake_testbed() {
+  own_ns_sleeper
+  HOLDER=$SLEEPER
+  WORKDIR=$(mktemp -d /tmp/afkit-testbed-bats.XXXXXX)
+  chmod 0755 "$WORKDIR"
+  mkdir -p "$AFKIT_TESTBED_STATE" "$WORKDIR/sub"
+  touch "$AFKIT_TESTBED_STATE/.afkit-testbed-state" "$AFKIT_TESTBED_STATE/ready"
+  echo "$HOLDER" >"$AFKIT_TESTBED_STATE/holder.pid"
+  readlink "/proc/$HOLDER/ns/mnt" >"$AFKIT_TESTBED_STATE/holder.ns"
+  echo "$WORKDIR" >"$AFKIT_TESTBED_STATE/bound"
+}
+
+# gone PID : the process has exited (a zombie that its parent did not reap yet counts as gone).
+gone() { [[ ! -e /proc/$1 || $(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null) == Z ]]; }
+
+teardown() {
+  local p
+  for p in ${HOLDER:-} ${BYSTANDER:-}; do kill "$p" 2>/dev/null || true; done
+  [[ -z ${WORKDIR:-} ]] || rm -rf -- "$WORKDIR"
+}
+
+@test "run passes the exit code, stdin, stdout and the caller's directory through" {
+  fake_testbed
+  cd "$WORKDIR/sub"
+  run "$TB" run -- sh -c 'exit 42'
+  [ "$status" -eq 42 ]
+  run bash -c "printf 'line one\\nline two\\n' | '$TB' run -- cat"
+  [ "$status" -eq 0 ]
+  [ "$output" = "$(printf 'line one\nline two')" ]
+  run "$TB" run -- pwd
+  [ "$output" = "$WORKDIR/sub" ]
+}
+
+@test "run gives a clean environment with the testbed's variables, AFKIT_* passed through" {
+  fake_testbed
+  cd "$WORKDIR"
+  SECRET_HOST_VAR=leak AFKIT_FOO=bar run "$TB" run -- env
+  [ "$status" -eq 0 ]
+  [[ $output == *"PATH=/opt/afkit/venv/bin:"* ]]
+  [[ $output == *"AFKIT_TESTBED=1"* ]]
+  [[ $output == *"AFKIT_XROOTD_URL=root://127.0.0.1:1094"* ]]
+  [[ $output == *"AFKIT_XROOTD_DATA=/srv/xrootd/data"* ]]
+  [[ $output == *"XRD_CONNECTIONRETRY=1"* ]]
+  [[ $output == *"HOME=/root"* ]]
+  [[ $output == *"AFKIT_FOO=bar"* ]]
+  [[ $output != *"SECRET_HOST_VAR"* ]]
+  [[ $output != *"AFKIT_TESTBED_STATE"* ]]
+}
+
+# shellcheck disable=SC2016  # $HOME is expanded by the inner sh
+@test "run --user runs as that user with its HOME" {
+  fake_testbed
+  cd "$WORKDIR"
+  run "$TB" run --user nobody -- sh -c 'id -un; echo "$HOME"'
+  [ "$status" -eq 0 ]
+  [ "$output" = "$(printf 'nobody\n%s' "$(getent passwd nobody | cut -d: -f6)")" ]
+  run "$TB" run --user no-such-user -- true
+  [ "$status" -eq 3 ]
+  [[ $output == *"no user 'no-such-user'"* ]]
+}
+
+@test "run from a directory that is not bound into the testbed: exit 3 naming the bound ones" {
+  fake_testbed
+  cd "$BATS_TEST_TMPDIR"
+  run "$TB" run -- true
+  [ "$status" -eq 3 ]
+  [[ $output == *"is not visible inside the testbed"* ]]
+  [[ $output == *"$WORKDIR"* ]]
+}
+
+@test "down stops the testbed's processes (by namespace and descent), not the host's" {
+  fake_testbed
+  sleep 300 3>&- &
+  BYSTANDER=$!
+  # A process started inside the testbed, in its own session like a daemon.
+  cd "$WORKDIR"
+  "$TB" run -- setsid sleep 301 </dev/null >/dev/null 2>&1 3>&- &
+  local i inside=''
+  for ((i = 0; i < 50; i++)); do
+    inside=$(pgrep -x -f 'sleep 301' || true)
+    [[ -z $inside ]] || break
+    sleep 0.1
+  done
+  [ -n "$inside" ]
+  [ "$(readlink "/proc/$inside/ns/mnt")" = "$(cat "$AFKIT_TESTBED_STATE/holder.ns")" ]
+  run "$TB" down
+  [ "$status" -eq 0 ]
+  [[ $output == *"the testbed is down"* ]]
+  gone "$HOLDER"
+  gone "$inside"
+  ! gone "$BYSTANDER" || false
+  [ ! -e "$AFKIT_TESTBED_STATE/holder.pid" ]
+  [ ! -e "$AFKIT_TESTBED_STATE/ready" ]
 }

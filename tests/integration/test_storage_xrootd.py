@@ -48,14 +48,21 @@ def origin_opens(state: Path, name: str) -> int:
     )
 
 
-@pytest.fixture
+FILES = {"xcache": "/random-001.bin", "xcache-dca": "/random-002.bin", "dcotf": "/random-003.bin"}
+
+
+@pytest.fixture(scope="module")
 def site() -> Iterator[tuple[Path, Path, str]]:
-    """(state dir, data dir, file path on the origin) with the origin scenario up."""
+    """(state dir, data dir, file for the restart test) with the origin scenario up.
+
+    One origin for the module; each cache scenario reads its own file, so the origin's log
+    tells which scenario's read reached it.
+    """
     assert DATA.is_dir(), f"{DATA} is missing: is the testbed up?"
     state = Path(tempfile.mkdtemp(prefix="afkit-storage-it-", dir="/tmp"))
     state.chmod(0o755)  # the daemons run as the xrootd user
     data = DATA / f"afkit-storage-it-{uuid.uuid4().hex[:8]}"
-    ok(afkit("bench", "gen", "random", "--size", str(SIZE), "--copies", "2", "--outdir", str(data)))
+    ok(afkit("bench", "gen", "random", "--size", str(SIZE), "--copies", "4", "--outdir", str(data)))
     shutil.chown(data, "xrootd", "xrootd")
     ok(afkit("storage", "up", "origin", "--state-dir", str(state), "--data", str(data)))
     try:
@@ -73,7 +80,8 @@ def read(url: str) -> dict:
 
 @pytest.mark.parametrize("scenario", ["xcache", "xcache-dca", "dcotf"])
 def test_second_read_is_served_from_the_cache(site: tuple[Path, Path, str], scenario: str) -> None:
-    state, data, path = site
+    state, data, _ = site
+    path = FILES[scenario]
     ok(afkit("storage", "up", scenario, "--state-dir", str(state), "--origin", f"127.0.0.1:{BASE}"))
     url = ok(afkit("storage", "url", scenario, path)).strip()
     first = read(url)

@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-ROOT_DATA = Path("/work/shared/data/root")
+ROOT_DATA = REPO / "tests" / "data"  # scikit-hep-testdata files, BSD-3
 pytestmark = pytest.mark.testbed
 
 

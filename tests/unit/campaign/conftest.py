@@ -13,7 +13,7 @@ import yaml
 from afkit.campaign.config import Campaign, validate
 
 FIXTURES = Path(__file__).parent / "fixtures"
-ROOT_DATA = Path("/work/shared/data/root")
+ROOT_DATA = Path(__file__).resolve().parents[2] / "data"  # tests/data: scikit-hep-testdata, BSD-3
 
 
 def base_config(store: Path) -> dict[str, Any]:

@@ -157,7 +157,9 @@ def test_campaign_through_executor(executor: str, user: str, bench_sif: Path, da
 
 
 def _condor_running(work: Path) -> list[str]:
-    proc = as_user("afkit", ["condor_q", "-constraint", "JobStatus == 2", "-af", "ClusterId"], work)
+    """Running HTCondor jobs of this test's campaign only (Iwd = its directory), never others'."""
+    constraint = f'JobStatus == 2 && Iwd == "{work}"'
+    proc = as_user("afkit", ["condor_q", "-constraint", constraint, "-af", "ClusterId"], work)
     return proc.stdout.split()
 
 

@@ -59,7 +59,7 @@ def data_dir() -> Iterator[str]:
     name = f"afkit-campaign-it-{uuid.uuid4().hex[:8]}"
     d = root / name
     d.mkdir()
-    for f in ("uproot-HZZ.root", "uproot-Zmumu.root"):
+    for f in ("uproot-HZZ.root", "uproot-Zmumu.root", "uproot-HZZ-zlib.root"):
         shutil.copyfile(ROOT_DATA / f, d / f)
     for p in (d, *d.iterdir()):
         os.chmod(p, 0o775 if p.is_dir() else 0o644)
@@ -85,9 +85,11 @@ def campaign(executor: str, sif: Path, data: str, work: Path) -> dict[str, Any]:
             "hzz": {"storage": "origin", "files": files},
             "hzz-xrd": {"storage": "origin", "files": files},
             "unreachable": {"storage": "down", "files": [f"{data}/uproot-HZZ.root"]},
+            "hzz2": {"storage": "origin", "branches": ["Muon_Px", "Muon_Py"],
+                     "files": [f"{data}/uproot-HZZ.root", f"{data}/uproot-HZZ-zlib.root"]},
         },
         # hzz: the local mount (RedirLocal: WN and data at one site); hzz-xrd: always over XRootD
-        "locations": {"default": "redirlocal", "pairs": {"wn/hzz-xrd": "remote"}},
+        "locations": {"default": "redirlocal", "pairs": {"wn/hzz-xrd": "remote", "wn/hzz2": "remote"}},
         "benchmarks": [
             {"name": "steps", "type": "steps", "sites": ["wn"], "datasets": ["hzz", "hzz-xrd"],
              "sweep": {"access": ["direct", "copy"]}},
@@ -96,6 +98,11 @@ def campaign(executor: str, sif: Path, data: str, work: Path) -> dict[str, Any]:
             {"name": "ana", "type": "analysis", "sites": ["wn"], "datasets": ["hzz-xrd"],
              "sweep": {"clients": [1]}},
             {"name": "down", "type": "steps", "sites": ["wn"], "datasets": ["unreachable"]},
+            # the image's own afkit bench as the payload (2 read clients; uproot analysis), over XRootD
+            {"name": "ab-read", "type": "read", "payload": "afkit-bench", "sites": ["wn"],
+             "datasets": ["hzz2"], "duration": 1, "sweep": {"clients": [2], "block_size": ["64k"]}},
+            {"name": "ab-ana", "type": "analysis", "payload": "afkit-bench", "sites": ["wn"],
+             "datasets": ["hzz2"]},
         ],
     }  # fmt: skip
 
@@ -128,7 +135,7 @@ def test_campaign_through_executor(executor: str, user: str, bench_sif: Path, da
         with (results / "aggregate" / "jobs.csv").open() as fh:
             rows = list(csv.DictReader(fh))
         by_bench = {r["bench"]: r for r in rows}
-        assert len(rows) == 4 + 1 + 1 + 1
+        assert len(rows) == 4 + 1 + 1 + 1 + 2
         ok = [r for r in rows if r["bench"] != "down"]
         for r in ok:
             assert r["status"] == "ok", (r["bench"], r["error"])
@@ -146,6 +153,8 @@ def test_campaign_through_executor(executor: str, user: str, bench_sif: Path, da
             assert steps[(ds, "direct")]["bytes_staged"] == "0"
         assert int(by_bench["ana"]["events"]) == 2421 + 2304  # HZZ + Zmumu, read with uproot in the image
         assert int(by_bench["xrd"]["bytes"]) > 0
+        assert int(by_bench["ab-read"]["bytes"]) > 0
+        assert int(by_bench["ab-ana"]["events"]) == 2 * 2421
         down = by_bench["down"]
         assert down["status"] == "failed"
         assert "127.0.0.1:9" in down["error"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -48,6 +49,7 @@ class Counter:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self.t0 = time.time()
+        self.external = False  # samples supplied by an external payload (afkit bench)
 
     def add(self, n: int) -> None:
         with self.lock:
@@ -56,6 +58,8 @@ class Counter:
     def _run(self) -> None:
         last = 0
         while not self._stop.wait(self.interval):
+            if self.external:
+                continue
             self._sample(last)
             last = self.samples[-1]["total"]
 
@@ -74,6 +78,8 @@ class Counter:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
+        if self.external:
+            return
         last = self.samples[-1]["total"] if self.samples else 0
         if self.total != last or not self.samples:
             self._sample(int(last))
@@ -167,6 +173,62 @@ def process_analysis(spec: dict[str, Any], inputs: list[str], counter: Counter) 
     return {"events": events}
 
 
+def afkit_bench_command(spec: dict[str, Any], inputs: list[str], out_dir: str) -> tuple[list[str], str]:
+    """(command, JSON-lines file with the interval records and the summary) of `afkit bench`."""
+    bench = [sys.executable, "-m", "afkit", "bench"]
+    n = int(spec["clients"])
+    if spec["type"] == "analysis":
+        opts = [a for b in spec["branches"] for a in ("-b", b)] + ["-t", spec["tree"]]
+        if n == 1:
+            out = os.path.join(out_dir, "bench.jsonl")
+            return [*bench, "analysis", *opts, "-o", out, "--no-monitor", *inputs], out
+        return [
+            *bench,
+            "multi-analysis",
+            "-n",
+            str(n),
+            "--outdir",
+            out_dir,
+            "--no-monitor",
+            *opts,
+            *inputs,
+        ], (os.path.join(out_dir, "sum.jsonl"))
+    opts = ["--block", str(spec["block_size"]), "--stride", str(spec["stride"])]
+    if spec["type"] == "read":
+        opts += ["--duration", str(spec["duration"])]
+    if n == 1:
+        out = os.path.join(out_dir, "bench.jsonl")
+        return [*bench, "read", *opts, "-o", out, "--no-monitor", *inputs], out
+    return [*bench, "multi", "-n", str(n), "--outdir", out_dir, "--no-monitor", *opts, *inputs], os.path.join(
+        out_dir, "sum.jsonl"
+    )
+
+
+def process_afkit_bench(spec: dict[str, Any], inputs: list[str], counter: Counter) -> dict[str, Any]:
+    """Processing by the image's `afkit bench` (docs/benchmarks.md): its per-second interval records
+    become the job's intervals, its summary the job's bytes and events."""
+    counter.external = True
+    out_dir = os.path.join(spec["scratch"], "bench")
+    os.makedirs(out_dir, exist_ok=True)
+    cmd, out = afkit_bench_command(spec, inputs, out_dir)
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    records = []
+    if os.path.exists(out):
+        with open(out, encoding="utf-8") as fh:
+            records = [json.loads(line) for line in fh if line.strip()]
+    summary = next((r for r in reversed(records) if r.get("type") == "summary"), {})
+    if proc.returncode != 0 or summary.get("status", "ok") != "ok":
+        tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
+        raise RuntimeError(f"afkit bench exited {proc.returncode}: {summary.get('error') or tail}")
+    intervals = [r for r in records if r.get("type") == "interval"]
+    t0 = intervals[0]["t"] if intervals else time.time()
+    counter.samples = [
+        {"t": float(r["t"] - t0), "time": float(r["t"]), "bytes": int(r["bytes"])} for r in intervals
+    ]
+    counter.total = int(summary.get("bytes", sum(s["bytes"] for s in counter.samples)))
+    return {"events": int(summary.get("events", 0)), "afkit_bench": summary.get("kind", "")}
+
+
 def stage_in(spec: dict[str, Any]) -> tuple[list[str], int]:
     if spec["access"] != "copy":
         return list(spec["urls"]), 0
@@ -228,11 +290,12 @@ def main(argv: list[str]) -> int:
         counter.start()
         t = time.time()
         try:
-            out = (
-                process_analysis(spec, inputs, counter)
-                if spec["type"] == "analysis"
-                else process_read(spec, inputs, counter)
-            )
+            if spec.get("payload") == "afkit-bench":
+                out = process_afkit_bench(spec, inputs, counter)
+            elif spec["type"] == "analysis":
+                out = process_analysis(spec, inputs, counter)
+            else:
+                out = process_read(spec, inputs, counter)
         finally:
             counter.stop()
         steps["processing"] = time.time() - t

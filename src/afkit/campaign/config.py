@@ -126,6 +126,14 @@ def _check_references(cfg: dict[str, Any]) -> list[str]:
                         f"benchmarks[{i}].sweep.scenario: {scen!r} needs storage.{store}.caches.{scen} "
                         f"(the cache endpoint in front of {store})"
                     )
+    for i, bench in enumerate(cfg["benchmarks"]):
+        if bench["payload"] == "afkit-bench" and bench["type"] == "analysis":
+            for ds in bench["datasets"]:
+                if ds in cfg["datasets"] and not cfg["datasets"][ds]["branches"]:
+                    problems.append(
+                        f"datasets.{ds}.branches: benchmarks[{i}] runs afkit bench analysis, which reads "
+                        "named branches: list them"
+                    )
     for pair in cfg["locations"]["pairs"]:
         site, ds = pair.split("/", 1)
         if site not in cfg["sites"] or ds not in cfg["datasets"]:

@@ -32,6 +32,8 @@ class Job:
     index: int = 0  # this job's number inside its wave
     duration: float = 10.0
     interval: float = 1.0
+    payload: str = "builtin"
+    branches: tuple[str, ...] = ()
     urls: tuple[str, ...] = field(default=(), compare=False)
     template: str = field(default="", compare=False)
 
@@ -49,6 +51,7 @@ class Job:
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["urls"] = list(self.urls)
+        d["branches"] = list(self.branches)
         d["id"] = self.id
         d["wave"] = self.wave
         return d
@@ -100,6 +103,8 @@ def expand(campaign: Campaign) -> list[Job]:
                                 dataset=ds,
                                 duration=float(bench["duration"]),
                                 interval=float(bench["interval"]),
+                                payload=bench["payload"],
+                                branches=tuple(campaign.config["datasets"][ds]["branches"]),
                                 index=index,
                                 urls=loc.urls,
                                 template=loc.template,

@@ -17,6 +17,7 @@ import pytest
 from afkit.campaign import job, plan
 
 FIXTURES = Path(__file__).parent / "fixtures"
+ROOT_DATA = Path(__file__).resolve().parents[2] / "data"
 
 
 @pytest.fixture
@@ -130,3 +131,38 @@ def test_missing_image_is_a_failed_record_with_apptainer_message(
             log=tmp_path / "o.log",
         )
     assert not (tmp_path / "o.json").exists()
+
+
+def test_afkit_bench_payload_read_and_analysis(
+    raw: dict[str, Any], make: Any, fake_apptainer: Path, tmp_path: Path
+) -> None:
+    """payload afkit-bench: the job runs `python -m afkit bench ...` and takes its intervals and summary."""
+    store = Path(raw["storage"]["disk"]["path"])
+    (store / "hzz" / "uproot-HZZ-zlib.root").write_bytes((ROOT_DATA / "uproot-HZZ-zlib.root").read_bytes())
+    raw["datasets"]["hzz"] = {"storage": "disk", "files": ["hzz/uproot-HZZ.root", "hzz/uproot-HZZ-zlib.root"],
+                              "branches": ["Muon_Px"]}  # fmt: skip
+    raw["benchmarks"] = [
+        {"name": "r", "type": "read", "payload": "afkit-bench", "sites": ["here"], "datasets": ["hzz"],
+         "duration": 1, "sweep": {"clients": [2], "block_size": ["64k"]}},
+        {"name": "a", "type": "analysis", "payload": "afkit-bench", "sites": ["here"], "datasets": ["hzz"]},
+    ]  # fmt: skip
+    c = make(raw)
+    rec = run_one(c, "r", fake_apptainer, tmp_path)
+    assert rec["status"] == "ok", rec.get("error")
+    assert rec["afkit_bench"] == "multi"
+    assert rec["bytes"] > 0
+    assert sum(s["bytes"] for s in rec["intervals"]) == rec["bytes"]
+    rec = run_one(c, "a", fake_apptainer, tmp_path)
+    assert rec["status"] == "ok", rec.get("error")
+    assert rec["afkit_bench"] == "analysis"
+    assert rec["events"] == 2 * 2421
+
+
+def test_afkit_bench_analysis_needs_branches(raw: dict[str, Any]) -> None:
+    from afkit.campaign.config import validate
+    from afkit.errors import InvalidError
+
+    raw["benchmarks"] = [{"name": "a", "type": "analysis", "payload": "afkit-bench", "sites": ["here"],
+                          "datasets": ["hzz"]}]  # fmt: skip
+    with pytest.raises(InvalidError, match=r"datasets\.hzz\.branches"):
+        validate(raw)

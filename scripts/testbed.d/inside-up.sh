@@ -52,7 +52,12 @@ configure() {
   [[ $(ip -4 addr show dev lo) == *"127.0.1.1/"* ]] || ip addr add 127.0.1.1/8 dev lo
   printf '127.0.0.1\tlocalhost %s\n::1\tlocalhost ip6-localhost ip6-loopback\n' "$HOST" >/etc/hosts
   install -m 0644 "$HERE/condor.conf" /etc/condor/config.d/50-afkit-testbed.conf
-  sed "s/@HOSTNAME@/$HOST/g" "$HERE/slurm.conf.in" >/etc/slurm/slurm.conf
+  # the node's real size: jobs may ask for memory (sbatch --mem) as on a real cluster
+  local cpus mem_mb
+  cpus=$(nproc)
+  mem_mb=$(($(awk '/^MemTotal:/ {print $2}' /proc/meminfo) * 9 / 10240))
+  sed -e "s/@HOSTNAME@/$HOST/g" -e "s/@CPUS@/$cpus/g" -e "s/@MEMORY_MB@/$mem_mb/g" \
+    "$HERE/slurm.conf.in" >/etc/slurm/slurm.conf
   install -m 0644 "$HERE/xrootd.cfg" /etc/xrootd/afkit-testbed.cfg
   if [[ ! -s /etc/munge/munge.key ]]; then
     mungekey --create --keyfile /etc/munge/munge.key

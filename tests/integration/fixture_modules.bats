@@ -1,0 +1,50 @@
+#!/usr/bin/env bats
+# Inside the testbed: the CVMFS fixture mounted at /cvmfs works with the real environment-modules,
+# as it does on a site with /cvmfs/alice.cern.ch (module load of a tag, then its program).
+
+setup() {
+  load '/usr/lib/bats/bats-support/load'
+  load '/usr/lib/bats/bats-assert/load'
+  MODULEPATH_EL9=/cvmfs/alice.cern.ch/el9-x86_64/Modules/modulefiles
+  [[ -d $MODULEPATH_EL9 ]] || fail "the CVMFS fixture is not mounted at /cvmfs (tests/fixtures/mkcvmfs, then scripts/testbed up)"
+}
+
+# in_modules CMD : run CMD in a clean bash where the 'module' function is defined
+in_modules() {
+  env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$BATS_TEST_TMPDIR" \
+    bash -c 'source /usr/share/modules/init/bash && '"$1"
+}
+
+@test "the fixture is mounted read-only at /cvmfs" {
+  run touch /cvmfs/alice.cern.ch/afkit-write-test
+  assert_failure
+  assert_output --partial "Read-only file system"
+}
+
+@test "module load AliPhysics/vAN-20201018_ROOT6-1 sets the tag's environment and its program runs" {
+  run in_modules "module use $MODULEPATH_EL9 && module load AliPhysics/vAN-20201018_ROOT6-1 &&
+    echo ALICE_PHYSICS=\$ALICE_PHYSICS && echo ROOTSYS=\$ROOTSYS && aliphysics-check"
+  assert_success
+  assert_output --partial "ALICE_PHYSICS=/cvmfs/alice.cern.ch/el9-x86_64/Packages/AliPhysics/vAN-20201018_ROOT6-1"
+  assert_output --regexp "ROOTSYS=/cvmfs/alice.cern.ch/el9-x86_64/Packages/ROOT/"
+  assert_output --partial "aliphysics-check: OK AliPhysics vAN-20201018_ROOT6-1, all 8 libraries answered"
+}
+
+@test "without the tag's modules the program does not load its libraries" {
+  # the dynamic loader's own exit code: 127
+  run -127 in_modules "$(printf '%q' /cvmfs/alice.cern.ch/el9-x86_64/Packages/AliPhysics/vAN-20201018_ROOT6-1/bin/aliphysics-check)"
+  assert_output --partial "error while loading shared libraries"
+}
+
+@test "module load O2Physics/daily-20250401-0000-1 runs the O2 analysis program" {
+  run in_modules "module use $MODULEPATH_EL9 && module load O2Physics/daily-20250401-0000-1 && o2-analysis-check"
+  assert_success
+  assert_output --partial "o2-analysis-check: OK O2Physics daily-20250401-0000-1, all 6 libraries answered"
+}
+
+@test "the alienv front end resolves the VO_ALICE@ syntax" {
+  run env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$BATS_TEST_TMPDIR" \
+    /cvmfs/alice.cern.ch/bin/alienv setenv VO_ALICE@AliPhysics::vAN-20201018_ROOT6-1 -c aliphysics-check
+  assert_success
+  assert_output --partial "aliphysics-check: OK AliPhysics vAN-20201018_ROOT6-1"
+}

@@ -2,6 +2,8 @@
 # Inside the testbed: the CVMFS fixture mounted at /cvmfs works with the real environment-modules,
 # as it does on a site with /cvmfs/alice.cern.ch (module load of a tag, then its program).
 
+bats_require_minimum_version 1.5.0
+
 setup() {
   load '/usr/lib/bats/bats-support/load'
   load '/usr/lib/bats/bats-assert/load'

@@ -26,6 +26,8 @@ UNITS = {"": 1, "k": 1024, "m": 1024 * 1024}
 # retries (XrdCl's defaults: 5 retries x 120 s). Values from the job's environment (XRD_*, passed
 # through by the wrapper) win.
 XRD_DEFAULTS = {"XRD_CONNECTIONRETRY": "1", "XRD_CONNECTIONWINDOW": "15", "XRD_REQUESTTIMEOUT": "120"}
+# written into images built from a CVMFS tag by `afkit image build` (tag, environment, ...)
+IMAGE_INFO = "/.afkit/image.json"
 
 
 def size(text: str) -> int:
@@ -267,6 +269,30 @@ def stage_out(spec: dict[str, Any], result: dict[str, Any]) -> int:
     return os.path.getsize(dest)
 
 
+def software_env(info_path: str = IMAGE_INFO) -> dict[str, Any]:
+    """The tag environment of an image built by `afkit image build`, as the job sees it: the tag,
+    how many of its variables there are, those the job's environment lacks (or has with another
+    value) and the values of the profile's required ones. Empty for other images."""
+    try:
+        with open(info_path, encoding="utf-8") as fh:
+            info = json.load(fh)
+    except (OSError, ValueError):
+        return {}
+    env = info.get("env", [])
+    missing = []
+    for var in env:
+        have, want = os.environ.get(var["name"]), str(var["value"])
+        # as `afkit image validate`: Apptainer may append to path lists (LD_LIBRARY_PATH)
+        if have is None or not (have == want or have.startswith(want if var.get("inherit") else want + ":")):
+            missing.append(var["name"])
+    return {
+        "tag": info.get("tag", ""),
+        "vars": len(env),
+        "missing": missing,
+        "required": {name: os.environ.get(name) for name in info.get("required", [])},
+    }
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 2 or argv[1] in ("-h", "--help"):
         print(__doc__, file=sys.stderr)
@@ -275,6 +301,9 @@ def main(argv: list[str]) -> int:
         spec = json.load(fh)
     steps: dict[str, float] = {}
     rec: dict[str, Any] = {"host": os.uname().nodename, "container_start": time.time()}
+    software = software_env()  # before the job's own settings change the environment
+    if software:
+        rec["software_env"] = software
     for key, value in {**XRD_DEFAULTS, **spec.get("env", {})}.items():
         os.environ[key] = str(value)
     try:

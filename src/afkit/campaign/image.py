@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from afkit.errors import AfkitError, InvalidError, NotFoundError, PrereqError
+from afkit.image.workdir import MARKER
 
 
 def sha256_of(path: Path) -> str:
@@ -36,20 +37,75 @@ def _run(cmd: list[str], log: Path) -> None:
         raise AfkitError(f"{cmd[0]} {cmd[1]} failed (exit {proc.returncode}); see {log}")
 
 
-def _from_build(build: dict[str, Any], workdir: Path, log: Path) -> dict[str, Any]:
-    out = workdir / "build"
+def build_base(build: dict[str, Any], base_dir: str) -> str | None:
+    """The ``--base`` of the build: the campaign's (a relative ``localimage:`` path is relative to
+    the campaign file), else ``$AFKIT_BASE_IMAGE``, else None (the profile's default)."""
+    base = build.get("base") or os.environ.get("AFKIT_BASE_IMAGE") or None
+    if base and base.startswith("localimage:") and build.get("base"):
+        path = Path(base.removeprefix("localimage:"))
+        if not path.is_absolute():
+            base = f"localimage:{(Path(base_dir) / path).resolve()}"
+    return base
+
+
+def build_command(build: dict[str, Any], outdir: Path, base: str | None) -> list[str]:
     cmd = [sys.executable, "-m", "afkit", "image", "build", "--profile", build["profile"],
-           "--tag", build["tag"], "--output", str(out)]  # fmt: skip
-    if build.get("base"):
-        cmd += ["--base", build["base"]]
-    _run(cmd, log)
-    manifests = sorted(out.glob("*.json"))
-    if not manifests:
-        raise NotFoundError(f"afkit image build wrote no manifest in {out}", hint=f"see {log}")
-    manifest = json.loads(manifests[-1].read_text(encoding="utf-8"))
-    sif = manifests[-1].with_suffix(".sif")
-    return {"path": str(sif.resolve()), "sha256": manifest.get("sha256") or sha256_of(sif),
-            "tag": manifest.get("tag", build["tag"]), "source": "build"}  # fmt: skip
+           "--tag", build["tag"], "--output", str(outdir.resolve())]  # fmt: skip
+    if base:
+        cmd += ["--base", base]
+    return [*cmd, "-y"]
+
+
+def _from_build(build: dict[str, Any], base_dir: str, workdir: Path, log: Path) -> dict[str, Any]:
+    """``afkit image build ... --output WORKDIR -y``: WORKDIR (``<results>/image``) is the builder's
+    working directory, so its store is reused by a rebuild. The builder cleans WORKDIR, so its
+    output goes to a temporary log beside WORKDIR, moved to LOG afterwards."""
+    base = build_base(build, base_dir)
+    cmd = build_command(build, workdir, base)
+    if not (workdir / MARKER).is_file():
+        # a build that failed before adopting WORKDIR left only this rule's files: the builder
+        # refuses a non-empty directory it did not create
+        for name in (log.name, "image.json"):
+            (workdir / name).unlink(missing_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{log.name}.", dir=workdir.parent)
+    tmp_log = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write("$ " + " ".join(cmd) + "\n")
+            fh.flush()
+            proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=fh, text=True, check=False)
+            fh.write(proc.stdout)
+        os.chmod(tmp_log, 0o644)
+        workdir.mkdir(parents=True, exist_ok=True)
+        os.replace(tmp_log, log)
+    finally:
+        tmp_log.unlink(missing_ok=True)
+    if proc.returncode != 0:
+        raise AfkitError(
+            f"afkit image build --profile {build['profile']} --tag {build['tag']} failed "
+            f"(exit {proc.returncode}); see {log}",
+            hint="run the same command by hand (first line of the log) to see the builder's message",
+        )
+    lines = proc.stdout.strip().splitlines()
+    sif = Path(lines[-1]) if lines else workdir / "missing.sif"
+    manifest_path = sif.with_suffix(".json")
+    if not sif.is_file() or not manifest_path.is_file():
+        raise NotFoundError(
+            f"afkit image build left no SIF and manifest in {workdir} (printed: {sif})", hint=f"see {log}"
+        )
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    sha = manifest.get("sif_sha256")
+    if not sha:
+        raise InvalidError(f"{manifest_path}: the builder's manifest has no sif_sha256", hint=f"see {log}")
+    return {
+        "path": str(sif.resolve()),
+        "sha256": sha,
+        "tag": manifest.get("tag", build["tag"]),
+        "source": "build",
+        "profile": manifest.get("profile", build["profile"]),
+        "base": manifest.get("base", base or ""),
+        "manifest": str(manifest_path.resolve()),
+    }
 
 
 def _from_oras(ref: str, workdir: Path, log: Path) -> dict[str, Any]:
@@ -69,10 +125,12 @@ def resolve_image(
 ) -> dict[str, Any]:
     wd, logp = Path(workdir), Path(log)
     wd.mkdir(parents=True, exist_ok=True)
-    logp.write_text("", encoding="utf-8")
     if "build" in image:
-        info = _from_build(image["build"], wd, logp)
-    elif str(image.get("sif", "")).startswith("oras://"):
+        info = _from_build(image["build"], base_dir, wd, logp)
+        _write_info(info, image, output, logp)
+        return info
+    logp.write_text("", encoding="utf-8")
+    if str(image.get("sif", "")).startswith("oras://"):
         info = _from_oras(image["sif"], wd, logp)
     else:
         sif = Path(image.get("sif", ""))
@@ -91,6 +149,11 @@ def resolve_image(
             "tag": image.get("tag", ""),
             "source": "sif",
         }
+    _write_info(info, image, output, logp)
+    return info
+
+
+def _write_info(info: dict[str, Any], image: dict[str, Any], output: str, logp: Path) -> None:
     info["python"] = image.get("python", "auto")
     fd, tmp = tempfile.mkstemp(prefix=".image.", dir=Path(output).parent)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -99,4 +162,3 @@ def resolve_image(
     os.replace(tmp, output)
     with logp.open("a", encoding="utf-8") as fh:
         fh.write(f"image {info['path']} sha256 {info['sha256']}\n")
-    return info

@@ -79,7 +79,8 @@ def cmd_aggregate(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     c = config.load(args.campaign)
     jobs_csv, intervals_csv, _ = _tables(c, getattr(args, "allow_mixed", False))
-    html = report.render(agg.read_csv(jobs_csv), agg.read_csv(intervals_csv), c.results_dir / "report")
+    html = report.render(agg.read_csv(jobs_csv), agg.read_csv(intervals_csv), c.results_dir / "report",
+                         grouping=args.grouping)  # fmt: skip
     print(html)
     return ExitCode.OK
 
@@ -93,16 +94,28 @@ def cmd_extrapolate(args: argparse.Namespace) -> int:
             raise NotFoundError(f"no such table: {args.from_csv}", hint="give RESULTS/aggregate/jobs.csv")
         rows = agg.read_csv(args.from_csv)
         inter = args.from_csv.with_name("intervals.csv")
-        points = scaling.scaling_series(rows, agg.read_csv(inter) if inter.is_file() else [])
+        points = scaling.scaling_series(
+            rows, agg.read_csv(inter) if inter.is_file() else [], grouping=args.grouping
+        )
         if not points:
             raise UsageError(f"{args.from_csv} has no successful train waves", hint="give --per-job instead")
         best = max(points, key=lambda p: p.throughput_98)
         per_job = per_job or best.per_job
-        per_server = per_server or best.throughput_98
+        per_server = per_server or best.per_server
     if per_job is None:
         raise UsageError("give --per-job RATE or --from JOBS.csv")
     print(extrapolate.plan(target, per_job, per_server).describe())
     return ExitCode.OK
+
+
+def _grouping_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--grouping",
+        choices=scaling.GROUPINGS,
+        default="target",
+        help="train-scaling series: per storage target (default), per server (XRootD host:port the "
+        "jobs read from) or all targets together",
+    )
 
 
 def register(sub: Any) -> None:
@@ -139,10 +152,12 @@ def register(sub: Any) -> None:
     p = cs.add_parser("report", help="aggregate what exists and write the HTML report")
     _campaign_arg(p)
     p.add_argument("--allow-mixed", action="store_true", help="allow records of other campaign hashes/images")
+    _grouping_arg(p)
     p.set_defaults(func=cmd_report)
     p = cs.add_parser("extrapolate", help="jobs and servers needed for a target rate")
     p.add_argument("--target", default="10PB/24h", help="target rate, e.g. 115GB/s or 10PB/24h (default)")
     p.add_argument("--per-job", help="measured rate per job, e.g. 12.5MB/s")
     p.add_argument("--per-server", help="measured rate per storage server, e.g. 32GB/s")
     p.add_argument("--from", dest="from_csv", type=Path, help="take the rates from a campaign's jobs.csv")
+    _grouping_arg(p)
     p.set_defaults(func=cmd_extrapolate)

@@ -41,14 +41,24 @@ def cells(rows: list[dict[str, str]]) -> list[dict[str, Any]]:
     return out
 
 
+# what one point of each grouping's series is (the report's table header and texts)
+GROUPING_LABELS: dict[str, str] = {
+    "target": "storage target",
+    "server": "server",
+    "all": "all storage targets",
+}
+
+
 def extrapolation(points: list[WavePoint], target: str) -> str:
     if not points:
         return ""
     best = max(points, key=lambda p: p.throughput_98)
-    p = plan(parse_rate(target), best.per_job, best.throughput_98)
+    p = plan(parse_rate(target), best.per_job, best.per_server)
+    servers = "one server" if best.servers == 1 else f"{best.servers} servers"
     return (
         f"From the wave with the highest aggregate throughput ({best.concurrent} concurrent jobs): "
-        f"{p.describe()} (per-server rate = that wave's aggregate, i.e. one storage target)."
+        f"{p.describe()} (per-server rate = that wave's aggregate / the servers its jobs read from, "
+        f"{servers})."
     )
 
 
@@ -59,10 +69,14 @@ def render(
     *,
     target: str = "10PB/24h",
     first_window: float = 60.0,
+    grouping: str = "target",
 ) -> Path:
-    """Write OUT_DIR/report.html (and the figure PNGs beside it); return the HTML path."""
+    """Write OUT_DIR/report.html (and the figure PNGs beside it); return the HTML path.
+
+    GROUPING: the train-scaling series, per storage ``target``, per ``server`` or ``all``
+    (afkit.campaign.scaling)."""
+    points = scaling_series(rows, intervals, first_window=first_window, grouping=grouping)
     out_dir.mkdir(parents=True, exist_ok=True)
-    points = scaling_series(rows, intervals, first_window=first_window)
     made = [
         ("Read throughput vs time per scenario",
          figures.rate_vs_time(rows, intervals, out_dir / "rate_vs_time.png")),
@@ -92,6 +106,8 @@ def render(
         cells=cells(rows),
         figures=figs,
         scaling=points,
+        grouping=grouping,
+        grouping_label=GROUPING_LABELS[grouping],
         first_window=first_window,
         plan=extrapolation(points, target),
         steps=figures.step_ranges(rows),

@@ -4,6 +4,22 @@ For each wave (N jobs released together) only the jobs that *started within the 
 wave count, and the throughput is evaluated at the moment 98 % of those jobs have finished: the
 bytes they read up to then, divided by the time since the wave's first start. The "all jobs" series
 uses every successful job of the wave over the whole wave.
+
+Series (``grouping``), as the GSI test evaluates them "for one storage target, one server, or all":
+
+- ``target`` (default): one series per storage target, i.e. per (benchmark, WN site, dataset,
+  scenario, access): each wave on its own;
+- ``server``: one series per XRootD endpoint ``host:port`` the jobs read from (the first endpoint of
+  the job's URL: the cache in cache scenarios, the cache in forwarding URLs; ``local`` for local
+  paths), scenario and access: the waves of the same size and repetition that read from that server
+  are evaluated together (their jobs are counted as concurrent);
+- ``all``: one series per (benchmark, scenario, access): the waves of the same size and repetition
+  of every site and dataset together.
+
+Merged waves are treated as one wave: concurrent = the sum of their sizes, the first start is the
+earliest. That is right when they ran at the same time (sites and datasets are separate wave
+chains that Snakemake runs in parallel when there are free job slots); waves that did not overlap
+make the span longer and the throughput lower.
 """
 
 from __future__ import annotations
@@ -12,6 +28,14 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
+
+from afkit.errors import InvalidError
+
+GROUPINGS = ("target", "server", "all")
+TARGET_KEYS = ("bench", "site", "dataset", "scenario", "access")
+XROOTD_SCHEMES = ("root", "roots", "xroot", "xroots")
+XROOTD_PORT = 1094
 
 
 @dataclass(frozen=True)
@@ -23,6 +47,12 @@ class WavePoint:
     throughput_98: float  # bytes/s of the selected jobs up to t98
     throughput_all: float  # bytes/s of all successful jobs over the whole wave
     per_job: float  # throughput_98 / selected
+    servers: int = 1  # distinct XRootD endpoints (or local storage) the wave's jobs read from
+
+    @property
+    def per_server(self) -> float:
+        """throughput_98 per server the jobs read from (the rate one server delivered)."""
+        return self.throughput_98 / max(self.servers, 1)
 
 
 def _f(row: dict[str, Any], key: str) -> float:
@@ -65,20 +95,56 @@ def wave_point(
     t_all = max(_f(j, "end") for j in ok) - t0
     span = max(t98 - t0, 1e-9)
     tp98 = sel_bytes / span
-    concurrent = int(jobs[0].get("wave_size") or len(jobs))
+    # merged waves (grouping server/all): the sum of their sizes; a wave is one (site, dataset) of them
+    sizes = {(j.get("site"), j.get("dataset")): int(j.get("wave_size") or 0) for j in jobs}
+    concurrent = sum(sizes.values()) or len(jobs)
+    servers = len({server_of(j.get("url", "")) for j in ok})
     return WavePoint(key, concurrent, len(selected), round(span, 3), tp98, all_bytes / max(t_all, 1e-9),
-                     tp98 / len(selected))  # fmt: skip
+                     tp98 / len(selected), servers)  # fmt: skip
+
+
+def server_of(url: str) -> str:
+    """The XRootD endpoint ``host:port`` a job reads from (default port 1094); ``local`` for a path."""
+    parts = urlsplit(str(url))
+    if parts.scheme.lower() not in XROOTD_SCHEMES or not parts.hostname:
+        return "local"
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    try:
+        port = parts.port or XROOTD_PORT
+    except ValueError:  # not a number: keep what the URL says
+        return parts.netloc.rsplit("@", 1)[-1]
+    return f"{host}:{port}"
+
+
+def series_key(row: dict[str, Any], grouping: str = "target") -> tuple[str, ...]:
+    """The series a train job belongs to: (bench, site, dataset, scenario, access) for ``target``;
+    (bench, "server", HOST:PORT, scenario, access) and (bench, "all", "all targets", scenario,
+    access) otherwise, so that fields 3.. name the series in the figure as for targets."""
+    if grouping == "target":
+        return tuple(str(row[k]) for k in TARGET_KEYS)
+    if grouping == "server":
+        return (str(row["bench"]), "server", server_of(row.get("url", "")), str(row["scenario"]),
+                str(row["access"]))  # fmt: skip
+    if grouping == "all":
+        return (str(row["bench"]), "all", "all targets", str(row["scenario"]), str(row["access"]))
+    raise InvalidError(
+        f"scaling grouping {grouping!r} is not allowed; allowed values: {', '.join(map(repr, GROUPINGS))}",
+        hint="target: per storage target; server: per XRootD endpoint host:port; all: every target together",
+    )
 
 
 def scaling_series(
     rows: list[dict[str, Any]],
     intervals: list[dict[str, Any]] | None = None,
     *,
-    group: tuple[str, ...] = ("bench", "site", "dataset", "scenario", "access"),
+    grouping: str = "target",
     first_window: float = 60.0,
     fraction: float = 0.98,
 ) -> list[WavePoint]:
-    """One point per wave of the train benchmarks, grouped by GROUP (use () for 'all targets')."""
+    """One point per wave size (and repetition) of the train benchmarks in each series of GROUPING
+    (``target``, ``server`` or ``all``; module docstring)."""
+    if grouping not in GROUPINGS:
+        series_key({}, grouping)  # raises the InvalidError naming the allowed values
     samples: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for s in intervals or []:
         samples[s["id"]].append(s)
@@ -86,7 +152,7 @@ def scaling_series(
     for r in rows:
         if r.get("type") != "train" or r.get("status") == "missing":
             continue
-        waves[(*[str(r[g]) for g in group], str(r["wave_size"]), str(r["repetition"]))].append(r)
+        waves[(*series_key(r, grouping), str(r["wave_size"]), str(r["repetition"]))].append(r)
     points = []
     for key, jobs in sorted(waves.items(), key=lambda kv: (kv[0][:-2], int(kv[0][-2]), kv[0][-1])):
         p = wave_point(jobs, samples=samples, first_window=first_window, fraction=fraction, key=key[:-2])

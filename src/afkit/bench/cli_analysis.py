@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from afkit.bench.analysis import AnalysisConfig, run_analysis
-from afkit.bench.multi import run_clients, split_files
-from afkit.bench.output import add_output_options, public_args, run_benchmark
-from afkit.errors import UsageError
+from afkit.bench.cli_common import add_benchmark, add_multi_benchmark, check_duration, run_multi
+from afkit.bench.multi import split_files
+from afkit.bench.output import public_args, run_benchmark
 
 
-def cmd_analysis(args: argparse.Namespace) -> int:
-    if args.duration is not None and args.duration <= 0:
-        raise UsageError(f"--duration must be positive, got {args.duration}")
-    cfg = AnalysisConfig(
-        files=args.files,
+def _config(args: argparse.Namespace, files: list[str]) -> AnalysisConfig:
+    return AnalysisConfig(
+        files=files,
         branches=args.branch,
         tree=args.tree,
         step_size=args.step_size,
@@ -25,29 +22,18 @@ def cmd_analysis(args: argparse.Namespace) -> int:
         duration=args.duration,
         args=public_args(args),
     )
+
+
+def cmd_analysis(args: argparse.Namespace) -> int:
+    check_duration(args)
+    cfg = _config(args, args.files)
     return run_benchmark(args, lambda writer: run_analysis(cfg, writer))
 
 
 def cmd_multi_analysis(args: argparse.Namespace) -> int:
-    if args.duration is not None and args.duration <= 0:
-        raise UsageError(f"--duration must be positive, got {args.duration}")
-    outdir = Path(args.outdir)
-    configs = [
-        AnalysisConfig(
-            files=files,
-            branches=args.branch,
-            tree=args.tree,
-            step_size=args.step_size,
-            library=args.library,
-            fill_hist=args.fill_hist,
-            duration=args.duration,
-            args=public_args(args),
-        )
-        for files in split_files(args.files, args.clients)
-    ]
-    return run_clients(
-        configs, outdir, no_monitor=args.no_monitor, kind="multi-analysis", args=public_args(args)
-    )
+    check_duration(args)
+    configs = [_config(args, files) for files in split_files(args.files, args.clients)]
+    return run_multi(args, "multi-analysis", configs)
 
 
 def _analysis_options(parser: argparse.ArgumentParser) -> None:
@@ -65,26 +51,23 @@ def _analysis_options(parser: argparse.ArgumentParser) -> None:
 
 
 def register(bsub: Any) -> None:
-    parser = bsub.add_parser(
+    add_benchmark(
+        bsub,
         "analysis",
-        help="read TTree branches with uproot (events/s, Mbit/s)",
+        summary="read TTree branches with uproot (events/s, Mbit/s)",
         description="Read one or more branches of a TTree from ROOT files (paths or root:// URLs) "
         "with uproot and do nothing further (or fill a histogram). Reports events/s and Mbit/s "
         "per wall-clock second and in total, as JSON lines.",
+        options=_analysis_options,
+        func=cmd_analysis,
     )
-    _analysis_options(parser)
-    add_output_options(parser)
-    parser.set_defaults(func=cmd_analysis)
-
-    multi = bsub.add_parser(
+    add_multi_benchmark(
+        bsub,
         "multi-analysis",
-        help="N analysis clients at once, released by a barrier, summed per second",
+        summary="N analysis clients at once, released by a barrier, summed per second",
         description="Start N 'afkit bench analysis' clients as separate processes, each on different "
         "files, released at the same instant. Writes OUTDIR/client-NNN.jsonl, OUTDIR/sum.jsonl "
         "(events and bytes summed per wall-clock second) and OUTDIR/monitor.jsonl.",
+        options=_analysis_options,
+        func=cmd_multi_analysis,
     )
-    multi.add_argument("-n", "--clients", type=int, required=True, help="number of client processes")
-    multi.add_argument("--outdir", required=True, help="directory for the per-client and summed results")
-    multi.add_argument("--no-monitor", action="store_true", help="do not sample the host")
-    _analysis_options(multi)
-    multi.set_defaults(func=cmd_multi_analysis)

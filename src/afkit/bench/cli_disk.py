@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from afkit.bench.cli_common import add_benchmark, check_duration
 from afkit.bench.disk import TESTS, DiskConfig, compare, run_disk, summary_of
-from afkit.bench.output import add_output_options, run_benchmark
+from afkit.bench.output import run_benchmark
 from afkit.bench.records import read_jsonl
 from afkit.bench.trace import load_trace
 from afkit.bench.units import parse_size
@@ -18,8 +19,7 @@ from afkit.errors import UsageError
 
 def cmd_disk(args: argparse.Namespace) -> int:
     tests = tuple(t.strip() for t in args.tests.split(",") if t.strip())
-    if args.duration is not None and args.duration <= 0:
-        raise UsageError(f"--duration must be positive, got {args.duration}")
+    check_duration(args)
     cfg = DiskConfig(
         target=Path(args.target),
         size=parse_size(args.size),
@@ -59,27 +59,35 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def _disk_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", help="directory on the file system to test")
+    parser.add_argument("--size", default="1GiB", help="test file size (default 1GiB)")
+    parser.add_argument("--block", default="1MiB", help="sequential block size (default 1MiB)")
+    parser.add_argument("--rand-block", default="64KiB", help="random-read block size (default 64KiB)")
+    parser.add_argument(
+        "--tests", default=",".join(TESTS), help=f"comma list of {', '.join(TESTS)} (default all)"
+    )
+    parser.add_argument(
+        "--trace", help="trace to replay in the 'replay' test (default: the ROOT-like pattern)"
+    )
+    parser.add_argument("--duration", type=float, help="limit each read test to this many seconds")
+    parser.add_argument(
+        "--label", default="", help="a name for this configuration, e.g. 'before' or 'ra-4096'"
+    )
+
+
 def register(bsub: Any) -> None:
-    disk = bsub.add_parser(
+    add_benchmark(
+        bsub,
         "disk",
-        help="disk-server tests: sequential write/read, random read, ROOT-like replay",
+        summary="disk-server tests: sequential write/read, random read, ROOT-like replay",
         description="Write a test file in TARGET, then read it sequentially, randomly and with the "
         "ROOT-like small-read pattern (or a recorded trace), dropping its pages from the page "
         "cache before each read test. Records the device's read-ahead, I/O scheduler and mount "
         "options with the result. The test file is removed afterwards.",
+        options=_disk_options,
+        func=cmd_disk,
     )
-    disk.add_argument("target", help="directory on the file system to test")
-    disk.add_argument("--size", default="1GiB", help="test file size (default 1GiB)")
-    disk.add_argument("--block", default="1MiB", help="sequential block size (default 1MiB)")
-    disk.add_argument("--rand-block", default="64KiB", help="random-read block size (default 64KiB)")
-    disk.add_argument(
-        "--tests", default=",".join(TESTS), help=f"comma list of {', '.join(TESTS)} (default all)"
-    )
-    disk.add_argument("--trace", help="trace to replay in the 'replay' test (default: the ROOT-like pattern)")
-    disk.add_argument("--duration", type=float, help="limit each read test to this many seconds")
-    disk.add_argument("--label", default="", help="a name for this configuration, e.g. 'before' or 'ra-4096'")
-    add_output_options(disk)
-    disk.set_defaults(func=cmd_disk)
 
     cmp_ = bsub.add_parser(
         "compare",

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
 
-from afkit.bench.multi import run_clients, split_files, write_sum
+from afkit.bench.cli_common import add_benchmark, add_multi_benchmark, check_duration, run_multi
+from afkit.bench.multi import split_files, write_sum
 from afkit.bench.offsets import BlockPlan, ReplayPlan, RootLikePlan, parse_stride
-from afkit.bench.output import add_output_options, public_args, run_benchmark
+from afkit.bench.output import public_args, run_benchmark
 from afkit.bench.readbench import Plan, ReadConfig, run_read
 from afkit.bench.records import JsonlWriter, Record, provenance
 from afkit.bench.trace import load_trace
@@ -72,13 +74,8 @@ def build_plan(args: argparse.Namespace) -> Plan:
     )
 
 
-def _check_duration(args: argparse.Namespace) -> None:
-    if args.duration is not None and args.duration <= 0:
-        raise UsageError(f"--duration must be positive, got {args.duration}")
-
-
 def read_config(args: argparse.Namespace, files: list[str]) -> ReadConfig:
-    _check_duration(args)
+    check_duration(args)
     return ReadConfig(
         urls=files,
         plan=build_plan(args),
@@ -100,19 +97,7 @@ def cmd_multi(args: argparse.Namespace) -> int:
     base = read_config(args, args.files)
     if base.trace_out is not None:
         raise UsageError("--trace-out is for a single client; use 'afkit bench read'")
-    outdir = Path(args.outdir)
-    configs = [
-        ReadConfig(
-            urls=files,
-            plan=base.plan,
-            duration=base.duration,
-            reconnect_timeout=base.reconnect_timeout,
-            drop_cache=base.drop_cache,
-            args=base.args,
-        )
-        for files in groups
-    ]
-    return run_clients(configs, outdir, no_monitor=args.no_monitor, kind="multi", args=public_args(args))
+    return run_multi(args, "multi", [dataclasses.replace(base, urls=files) for files in groups])
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
@@ -125,27 +110,24 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def register(bsub: Any) -> None:
-    read = bsub.add_parser(
+    add_benchmark(
+        bsub,
         "read",
-        help="generic read benchmark (XrdCl or POSIX)",
+        summary="generic read benchmark (XrdCl or POSIX)",
         description="Read files by root:// URL (XRootD.client.File) or POSIX path in blocks; count "
         "bytes per wall-clock second; report Gbit/s (10^9 bit/s) as JSON lines.",
+        options=_add_read_options,
+        func=cmd_read,
     )
-    _add_read_options(read)
-    add_output_options(read)
-    read.set_defaults(func=cmd_read)
-
-    multi = bsub.add_parser(
+    add_multi_benchmark(
+        bsub,
         "multi",
-        help="N read clients at once, released by a barrier, summed per second",
+        summary="N read clients at once, released by a barrier, summed per second",
         description="Start N read clients as separate processes, each on different files, released "
         "at the same instant. Writes OUTDIR/client-NNN.jsonl, OUTDIR/sum.jsonl, OUTDIR/monitor.jsonl.",
+        options=_add_read_options,
+        func=cmd_multi,
     )
-    multi.add_argument("-n", "--clients", type=int, required=True, help="number of client processes")
-    multi.add_argument("--outdir", required=True, help="directory for the per-client and summed results")
-    multi.add_argument("--no-monitor", action="store_true", help="do not sample the host")
-    _add_read_options(multi)
-    multi.set_defaults(func=cmd_multi)
 
     merge = bsub.add_parser(
         "merge",

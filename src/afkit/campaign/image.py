@@ -28,15 +28,6 @@ def sha256_of(path: Path) -> str:
     return h.hexdigest()
 
 
-def _run(cmd: list[str], log: Path) -> None:
-    with log.open("a", encoding="utf-8") as fh:
-        fh.write("$ " + " ".join(cmd) + "\n")
-        fh.flush()
-        proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, check=False)
-    if proc.returncode != 0:
-        raise AfkitError(f"{cmd[0]} {cmd[1]} failed (exit {proc.returncode}); see {log}")
-
-
 def build_base(build: dict[str, Any], base_dir: str) -> str | None:
     """The ``--base`` of the build: the campaign's (a relative ``localimage:`` path is relative to
     the campaign file), else ``$AFKIT_BASE_IMAGE``, else None (the profile's default)."""
@@ -108,14 +99,48 @@ def _from_build(build: dict[str, Any], base_dir: str, workdir: Path, log: Path) 
     }
 
 
+INSECURE_ENV = "AFKIT_REGISTRY_INSECURE"
+
+
+def oras_pull_command(ref: str, dest: Path) -> list[str]:
+    """``apptainer pull [--no-https] DEST REF``. Plain HTTP only when ``$AFKIT_REGISTRY_INSECURE=1``
+    (a test registry; never the default). Apptainer itself already falls back to HTTP for a
+    registry on localhost / 127.0.0.1."""
+    cmd = ["apptainer", "pull"]
+    if os.environ.get(INSECURE_ENV, "") == "1":
+        cmd.append("--no-https")
+    return [*cmd, str(dest), ref]
+
+
+def _apptainer_error(log: Path) -> str:
+    """The last FATAL/ERROR line apptainer wrote to LOG (empty when none)."""
+    lines = [ln.strip() for ln in log.read_text(encoding="utf-8", errors="replace").splitlines()]
+    errs = [ln for ln in lines if ln.startswith(("FATAL", "ERROR"))]
+    return errs[-1] if errs else ""
+
+
 def _from_oras(ref: str, workdir: Path, log: Path) -> dict[str, Any]:
+    """Pull REF once into WORKDIR/image.sif (through a partial file, removed on failure)."""
     if shutil.which("apptainer") is None:
         raise PrereqError("apptainer not found on PATH (needed to pull the campaign image)")
     sif = workdir / "image.sif"
     if not sif.exists():
         tmp = workdir / ".image.sif.part"
         tmp.unlink(missing_ok=True)
-        _run(["apptainer", "pull", str(tmp), ref], log)
+        cmd = oras_pull_command(ref, tmp)
+        with log.open("a", encoding="utf-8") as fh:
+            fh.write("$ " + " ".join(cmd) + "\n")
+            fh.flush()
+            proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, check=False)
+        if proc.returncode != 0 or not tmp.is_file():
+            tmp.unlink(missing_ok=True)
+            why = _apptainer_error(log) or f"exit {proc.returncode}"
+            raise NotFoundError(
+                f"image.sif: cannot pull {ref}: {why} (see {log})",
+                hint="check the reference (oras://HOST[:PORT]/PATH:TAG), the registry and your "
+                "'apptainer registry login'; for a plain-HTTP test registry set "
+                f"{INSECURE_ENV}=1",
+            )
         tmp.replace(sif)
     return {"path": str(sif.resolve()), "sha256": sha256_of(sif), "tag": "", "source": ref}
 

@@ -1,0 +1,216 @@
+"""A campaign whose image is an ``oras://`` reference, end to end.
+
+Runs inside the testbed (scripts/testbed run): a local OCI registry (Debian's docker-registry on
+127.0.0.1, plain HTTP, no auth; as scripts/ci-local starts one), the bench SIF (`scripts/mkbase
+bench`, built on the host; or $AFKIT_BENCH_SIF) pushed to it with `apptainer push`, then a one-job
+campaign (local executor) with `image: {sif: oras://127.0.0.1:PORT/afkit/bench:TAG}`. Checks that
+the image rule pulled exactly the pushed SIF, that its sha256 is the job's provenance in the
+aggregated table, that a second run does not pull again (the registry is stopped by then), and that
+a wrong reference fails with the reference and the registry's answer in the message, leaving no
+image.json, no partial SIF, no job record and no aggregate behind.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+ROOT_DATA = REPO / "tests" / "data"  # scikit-hep-testdata files, BSD-3
+pytestmark = pytest.mark.testbed
+
+
+def _env(name: str) -> str:
+    value = os.environ.get(name)
+    if not value:
+        pytest.fail(f"${name} is not set: run this inside the testbed (scripts/testbed run)")
+    return value
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def bench_sif() -> Path:
+    given = os.environ.get("AFKIT_BENCH_SIF")
+    if given:
+        path = Path(given)
+    else:
+        proc = subprocess.run(
+            [str(REPO / "scripts" / "mkbase"), "bench"], capture_output=True, text=True, check=False
+        )
+        if proc.returncode != 0:
+            pytest.fail(f"scripts/mkbase bench failed (build it on the host first):\n{proc.stderr[-2000:]}")
+        path = Path(proc.stdout.strip().splitlines()[-1])
+    assert path.is_file(), f"no bench SIF at {path}"
+    return path
+
+
+class Registry:
+    def __init__(self, port: int, proc: subprocess.Popen[bytes], log: Path) -> None:
+        self.port, self.proc, self.log = port, proc, log
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def registry() -> Iterator[Registry]:
+    """docker-registry on 127.0.0.1:PORT (the config of scripts/ci-local's start_registry, without auth)."""
+    assert shutil.which("docker-registry"), "docker-registry is not installed in the testbed"
+    d = Path(tempfile.mkdtemp(prefix="afkit-oras-registry-", dir="/tmp"))
+    port = _free_port()
+    (d / "config.yml").write_text(
+        "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n"
+        f"    rootdirectory: {d / 'store'}\nhttp:\n  addr: 127.0.0.1:{port}\n",
+        encoding="utf-8",
+    )
+    log = d / "registry.log"
+    with log.open("wb") as fh:
+        proc = subprocess.Popen(["docker-registry", "serve", str(d / "config.yml")], stdout=fh, stderr=fh)
+    reg = Registry(port, proc, log)
+    try:
+        for _ in range(100):
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except (urllib.error.URLError, ConnectionError):
+                pass
+            assert proc.poll() is None, log.read_text(encoding="utf-8", errors="replace")
+            time.sleep(0.1)
+        else:
+            pytest.fail(f"the registry did not come up on 127.0.0.1:{port}: {log.read_text()}")
+        yield reg
+    finally:
+        reg.stop()
+        shutil.rmtree(d, ignore_errors=True)  # the directory this fixture made
+
+
+@pytest.fixture(scope="module")
+def data_dir() -> Iterator[str]:
+    """A directory in the origin's namespace with one real ROOT file."""
+    root = Path(_env("AFKIT_XROOTD_DATA"))
+    name = f"afkit-oras-it-{uuid.uuid4().hex[:8]}"
+    d = root / name
+    d.mkdir()
+    shutil.copyfile(ROOT_DATA / "uproot-HZZ.root", d / "uproot-HZZ.root")
+    for p in (d, *d.iterdir()):
+        os.chmod(p, 0o775 if p.is_dir() else 0o644)
+    yield name
+    shutil.rmtree(d)  # the directory this fixture created
+
+
+def _campaign(work: Path, name: str, ref: str, data_dir: str) -> Path:
+    raw = {
+        "name": name,
+        "image": {"sif": ref},
+        "sites": {"wn": {"executor": "local", "storage": "origin", "scratch": str(work / "scratch"),
+                         "apptainer_args": ["--userns"],
+                         "resources": {"cores": 1, "mem_mb": 1, "runtime": 10}}},
+        "storage": {"origin": {"url": _env("AFKIT_XROOTD_URL"), "export": "/"}},
+        "datasets": {"hzz": {"storage": "origin", "files": [f"{data_dir}/uproot-HZZ.root"]}},
+        "benchmarks": [{"name": "steps", "type": "steps", "sites": ["wn"], "datasets": ["hzz"],
+                        "sweep": {"access": ["direct"]}}],
+    }  # fmt: skip
+    cfile = work / f"{name}.yaml"
+    cfile.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    return cfile
+
+
+def _snakemake(work: Path, cfile: Path) -> subprocess.CompletedProcess[str]:
+    profile = REPO / "workflows" / "profiles" / "local"
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "workflows" / "Snakefile"),
+           "--configfile", str(cfile), "--profile", str(profile)]  # fmt: skip
+    env = {**os.environ, "XRD_CONNECTIONRETRY": "1", "XRD_REQUESTTIMEOUT": "20"}
+    env.pop("AFKIT_REGISTRY_INSECURE", None)  # apptainer falls back to HTTP for 127.0.0.1 by itself
+    return subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, check=False, timeout=300)
+
+
+def test_campaign_runs_in_image_pulled_from_oras(bench_sif: Path, registry: Registry, data_dir: str) -> None:
+    tag = f"it-{uuid.uuid4().hex[:8]}"
+    ref = f"oras://127.0.0.1:{registry.port}/afkit/bench:{tag}"
+    pushed = _sha256(bench_sif)
+    push = subprocess.run(
+        ["apptainer", "push", "--no-https", str(bench_sif), ref], capture_output=True, text=True, check=False
+    )
+    assert push.returncode == 0, push.stderr[-2000:]
+
+    work = Path(tempfile.mkdtemp(prefix="afkit-campaign-oras-", dir="/tmp"))
+    try:
+        # a wrong reference (a tag the registry does not hold): a clear error, nothing half-written
+        bad = _snakemake(work, _campaign(work, "it-oras-bad", ref + "-missing", data_dir))
+        assert bad.returncode != 0
+        assert f"cannot pull {ref}-missing" in bad.stderr, bad.stderr[-3000:]
+        assert "manifest unknown" in bad.stderr.lower(), bad.stderr[-3000:]
+        bad_results = [p for p in (work / "results").iterdir() if "bad" in p.name]
+        assert len(bad_results) == 1, list((work / "results").iterdir())
+        image_dir = bad_results[0] / "image"
+        assert not (image_dir / "image.json").exists()
+        assert not (image_dir / "image.sif").exists()
+        assert not (image_dir / ".image.sif.part").exists()
+        assert not (bad_results[0] / "job").exists() or not any((bad_results[0] / "job").rglob("*.json"))
+        assert not (bad_results[0] / "aggregate").exists()
+
+        # the right reference: pulled once, the pushed bytes, the jobs' provenance
+        cfile = _campaign(work, "it-oras", ref, data_dir)
+        proc = _snakemake(work, cfile)
+        [results] = [p for p in (work / "results").iterdir() if p != bad_results[0]]
+        image_dir = results / "image"
+        log = (
+            (image_dir / "image.log").read_text(encoding="utf-8")
+            if (image_dir / "image.log").exists()
+            else ""
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:] + "\n--- image.log ---\n" + log[-3000:]
+        assert log.splitlines()[0].startswith("$ apptainer pull ") and log.splitlines()[0].endswith(" " + ref)
+        sif = image_dir / "image.sif"
+        assert _sha256(sif) == pushed
+        assert not (image_dir / ".image.sif.part").exists()
+        info = json.loads((image_dir / "image.json").read_text(encoding="utf-8"))
+        assert info["path"] == str(sif) and info["sha256"] == pushed and info["source"] == ref
+
+        with (results / "aggregate" / "jobs.csv").open() as fh:
+            rows = list(csv.DictReader(fh))
+        assert len(rows) == 1
+        [row] = rows
+        assert row["status"] == "ok", row["error"]
+        assert row["image_sha256"] == pushed
+        assert row["image_path"] == str(sif)
+        assert int(row["bytes"]) > 0
+
+        # a second run does not pull again: the registry is gone and nothing is to be done
+        registry.stop()
+        mtime = sif.stat().st_mtime_ns
+        again = _snakemake(work, cfile)
+        assert again.returncode == 0, again.stderr[-3000:]
+        assert "Nothing to be done" in again.stdout + again.stderr
+        assert sif.stat().st_mtime_ns == mtime and _sha256(sif) == pushed
+        assert (image_dir / "image.log").read_text(encoding="utf-8") == log
+    finally:
+        shutil.rmtree(work, ignore_errors=True)  # the directory this test made

@@ -2,6 +2,9 @@
 # Build a self-contained Apptainer image of an ALICE software tag published on /cvmfs/alice.cern.ch.
 # A thin front for 'afkit image build --profile alice': every decision is made there.
 set -euo pipefail
+# A CDPATH from the caller would make the relative 'cd' in afkit_repo_root land elsewhere
+# (and print): the checkout's afkit must be the one run.
+unset CDPATH
 AFKIT_PROG=singularity_alice.sh
 # shellcheck source=scripts/lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"

@@ -432,3 +432,18 @@ PY
   AFKIT_VENV=$T/nothing run "$REPO/ci/venv.sh"
   [[ $status -eq 3 && $output == *"has no bin/python"* ]]
 }
+
+@test "scripts/ci-local never removes the 'project' of an --out directory it did not make (exit 4)" {
+  local bin=$T/bin out=$T/mine c
+  mkdir -p "$bin" "$out/project"
+  for c in node jq apptainer docker-registry; do printf '#!/bin/sh\nexit 0\n' >"$bin/$c"; done
+  printf '#!/bin/sh\necho 4.73.0\n' >"$bin/gitlab-ci-local"
+  chmod +x "$bin"/*
+  printf 'precious\n' >"$out/project/thesis.tex"
+  PATH="$bin:$REPO/tests/bats/ci_fakes:$PATH" AFKIT_CI_LOCAL_CACHE="$T/cache" run "$REPO/scripts/ci-local" \
+    --here --out "$out" --base localimage:/nonexistent --tags A/b
+  [ "$status" -eq 4 ]
+  [[ $output == *"not made by scripts/ci-local"* ]]
+  [ "$(cat "$out/project/thesis.tex")" = precious ]
+  [ ! -e "$out/.afkit-ci-local" ]
+}

@@ -59,3 +59,16 @@ setup() {
   # an older key's image is pruned
   [ ! -e "$AFKIT_BASE_DIR/minimal-0123456789abcdef.sif" ]
 }
+
+@test "mkbase: a quote in AFKIT_BASE_DIR is a file name, not code run at exit; the half-built directory goes" {
+  local bin="$BATS_TEST_TMPDIR/bin"
+  mkdir -p "$bin"
+  printf '#!/bin/sh\nexit 1\n' >"$bin/mmdebstrap" # the build fails: the EXIT trap cleans up
+  chmod +x "$bin/mmdebstrap"
+  export AFKIT_BASE_DIR="$BATS_TEST_TMPDIR/x';touch $BATS_TEST_TMPDIR/pwned;'"
+  PATH="$bin:/usr/bin:/bin" run "$REPO/scripts/mkbase" --sandbox minimal
+  assert_failure
+  [ ! -e "$BATS_TEST_TMPDIR/pwned" ]
+  [ -d "$AFKIT_BASE_DIR" ]
+  [ -z "$(ls -A "$AFKIT_BASE_DIR")" ]
+}

@@ -134,3 +134,20 @@ setup() {
   [ "$status" -eq 0 ]
   [ "$output" = "image|build|--profile|alice|--tag|O2Physics/daily-20250401-0000-1|--output|/scratch/x|--compression|zstd|--base|docker://almalinux:9|--yes|" ]
 }
+
+@test "CDPATH cannot redirect the script to another checkout's afkit" {
+  local fake="$BATS_TEST_TMPDIR/repo" evil="$BATS_TEST_TMPDIR/evil" d
+  mkdir -p "$fake/scripts/lib" "$evil/scripts/lib"
+  cp "$REPO/scripts/singularity_alice.sh" "$fake/scripts/"
+  cp "$REPO/scripts/lib/common.sh" "$fake/scripts/lib/"
+  for d in "$fake" "$evil"; do
+    mkdir -p "$d/.venv/bin"
+    printf '#!/bin/sh\nexit 0\n' >"$d/.venv/bin/python"
+    printf '#!/bin/sh\nprintf "%%s|" "%s" "$@"\n' "${d##*/}" >"$d/.venv/bin/afkit"
+    chmod +x "$d/.venv/bin/python" "$d/.venv/bin/afkit"
+  done
+  cd "$fake"
+  CDPATH="$evil" PATH="$NOAPP" run scripts/singularity_alice.sh -t AliPhysics/vAN-20201018_ROOT6-1 -o "$WORK"
+  [ "$status" -eq 0 ]
+  [ "$output" = "repo|image|build|--profile|alice|--tag|AliPhysics/vAN-20201018_ROOT6-1|--output|$WORK|" ]
+}

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from afkit.errors import PrereqError
+from afkit.errors import InvalidError, PrereqError
 from afkit.image import elf
 from afkit.image.model import Unit
 from afkit.image.store import Store
@@ -73,12 +73,30 @@ class Walker:
     def run(self) -> Plan:
         parents: set[str] = set()
         for rel in self.roots:
+            self._check_root(rel)
+        for rel in self.roots:
             parts = rel.split("/")
             parents.update("/".join(parts[:i]) for i in range(1, len(parts)))
         self.plan.dirs.extend(sorted(parents))
         for rel in self.roots:
             self._entry(self.src / rel, rel, depth=0)
         return self.plan
+
+    def _check_root(self, rel: str) -> None:
+        """A unit must be a plain path that stays inside the repository: the tree (or its
+        modulefiles' environment) must not make staging read or write elsewhere."""
+        parts = rel.split("/")
+        if rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
+            raise InvalidError(
+                f"refusing to stage {rel!r}: not a plain path inside the repository",
+                hint="the repository's modulefiles name a path with '..'; report it to its maintainers",
+            )
+        parent = os.path.realpath(os.path.dirname(self.src / rel))
+        if self._rel(Path(parent)) is None:
+            raise InvalidError(
+                f"refusing to stage {rel!r}: a directory on its way is a symlink out of the repository",
+                hint="the repository's tree links outside itself; report it to its maintainers",
+            )
 
     def in_closure(self, rel: str) -> bool:
         return any(rel == r or rel.startswith(r + "/") for r in self.roots)

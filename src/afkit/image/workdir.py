@@ -11,6 +11,7 @@ import json
 import os
 import pwd
 import shutil
+import stat
 import sys
 import time
 from collections.abc import Callable
@@ -71,15 +72,80 @@ def homes() -> set[Path]:
     return out
 
 
+def all_homes() -> set[Path]:
+    """Every account's home directory (``-o ~otheruser`` is refused too), plus :func:`homes`."""
+    out = homes()
+    with contextlib.suppress(OSError):
+        out.update(Path(os.path.realpath(entry.pw_dir)) for entry in pwd.getpwall() if entry.pw_dir)
+    return out
+
+
+def trusted_uids() -> set[int]:
+    """Who may own a working directory and its marker: root, us and, under sudo, the sudo user."""
+    uids = {0, os.geteuid()}
+    sudo_uid = os.environ.get("SUDO_UID", "")
+    if os.geteuid() == 0 and sudo_uid.isdigit():
+        uids.add(int(sudo_uid))
+    return uids
+
+
+def _check_owner(path: Path) -> None:
+    """UnsafeError unless PATH (a directory) is ours and no one else can write into it.
+
+    Another user who owns the directory (or anyone, when it is world-writable, like ``/tmp/x``)
+    could plant a marker or swap entries for symlinks between our checks and our writes.
+    """
+    st = path.lstat()
+    if st.st_uid not in trusted_uids():
+        raise UnsafeError(
+            f"refusing to use {path} as the working directory: it belongs to uid {st.st_uid}, not to you",
+            hint="give a directory you own (it is created if missing)",
+        )
+    if st.st_mode & stat.S_IWOTH:
+        raise UnsafeError(
+            f"refusing to use {path} as the working directory: it is writable by every user",
+            hint="give a directory only you can write to (it is created if missing)",
+        )
+
+
+def _check_ancestors(path: Path) -> None:
+    """UnsafeError when someone else could rename a directory on the way to PATH (and put a
+    symlink in its place between our checks and our cleaning): a parent owned by another user,
+    or writable by every user without the sticky bit."""
+    trusted = trusted_uids()
+    for parent in path.parents:
+        try:
+            st = parent.lstat()
+        except FileNotFoundError:
+            continue  # created by us
+        if st.st_uid not in trusted:
+            raise UnsafeError(
+                f"refusing to use {path} as the working directory: {parent} belongs to uid {st.st_uid}, "
+                "who could swap its content under us",
+                hint="give a directory in a tree that only you (or root) can change",
+            )
+        if st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
+            raise UnsafeError(
+                f"refusing to use {path} as the working directory: {parent} is writable by every user",
+                hint="give a directory in a tree that only you (or root) can change",
+            )
+
+
 def check_safe(path: Path) -> Path:
     """The resolved PATH, or UnsafeError (exit 4) when it must never be a working directory."""
     resolved = Path(os.path.realpath(path))
     text = str(resolved)
-    if text in _SYSTEM_DIRS or resolved in homes():
+    if text in _SYSTEM_DIRS or resolved in all_homes():
         raise UnsafeError(
             f"refusing to use {resolved} as the working directory: it is a system or home directory",
             hint="give a dedicated directory, e.g. -o /scratch/afkit-images (it is created if missing)",
         )
+    for home in homes():
+        if home.is_relative_to(resolved):
+            raise UnsafeError(
+                f"refusing to use {resolved} as the working directory: it contains the home directory {home}",
+                hint="give a dedicated directory, e.g. -o /scratch/afkit-images (it is created if missing)",
+            )
     for tree in _SYSTEM_TREES:
         if text == tree or text.startswith(tree + "/"):
             raise UnsafeError(
@@ -88,6 +154,9 @@ def check_safe(path: Path) -> Path:
             )
     if resolved.exists() and not resolved.is_dir():
         raise UnsafeError(f"{resolved} exists and is not a directory", hint="give a directory")
+    _check_ancestors(resolved)
+    if resolved.is_dir():
+        _check_owner(resolved)
     if resolved.is_dir() and not is_ours(resolved) and any(resolved.iterdir()):
         raise UnsafeError(
             f"{resolved} is not empty and was not created by afkit (no {MARKER} in it)",
@@ -97,8 +166,21 @@ def check_safe(path: Path) -> Path:
 
 
 def is_ours(path: Path) -> bool:
-    marker = path / MARKER
-    return marker.is_file() and not marker.is_symlink()
+    """PATH holds our marker: a regular file (not a symlink) owned by a trusted user, in a
+    directory owned by a trusted user that not everybody can write to."""
+    try:
+        dst = path.lstat()
+        mst = (path / MARKER).lstat()
+    except OSError:
+        return False
+    trusted = trusted_uids()
+    return (
+        stat.S_ISDIR(dst.st_mode)
+        and stat.S_ISREG(mst.st_mode)
+        and dst.st_uid in trusted
+        and mst.st_uid in trusted
+        and not dst.st_mode & stat.S_IWOTH
+    )
 
 
 def leftovers(path: Path) -> list[str]:
@@ -130,12 +212,14 @@ def prepare(path: Path, yes: bool, ask: Callable[[str], str] | None = None) -> P
     path = check_safe(path)
     names = leftovers(path) if is_ours(path) else []
     confirm_clean(path, names, yes, ask)
-    path.mkdir(parents=True, exist_ok=True)
+    path.mkdir(mode=0o755, parents=True, exist_ok=True)
     if not is_ours(path):
+        _check_owner(path)
         tmp = path / f".{MARKER}.tmp"
-        tmp.write_text(
-            json.dumps({"created_by": "afkit", "version": __version__, "time": time.time()}) + "\n"
-        )
+        tmp.unlink(missing_ok=True)  # a leftover of an interrupted run; never written through
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "w") as out:
+            out.write(json.dumps({"created_by": "afkit", "version": __version__, "time": time.time()}) + "\n")
         tmp.rename(path / MARKER)
     for name in names:
         remove(path / name)

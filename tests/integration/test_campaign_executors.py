@@ -16,61 +16,28 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from itsupport import REPO, origin_dataset, require_env
 
-REPO = Path(__file__).resolve().parents[2]
-ROOT_DATA = REPO / "tests" / "data"  # scikit-hep-testdata files, BSD-3
 pytestmark = pytest.mark.testbed
-
-
-def _env(name: str) -> str:
-    value = os.environ.get(name)
-    if not value:
-        pytest.fail(f"${name} is not set: run this inside the testbed (scripts/testbed run)")
-    return value
-
-
-@pytest.fixture(scope="module")
-def bench_sif() -> Path:
-    given = os.environ.get("AFKIT_BENCH_SIF")
-    if given:
-        path = Path(given)
-    else:
-        proc = subprocess.run(
-            [str(REPO / "scripts" / "mkbase"), "bench"], capture_output=True, text=True, check=False
-        )
-        if proc.returncode != 0:
-            pytest.fail(f"scripts/mkbase bench failed (build it on the host first):\n{proc.stderr[-2000:]}")
-        path = Path(proc.stdout.strip().splitlines()[-1])
-    assert path.is_file(), f"no bench image at {path}"
-    return path
 
 
 @pytest.fixture(scope="module")
 def data_dir() -> Iterator[str]:
-    """A dataset directory in the origin's namespace: two real ROOT files."""
-    root = Path(_env("AFKIT_XROOTD_DATA"))
-    name = f"afkit-campaign-it-{uuid.uuid4().hex[:8]}"
-    d = root / name
-    d.mkdir()
-    for f in ("uproot-HZZ.root", "uproot-Zmumu.root", "uproot-HZZ-zlib.root"):
-        shutil.copyfile(ROOT_DATA / f, d / f)
-    for p in (d, *d.iterdir()):
-        os.chmod(p, 0o775 if p.is_dir() else 0o644)
-        shutil.chown(p, "afkit", "afkit")
-    yield name
-    shutil.rmtree(d)  # the directory this fixture created
+    """A dataset directory in the origin's namespace: real ROOT files, owned by the job user."""
+    files = ("uproot-HZZ.root", "uproot-Zmumu.root", "uproot-HZZ-zlib.root")
+    with origin_dataset("afkit-campaign-it", files, owner="afkit") as name:
+        yield name
 
 
-# mem_mb: 1 because the testbed's SLURM node declares RealMemory=1 (sbatch --mem above it is refused)
+# mem_mb: a small request that the testbed's single SLURM node always fits
 def campaign(executor: str, sif: Path, data: str, work: Path) -> dict[str, Any]:
-    url = _env("AFKIT_XROOTD_URL")
+    url = require_env("AFKIT_XROOTD_URL")
     files = [f"{data}/uproot-HZZ.root", f"{data}/uproot-Zmumu.root"]
     return {
         "name": f"it-{executor}",
@@ -78,7 +45,7 @@ def campaign(executor: str, sif: Path, data: str, work: Path) -> dict[str, Any]:
         "sites": {"wn": {"executor": executor, "storage": "origin", "scratch": str(work / "scratch"),
                          "resources": {"cores": 1, "mem_mb": 1, "runtime": 10}}},
         "storage": {
-            "origin": {"url": url, "export": "/", "path": _env("AFKIT_XROOTD_DATA")},
+            "origin": {"url": url, "export": "/", "path": require_env("AFKIT_XROOTD_DATA")},
             "down": {"url": "root://127.0.0.1:9", "export": "/"},
         },
         "datasets": {

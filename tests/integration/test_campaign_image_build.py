@@ -19,59 +19,22 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
+from itsupport import REPO, origin_dataset, require_env
 
-REPO = Path(__file__).resolve().parents[2]
-ROOT_DATA = REPO / "tests" / "data"  # scikit-hep-testdata files, BSD-3
 TAG = "AliPhysics/vAN-20201018_ROOT6-1"
 pytestmark = pytest.mark.testbed
-
-
-def _env(name: str) -> str:
-    value = os.environ.get(name)
-    if not value:
-        pytest.fail(f"${name} is not set: run this inside the testbed (scripts/testbed run)")
-    return value
-
-
-@pytest.fixture(scope="module")
-def bench_sandbox() -> Path:
-    given = os.environ.get("AFKIT_BENCH_SANDBOX")
-    if given:
-        path = Path(given)
-    else:
-        proc = subprocess.run(
-            [str(REPO / "scripts" / "mkbase"), "--sandbox", "bench"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if proc.returncode != 0:
-            pytest.fail(
-                f"scripts/mkbase --sandbox bench failed (build it on the host first):\n{proc.stderr[-2000:]}"
-            )
-        path = Path(proc.stdout.strip().splitlines()[-1])
-    assert (path / "opt" / "afkit" / "bin" / "python3").exists(), f"no bench sandbox at {path}"
-    return path
 
 
 @pytest.fixture(scope="module")
 def data_dir() -> Iterator[str]:
     """A directory in the origin's namespace with one real ROOT file."""
-    root = Path(_env("AFKIT_XROOTD_DATA"))
-    name = f"afkit-image-build-it-{uuid.uuid4().hex[:8]}"
-    d = root / name
-    d.mkdir()
-    shutil.copyfile(ROOT_DATA / "uproot-HZZ.root", d / "uproot-HZZ.root")
-    for p in (d, *d.iterdir()):
-        os.chmod(p, 0o775 if p.is_dir() else 0o644)
-    yield name
-    shutil.rmtree(d)  # the directory this fixture created
+    with origin_dataset("afkit-image-build-it", ("uproot-HZZ.root",)) as name:
+        yield name
 
 
 def test_campaign_runs_in_image_built_from_tag(bench_sandbox: Path, data_dir: str) -> None:
@@ -84,7 +47,7 @@ def test_campaign_runs_in_image_built_from_tag(bench_sandbox: Path, data_dir: st
             "sites": {"wn": {"executor": "local", "storage": "origin", "scratch": str(work / "scratch"),
                              "apptainer_args": ["--userns"],
                              "resources": {"cores": 1, "mem_mb": 1, "runtime": 10}}},
-            "storage": {"origin": {"url": _env("AFKIT_XROOTD_URL"), "export": "/"}},
+            "storage": {"origin": {"url": require_env("AFKIT_XROOTD_URL"), "export": "/"}},
             "datasets": {"hzz": {"storage": "origin", "files": [f"{data_dir}/uproot-HZZ.root"]}},
             "benchmarks": [{"name": "steps", "type": "steps", "sites": ["wn"], "datasets": ["hzz"],
                             "sweep": {"access": ["direct", "copy"]}}],

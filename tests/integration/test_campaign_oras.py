@@ -30,37 +30,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from itsupport import REPO, origin_dataset, require_env
 
-REPO = Path(__file__).resolve().parents[2]
-ROOT_DATA = REPO / "tests" / "data"  # scikit-hep-testdata files, BSD-3
 pytestmark = pytest.mark.testbed
-
-
-def _env(name: str) -> str:
-    value = os.environ.get(name)
-    if not value:
-        pytest.fail(f"${name} is not set: run this inside the testbed (scripts/testbed run)")
-    return value
 
 
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-@pytest.fixture(scope="module")
-def bench_sif() -> Path:
-    given = os.environ.get("AFKIT_BENCH_SIF")
-    if given:
-        path = Path(given)
-    else:
-        proc = subprocess.run(
-            [str(REPO / "scripts" / "mkbase"), "bench"], capture_output=True, text=True, check=False
-        )
-        if proc.returncode != 0:
-            pytest.fail(f"scripts/mkbase bench failed (build it on the host first):\n{proc.stderr[-2000:]}")
-        path = Path(proc.stdout.strip().splitlines()[-1])
-    assert path.is_file(), f"no bench SIF at {path}"
-    return path
 
 
 class Registry:
@@ -115,15 +91,8 @@ def registry() -> Iterator[Registry]:
 @pytest.fixture(scope="module")
 def data_dir() -> Iterator[str]:
     """A directory in the origin's namespace with one real ROOT file."""
-    root = Path(_env("AFKIT_XROOTD_DATA"))
-    name = f"afkit-oras-it-{uuid.uuid4().hex[:8]}"
-    d = root / name
-    d.mkdir()
-    shutil.copyfile(ROOT_DATA / "uproot-HZZ.root", d / "uproot-HZZ.root")
-    for p in (d, *d.iterdir()):
-        os.chmod(p, 0o775 if p.is_dir() else 0o644)
-    yield name
-    shutil.rmtree(d)  # the directory this fixture created
+    with origin_dataset("afkit-oras-it", ("uproot-HZZ.root",)) as name:
+        yield name
 
 
 def _campaign(work: Path, name: str, ref: str, data_dir: str) -> Path:
@@ -133,7 +102,7 @@ def _campaign(work: Path, name: str, ref: str, data_dir: str) -> Path:
         "sites": {"wn": {"executor": "local", "storage": "origin", "scratch": str(work / "scratch"),
                          "apptainer_args": ["--userns"],
                          "resources": {"cores": 1, "mem_mb": 1, "runtime": 10}}},
-        "storage": {"origin": {"url": _env("AFKIT_XROOTD_URL"), "export": "/"}},
+        "storage": {"origin": {"url": require_env("AFKIT_XROOTD_URL"), "export": "/"}},
         "datasets": {"hzz": {"storage": "origin", "files": [f"{data_dir}/uproot-HZZ.root"]}},
         "benchmarks": [{"name": "steps", "type": "steps", "sites": ["wn"], "datasets": ["hzz"],
                         "sweep": {"access": ["direct"]}}],

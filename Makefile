@@ -25,7 +25,7 @@ $(VENV)/.afkit-stamp: pyproject.toml
 	@$(VENV)/bin/python -m pip install -q -e '.[dev,workflow]'
 	@touch $@
 
-lint: venv ## shellcheck and ruff
+lint: venv ## shellcheck, ruff and mypy
 	@scripts/run-tests lint
 
 unit: venv ## pytest unit tests
@@ -61,4 +61,4 @@ ci-local: venv testbed ## run .gitlab-ci.yml with gitlab-ci-local in the testbed
 	@scripts/ci-local $(CI_LOCAL_ARGS)
 
 clean: ## remove build outputs (not the caches in ~/.cache/afkit)
-	rm -rf build .pytest_cache .ruff_cache
+	rm -rf build .pytest_cache .ruff_cache .mypy_cache

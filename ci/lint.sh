@@ -12,7 +12,7 @@ usage() {
 Usage: ci/lint.sh CHECK...
 
 Checks (each one CI job of the lint stage; run them by hand from the checkout):
-  code       shellcheck on every shell script and ruff on the Python code (scripts/run-tests lint;
+  code       shellcheck on every shell script, ruff and mypy on the Python code (scripts/run-tests lint;
              JUnit reports in \$AFKIT_REPORTS, default build/test-reports)
   snakemake  'snakemake --lint' on workflows/Snakefile with every campaign in workflows/config/
              (says so and passes when the repository has no workflows/Snakefile)

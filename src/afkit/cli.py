@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from afkit import __version__
 from afkit.errors import AfkitError, ExitCode
@@ -24,6 +24,16 @@ AREAS: dict[str, str] = {
     "storage": "XRootD storage scenarios: origin, XCache, direct cache access, DCOTF",
     "campaign": "Snakemake benchmark campaigns: locations, run, aggregate, report, plan",
 }
+
+
+def usage_handler(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
+    """The handler of an area named without a subcommand: print the area's help, exit 2 (usage)."""
+
+    def handler(_args: argparse.Namespace) -> int:
+        parser.print_help()
+        return int(ExitCode.USAGE)
+
+    return handler
 
 
 def selected_area(argv: Sequence[str]) -> str | None:

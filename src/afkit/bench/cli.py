@@ -10,6 +10,7 @@ import argparse
 from typing import Any
 
 from afkit.bench import cli_analysis, cli_disk, cli_gen, cli_read
+from afkit.cli import usage_handler
 
 
 def register(sub: Any) -> None:
@@ -19,7 +20,7 @@ def register(sub: Any) -> None:
         description="Benchmark clients: XRootD/POSIX read benchmark, multi-client runner, "
         "uproot analysis benchmark, data generators, disk-server tests. Output: JSON lines.",
     )
-    parser.set_defaults(func=lambda _args: parser.print_help() or 2)
+    parser.set_defaults(func=usage_handler(parser))
     bsub = parser.add_subparsers(dest="bench_command", metavar="BENCH_COMMAND")
     cli_read.register(bsub)
     cli_analysis.register(bsub)

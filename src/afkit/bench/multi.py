@@ -86,7 +86,7 @@ def run_multi(configs: list[ReadConfig] | list[AnalysisConfig], outdir: Path) ->
         proc.join()
         codes.append(proc.exitcode or 0)
     failed = [c for c in codes if c != 0]
-    summaries = []
+    summaries: list[dict[str, Any]] = []
     for i in range(len(configs)):
         path = client_path(outdir, i)
         if path.is_file():

@@ -46,7 +46,9 @@ def plot_trace(entries: list[TraceEntry], outdir: Path, title: str = "") -> list
 
     fig, ax = plt.subplots(figsize=(8, 4.5))
     lo, hi = max(sizes.min(), 1.0), max(sizes.max(), 2.0)
-    bins = np.logspace(np.log10(lo), np.log10(hi * 1.01), 40) if hi / lo > 10 else 40
+    bins: int | list[float] = 40
+    if hi / lo > 10:
+        bins = np.logspace(np.log10(lo), np.log10(hi * 1.01), 40).tolist()
     ax.hist(sizes, bins=bins)
     if hi / lo > 10:
         ax.set_xscale("log")

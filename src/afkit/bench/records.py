@@ -56,7 +56,7 @@ class JsonlWriter:
     """
 
     def __init__(self, path: str | os.PathLike[str] | None) -> None:
-        self.path = None if path in (None, "-") else Path(path)  # type: ignore[arg-type]
+        self.path = None if path is None or path == "-" else Path(path)
         self._tmp: Path | None = None
         self._fh: IO[str]
         if self.path is None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,13 +57,17 @@ def _dotted(path: Any) -> str:
 
 def _describe(err: jsonschema.ValidationError) -> str:
     where = _dotted(err.absolute_path)
-    if err.validator == "enum":
+    if err.validator == "enum" and isinstance(err.validator_value, list):
         allowed = ", ".join(json.dumps(v) for v in err.validator_value)
         return f"{where}: {json.dumps(err.instance)} is not allowed; allowed values: {allowed}"
-    if err.validator == "additionalProperties":
-        allowed = sorted(err.schema.get("properties", {}))
-        extra = sorted(set(err.instance) - set(allowed))
-        return f"{where}: unknown key(s) {', '.join(extra)}; allowed keys: {', '.join(allowed)}"
+    if (
+        err.validator == "additionalProperties"
+        and isinstance(err.schema, Mapping)
+        and isinstance(err.instance, dict)
+    ):
+        keys = sorted(err.schema.get("properties", {}))
+        extra = sorted(set(err.instance) - set(keys))
+        return f"{where}: unknown key(s) {', '.join(extra)}; allowed keys: {', '.join(keys)}"
     if err.validator == "required":
         return f"{where}: {err.message}"
     if err.validator == "oneOf" and where.startswith("image"):
@@ -148,7 +153,7 @@ def validate(raw: Any, *, source: str = "campaign") -> dict[str, Any]:
             f"{source}: the campaign must be a YAML mapping", hint="see workflows/config/*.yaml"
         )
     schema = load_schema()
-    cfg = fill_defaults(copy.deepcopy(raw), schema)
+    cfg: dict[str, Any] = fill_defaults(copy.deepcopy(raw), schema)
     validator_cls = jsonschema.validators.validator_for(schema)
     errors = sorted(validator_cls(schema).iter_errors(cfg), key=lambda e: list(map(str, e.absolute_path)))
     problems = [_describe(e) for e in _best_errors(errors)]

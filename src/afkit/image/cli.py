@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from afkit.cli import usage_handler
+
 # Registering needs only the option choices; the engine is imported when a command runs, so
 # that afkit starts fast for every other command.
 COMPRESSIONS = ("gzip", "zstd", "lz4", "xz")
@@ -20,7 +22,7 @@ def register(sub: Any) -> None:
     parser: argparse.ArgumentParser = sub.add_parser(
         "image", help="build and validate Apptainer images from CVMFS software tags", epilog=EPILOG
     )
-    parser.set_defaults(func=lambda _args: parser.print_help() or 2)
+    parser.set_defaults(func=usage_handler(parser))
     isub = parser.add_subparsers(dest="image_command", metavar="SUBCOMMAND")
 
     b = isub.add_parser(

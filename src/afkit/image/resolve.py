@@ -79,7 +79,8 @@ def list_tags(profile: Profile, src: Path) -> dict[str, list[str]]:
 def _item_exists(profile: Profile, src: Path, arch: str, item: str) -> bool:
     if profile.resolver == "modules":
         return any((src / mp.format(arch=arch) / item).is_file() for mp in profile.modules["modulepath"])
-    return (src / profile.lcg["view"].format(tag=item, arch=arch)).is_dir()
+    view: str = profile.lcg["view"].format(tag=item, arch=arch)
+    return (src / view).is_dir()
 
 
 def pick_arch(profile: Profile, tag: Tag, src: Path) -> str:

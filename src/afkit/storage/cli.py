@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from afkit.cli import usage_handler
 from afkit.errors import ExitCode
 from afkit.storage import manager
 from afkit.storage.render import Settings, render
@@ -76,7 +77,7 @@ def register(sub: Any) -> None:
         description="Start, stop and inspect the XRootD daemons of a cache scenario, and give its "
         "clients' URLs. Scenarios: " + "; ".join(f"{s.name}: {s.description}" for s in SCENARIOS.values()),
     )
-    parser.set_defaults(func=lambda _args: parser.print_help() or 2)
+    parser.set_defaults(func=usage_handler(parser))
     ssub = parser.add_subparsers(dest="storage_command", metavar="STORAGE_COMMAND")
 
     def state(p: argparse.ArgumentParser) -> None:

@@ -15,7 +15,8 @@ Builds the image of TAG with 'afkit image build' into DIR/NAME.sif and DIR/NAME.
 the two artifacts of the build job, and prints the SIF path on stdout.
   --base BASE  the base image (default: \$AFKIT_BASE; empty: the profile's default base,
                e.g. docker://almalinux:9; offline runners use localimage:/path/to/base.sif)
-  --name NAME  image file name (default: P-package-version, e.g. alice-aliphysics-vAN-20201018_ROOT6-1)
+  --name NAME  image file name (default: the builder's, 'afkit image name TAG', e.g.
+               AliPhysics_vAN-20201018_ROOT6-1)
 The image is validated in the validate stage (ci/validate.sh), not here. Run it by hand with the same
 arguments to reproduce a CI build. A tag that does not exist fails with the builder's message.
 
@@ -55,9 +56,10 @@ main() {
   [[ -n $profile && -n $tag && -n $output ]] ||
     die "$AFKIT_EX_USAGE" "--profile, --tag and --output are required" "see 'ci/build.sh --help'"
   ci_check_profile "$profile"
-  ci_check_tag "$tag"
+  local default_name
+  default_name=$(ci_image_name "$profile" "$tag")
   ci_safe_dir "$output"
-  [[ -n $name ]] || name=$(ci_image_name "$profile" "$tag")
+  name=${name:-$default_name}
   [[ $name =~ ^[A-Za-z0-9][A-Za-z0-9._+-]*$ ]] || die "$AFKIT_EX_USAGE" "bad image name '$name'"
 
   local afkit

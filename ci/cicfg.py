@@ -23,9 +23,13 @@ from typing import Any
 
 import yaml
 
+# The tag grammar, the image name and the publish resource group are afkit's (afkit.image.tags):
+# the checkout's own src/, whichever Python runs this file.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+from afkit.errors import UsageError
+from afkit.image import tags as afkit_tags
+
 EX_USAGE, EX_NOT_FOUND, EX_INVALID = 2, 5, 6
-# Package/version (alice) or one word (LCG_105); the profile's tag.pattern is checked on top.
-TAG_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*(/[A-Za-z0-9][A-Za-z0-9._+-]*)?")
 PROFILE_RE = re.compile(r"[a-z0-9][a-z0-9_-]*")
 SCHEMA = Path(__file__).resolve().parent / "schema" / "tags.schema.json"
 RUNNER_TAGS = ["apptainer", "cvmfs"]
@@ -77,7 +81,7 @@ def parse_override(text: str) -> list[str]:
 def check_tags(tags: list[str], where: str) -> list[str]:
     errors = []
     for tag in tags:
-        if not TAG_RE.fullmatch(tag):
+        if not afkit_tags.ITEM.fullmatch(tag):
             errors.append(f"{where}: bad tag '{tag}' (a tag is Package/version or a word, e.g. {EXAMPLE})")
     seen: set[str] = set()
     for tag in tags:
@@ -177,12 +181,14 @@ def job_suffix(profile: str, tag: str) -> str:
     return f"{profile}:{tag.replace('/', ':')}"
 
 
-def image_name(profile: str, tag: str) -> str:
-    """alice-aliphysics-vAN-20201018_ROOT6-1 for Package/version; lcg-LCG_105 for a word."""
-    if "/" not in tag:
-        return f"{profile}-{tag}"
-    package, version = tag.split("/", 1)
-    return f"{profile}-{package.lower()}-{version}"
+def image_id(profile: str, tag: str) -> tuple[str, str]:
+    """(image name, publish resource group) of a checked tag: AliPhysics_vAN-20201018_ROOT6-1 and
+    publish/alice/aliphysics/vAN-20201018_ROOT6-1 (afkit.image.tags, like 'afkit image name')."""
+    try:
+        parsed = afkit_tags.item(tag)
+        return parsed.slug, parsed.resource_group(profile)
+    except UsageError as err:
+        raise CfgError(EX_INVALID, f"tag '{tag}': {err}") from err
 
 
 def child_pipeline(profile: str, tags: list[str]) -> dict[str, Any]:
@@ -193,7 +199,7 @@ def child_pipeline(profile: str, tags: list[str]) -> dict[str, Any]:
         "default": {"tags": list(RUNNER_TAGS), "before_script": list(BEFORE_SCRIPT)},
     }
     for tag in tags:
-        sfx, name = job_suffix(profile, tag), image_name(profile, tag)
+        sfx, (name, group) = job_suffix(profile, tag), image_id(profile, tag)
         out = f"{OUT}/{name}"
         variables = {"AFKIT_TAG": tag, "AFKIT_IMAGE_NAME": name, "AFKIT_IMAGE_DIR": out}
         doc[f"build:{sfx}"] = {
@@ -230,7 +236,7 @@ def child_pipeline(profile: str, tags: list[str]) -> dict[str, Any]:
                 {"if": "$CI_COMMIT_TAG"},
                 {"if": "$CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH"},
             ],
-            "resource_group": f"publish:{sfx}",
+            "resource_group": group,
             "artifacts": {"paths": [f"{out}/{name}.published"], "expire_in": "1 week"},
             "script": [
                 'ci/publish.sh --profile "$AFKIT_PROFILE" --tag "$AFKIT_TAG"'

@@ -102,11 +102,12 @@ main() {
   [[ -n $profile && -n $tag && -n $image ]] ||
     die "$AFKIT_EX_USAGE" "--profile, --tag and IMAGE.sif are required" "see 'ci/publish.sh --help'"
   ci_check_profile "$profile"
-  ci_check_tag "$tag"
   [[ -n $registry_image ]] ||
     die "$AFKIT_EX_USAGE" "no registry given" "pass --registry-image HOST/PATH or set CI_REGISTRY_IMAGE"
   [[ ${registry_image#oras://} =~ ^[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._/-]+)?$ ]] ||
     die "$AFKIT_EX_USAGE" "bad registry image '$registry_image'" "expected HOST[:PORT]/PATH, e.g. gitlab.example.org:5050/group/project"
+  local ref sha pull_flags=()
+  ref=$(ci_image_ref "$registry_image" "$profile" "$tag")
   [[ $image == *.sif ]] || die "$AFKIT_EX_USAGE" "'$image' is not a .sif file"
   [[ -f $image ]] || die "$AFKIT_EX_NOT_FOUND" "no image $image" "did the build job pass its artifacts to this job?"
 
@@ -116,8 +117,6 @@ main() {
     die "$AFKIT_EX_USAGE" "a registry user without a password or the other way round" \
       "set both CI_REGISTRY_USER and CI_JOB_TOKEN (or AFKIT_REGISTRY_USER/AFKIT_REGISTRY_PASSWORD), or neither"
   fi
-  local ref sha pull_flags=()
-  ref=$(ci_image_ref "$registry_image" "$profile" "$tag")
   REG_HOST=${ref#oras://}
   REG_HOST=${REG_HOST%%/*}
   REG_SCHEME=https

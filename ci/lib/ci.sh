@@ -23,53 +23,35 @@ ci_cfg() {
   "$py" "$(ci_repo)/ci/cicfg.py" "$@"
 }
 
-# ci_check_tag TAG : die (usage) unless TAG looks like Package/version or one word (LCG_105).
-ci_check_tag() {
-  local tag=$1
-  [[ $tag =~ ^[A-Za-z0-9][A-Za-z0-9._+-]*(/[A-Za-z0-9][A-Za-z0-9._+-]*)?$ ]] ||
-    die "$AFKIT_EX_USAGE" "bad tag '$tag'" "a tag is Package/version (AliPhysics/vAN-20201018_ROOT6-1) or a word (LCG_105)"
-}
-
-# ci_split_tag PROFILE TAG : sets CI_PACKAGE and CI_VERSION (a one-word tag: package = profile).
-ci_split_tag() {
-  if [[ $2 == */* ]]; then
-    CI_PACKAGE=${2%%/*}
-    CI_VERSION=${2#*/}
-  else
-    CI_PACKAGE=$1
-    CI_VERSION=$2
-  fi
-}
-
 # ci_check_profile NAME : die (usage) unless NAME is a plain profile name.
 ci_check_profile() {
   [[ $1 =~ ^[a-z0-9][a-z0-9_-]*$ ]] ||
     die "$AFKIT_EX_USAGE" "bad profile name '$1'" "a profile is a directory name under images/, e.g. alice"
 }
 
-# ci_image_name PROFILE TAG : the file name (without .sif) of TAG's image: alice-aliphysics-vAN-...,
-# lcg-LCG_105 (the same names as ci/cicfg.py's).
-ci_image_name() {
-  local profile=$1 tag=$2
-  if [[ $tag == */* ]]; then
-    printf '%s-%s-%s\n' "$profile" "$(tr '[:upper:]' '[:lower:]' <<<"${tag%%/*}")" "${tag#*/}"
-  else
-    printf '%s-%s\n' "$profile" "$tag"
-  fi
+# ci_image PROFILE TAG [OPTION...] : 'afkit image name --profile PROFILE [OPTION...] TAG' of this
+# checkout, run with ci_python: the tag grammar, the image name, the OCI reference and the resource
+# group live once, in afkit.image.tags. Dies 2 on a bad tag, 5 on an unknown profile.
+ci_image() {
+  local profile=$1 tag=$2 py rc=0
+  shift 2
+  py=$(ci_python)
+  PYTHONPATH="$(ci_repo)/src${PYTHONPATH:+:$PYTHONPATH}" "$py" -m afkit image name --profile "$profile" "$@" -- "$tag" ||
+    rc=$?
+  case $rc in
+    0) ;;
+    2) die "$rc" "bad tag '$tag'" "a tag is Package/version (AliPhysics/vAN-20201018_ROOT6-1) or a word (LCG_105)" ;;
+    *) die "$rc" "cannot name the image of '$tag' (profile '$profile'): afkit image name exited $rc" ;;
+  esac
 }
 
-# ci_image_ref REGISTRY_IMAGE PROFILE TAG : oras://REGISTRY_IMAGE/profile/package:version
-# (OCI repository names are lower case; a tag is at most 128 characters of [A-Za-z0-9_.-]).
-ci_image_ref() {
-  local base=$1 profile=$2 tag=$3 package version
-  ci_split_tag "$profile" "$tag"
-  package=$CI_PACKAGE
-  version=${CI_VERSION//+/_}
-  ((${#version} <= 128)) || die "$AFKIT_EX_USAGE" "version '$version' is longer than an OCI tag may be (128)"
-  base=${base#oras://}
-  base=${base%/}
-  printf 'oras://%s/%s/%s:%s\n' "${base,,}" "$profile" "${package,,}" "$version"
-}
+# ci_image_name PROFILE TAG : the name of TAG's image, without .sif (AliPhysics_vAN-20201018_ROOT6-1,
+# LCG_105): the builder's default name.
+ci_image_name() { ci_image "$1" "$2"; }
+
+# ci_image_ref REGISTRY_IMAGE PROFILE TAG : oras://registry_image/profile/package:version
+# (lower-case repository, '+' as '_', a version of at most 128 characters).
+ci_image_ref() { ci_image "$2" "$3" --ref "$1"; }
 
 # ci_sha256 FILE : the hex sha256 of FILE.
 ci_sha256() { sha256sum -- "$1" | cut -d' ' -f1; }

@@ -146,7 +146,7 @@ publish_env() {
   AFKIT_TAGS=LCG_105 run "$REPO/ci/generate.sh" --images "$T/images" --profile lcg --output "$T/c.yml"
   [[ $status -eq 0 ]]
   grep -q '^build:lcg:LCG_105:' "$T/c.yml"
-  grep -q 'AFKIT_IMAGE_NAME: lcg-LCG_105' "$T/c.yml"
+  grep -q 'AFKIT_IMAGE_NAME: LCG_105' "$T/c.yml"
 }
 
 # --- child pipeline -----------------------------------------------------------------------------
@@ -169,7 +169,7 @@ for sfx in ("alice:AliPhysics:vAN-1", "alice:O2Physics:daily-2"):
     rules = [r["if"] for r in p["rules"]]
     assert "$CI_COMMIT_TAG" in rules and "$CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH" in rules, rules
     assert p["rules"][0] == {"if": '$AFKIT_PUBLISH == "never"', "when": "never"}
-assert d["build:alice:AliPhysics:vAN-1"]["variables"]["AFKIT_IMAGE_NAME"] == "alice-aliphysics-vAN-1"
+assert d["build:alice:AliPhysics:vAN-1"]["variables"]["AFKIT_IMAGE_NAME"] == "AliPhysics_vAN-1"
 print(len([k for k in d if ":" in k]))
 PY
   [[ $status -eq 0 ]] || { echo "$output"; return 1; }
@@ -233,9 +233,9 @@ PY
   with_fakes
   AFKIT_BASE=localimage:/b.sif run --separate-stderr "$REPO/ci/build.sh" --profile alice --tag AliPhysics/vAN-1 --output "$T/o"
   [[ $status -eq 0 ]]
-  [[ $output == "$T/o/alice-aliphysics-vAN-1.sif" ]]
-  grep -qx "afkit image build --profile alice --tag AliPhysics/vAN-1 --output $T/o --name alice-aliphysics-vAN-1 -y --no-validate --base localimage:/b.sif" "$FAKE_LOG/argv"
-  [[ -s $T/o/alice-aliphysics-vAN-1.json ]]
+  [[ $output == "$T/o/AliPhysics_vAN-1.sif" ]]
+  grep -qx "afkit image build --profile alice --tag AliPhysics/vAN-1 --output $T/o --name AliPhysics_vAN-1 -y --no-validate --base localimage:/b.sif" "$FAKE_LOG/argv"
+  [[ -s $T/o/AliPhysics_vAN-1.json ]]
 }
 
 @test "build.sh: an unknown tag fails with the builder's message and exit code (5)" {
@@ -418,9 +418,9 @@ PY
     ci_image_name lcg LCG_105"
   [[ ${lines[0]} == oras://reg.example:5050/g/p/alice/aliphysics:vAN-20201018_ROOT6-1 ]]
   [[ ${lines[1]} == oras://reg/x/alice/o2physics:v1_b ]]
-  [[ ${lines[2]} == alice-o2physics-daily-1 ]]
+  [[ ${lines[2]} == O2Physics_daily-1 ]]
   [[ ${lines[3]} == oras://reg/x/lcg/lcg:LCG_105 ]]
-  [[ ${lines[4]} == lcg-LCG_105 ]]
+  [[ ${lines[4]} == LCG_105 ]]
 }
 
 @test "venv.sh: a runner-provided AFKIT_VENV is used as is; a broken one is a missing prerequisite (3)" {

@@ -10,7 +10,7 @@ bats_require_minimum_version 1.5.0
 
 GOOD=AliPhysics/vAN-20201018_ROOT6-1
 GOOD_SFX=alice:AliPhysics:vAN-20201018_ROOT6-1
-GOOD_NAME=alice-aliphysics-vAN-20201018_ROOT6-1
+GOOD_NAME=AliPhysics_vAN-20201018_ROOT6-1
 MISSING=AliPhysics/vAN-19990101_ROOT6-1
 MISSING_SFX=alice:AliPhysics:vAN-19990101_ROOT6-1
 PORT=5118

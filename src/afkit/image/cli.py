@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,30 @@ def register(sub: Any) -> None:
     v.add_argument("--junit", type=Path, help="write a JUnit XML report here")
     v.set_defaults(func=_validate)
 
+    n = isub.add_parser(
+        "name",
+        help="print a tag's image name, or its registry reference or publish resource group",
+        description="Print the name of TAG's image (the builder's default NAME.sif, the CI artifacts' "
+        "name), or with --ref its OCI reference, or with --resource-group the GitLab resource_group "
+        "of its publish job. No CVMFS needed: only the tag's syntax is checked.",
+        epilog="exit codes: 0 ok, 2 bad tag (or a reference for a multi-item tag), 5 unknown profile. "
+        "Docs: docs/image-builder.md",
+    )
+    n.add_argument("tag", metavar="TAG", help="e.g. AliPhysics/vAN-20201018_ROOT6-1 or LCG_105")
+    n.add_argument(
+        "--profile",
+        default=os.environ.get("AFKIT_PROFILE") or "alice",
+        help="profile name (default: $AFKIT_PROFILE, else alice)",
+    )
+    what = n.add_mutually_exclusive_group()
+    what.add_argument(
+        "--ref",
+        metavar="REGISTRY_IMAGE",
+        help="print oras://REGISTRY_IMAGE/PROFILE/package:version instead (e.g. registry.example.org/g/p)",
+    )
+    what.add_argument("--resource-group", action="store_true", help="print the publish job's resource_group")
+    n.set_defaults(func=_name)
+
     t = isub.add_parser("tags", help="list the tags of a profile's repository", epilog=EPILOG)
     t.add_argument("--profile", required=True)
     t.add_argument("pattern", nargs="?", help="only tags containing this text")
@@ -82,6 +107,20 @@ def _validate(args: argparse.Namespace) -> int:
 
     checks = validate.validate(args.image, args.profile, args.junit)
     print(f"{args.image}: {len(checks)} checks passed", file=sys.stderr)
+    return 0
+
+
+def _name(args: argparse.Namespace) -> int:
+    from afkit.image import profile as profiles
+    from afkit.image import tags
+
+    tag = tags.parse(args.tag, profiles.load(args.profile))
+    if args.ref:
+        print(tag.oci_ref(args.ref, args.profile))
+    elif args.resource_group:
+        print(tag.resource_group(args.profile))
+    else:
+        print(tag.slug)
     return 0
 
 

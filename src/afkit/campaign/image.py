@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from afkit.errors import AfkitError, InvalidError, NotFoundError, PrereqError
+from afkit.image import apptainer
 from afkit.image.workdir import MARKER
 
 
@@ -106,10 +106,7 @@ def oras_pull_command(ref: str, dest: Path) -> list[str]:
     """``apptainer pull [--no-https] DEST REF``. Plain HTTP only when ``$AFKIT_REGISTRY_INSECURE=1``
     (a test registry; never the default). Apptainer itself already falls back to HTTP for a
     registry on localhost / 127.0.0.1."""
-    cmd = ["apptainer", "pull"]
-    if os.environ.get(INSECURE_ENV, "") == "1":
-        cmd.append("--no-https")
-    return [*cmd, str(dest), ref]
+    return apptainer.pull_command(ref, dest, insecure=os.environ.get(INSECURE_ENV, "") == "1")
 
 
 def _apptainer_error(log: Path) -> str:
@@ -121,7 +118,7 @@ def _apptainer_error(log: Path) -> str:
 
 def _from_oras(ref: str, workdir: Path, log: Path) -> dict[str, Any]:
     """Pull REF once into WORKDIR/image.sif (through a partial file, removed on failure)."""
-    if shutil.which("apptainer") is None:
+    if apptainer.command_name() is None:
         raise PrereqError("apptainer not found on PATH (needed to pull the campaign image)")
     sif = workdir / "image.sif"
     if not sif.exists():

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from afkit.errors import NotFoundError, PrereqError
+from afkit.image import apptainer
 
 CONTAINER_SCRIPTS = "/afkit-job"
 
@@ -46,11 +47,9 @@ def apptainer_command(
     """``apptainer exec`` of the payload; BINDS are extra host paths (local storage mounts)."""
     binds = [f"{scripts_dir()}:{CONTAINER_SCRIPTS}:ro", f"{scratch}:{scratch}", *(binds or [])]
     interp = ["/bin/sh", "-c", AUTO_PYTHON, "python"] if python == "auto" else [python]
-    return [
-        "apptainer", "exec", "--cleanenv", "--no-home", "--contain", *site.get("apptainer_args", []),
-        *[a for b in binds for a in ("--bind", b)],
-        image, *interp, f"{CONTAINER_SCRIPTS}/job_steps.py", str(spec_path),
-    ]  # fmt: skip
+    options = ["--cleanenv", "--no-home", "--contain", *site.get("apptainer_args", [])]
+    command = [*interp, f"{CONTAINER_SCRIPTS}/job_steps.py", str(spec_path)]
+    return apptainer.exec_command(image, command, options=options, binds=binds)
 
 
 def _write_atomic(path: Path, data: dict[str, Any]) -> None:
@@ -77,7 +76,7 @@ def run(
 ) -> dict[str, Any]:
     """Run one job; return (and write to OUTPUT) its record."""
     site = campaign["site"]
-    if shutil.which("apptainer") is None:
+    if apptainer.command_name() is None:
         raise PrereqError("apptainer not found on PATH on the worker node", hint="install Apptainer there")
     if not Path(image["path"]).exists():
         raise NotFoundError(f"image not found on the worker node: {image['path']}")

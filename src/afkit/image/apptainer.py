@@ -1,4 +1,6 @@
-"""Finding Apptainer (or SingularityCE) and deciding how this user may build: root or --fakeroot."""
+"""Apptainer (or SingularityCE): finding it, deciding how this user may build (root or --fakeroot),
+and every command line afkit runs it with (build, exec/test, pull), so that they all use the same
+binary: ``$AFKIT_APPTAINER``, else ``apptainer``, else ``singularity`` on PATH."""
 
 from __future__ import annotations
 
@@ -6,11 +8,14 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from afkit.errors import PrereqError
 
 COMPRESSIONS = ("gzip", "zstd", "lz4", "xz")
+NAMES = ("apptainer", "singularity")
 
 
 @dataclass(frozen=True)
@@ -26,6 +31,45 @@ class Runtime:
         extra = os.environ.get("AFKIT_APPTAINER_EXEC_ARGS", "")
         return extra.split()
 
+    def build_command(self, target: Path, definition: Path, compression: str | None) -> list[str]:
+        """``build --notest`` of DEFINITION into TARGET (%test runs in the validation, with the
+        run-time options that work here)."""
+        return [
+            self.binary, "build", "--notest", *self.build_args(), *squashfs_args(compression),
+            str(target), str(definition),
+        ]  # fmt: skip
+
+
+def command_name() -> str | None:
+    """The runtime as a command line names it (``$AFKIT_APPTAINER`` as given, else ``apptainer``,
+    else ``singularity``, whichever is on PATH); None when there is none."""
+    env = os.environ.get("AFKIT_APPTAINER")
+    if env:
+        return env if shutil.which(env) else None
+    return next((name for name in NAMES if shutil.which(name)), None)
+
+
+def exec_command(
+    image: str | Path,
+    command: Sequence[str],
+    *,
+    options: Iterable[str] = (),
+    binds: Iterable[str] = (),
+    verb: str = "exec",
+    binary: str | None = None,
+) -> list[str]:
+    """``apptainer VERB OPTIONS --bind B... IMAGE COMMAND`` (VERB exec, run or test)."""
+    return [
+        binary or command_name() or NAMES[0], verb, *options,
+        *[arg for bind in binds for arg in ("--bind", bind)], str(image), *command,
+    ]  # fmt: skip
+
+
+def pull_command(ref: str, dest: Path, *, insecure: bool = False, binary: str | None = None) -> list[str]:
+    """``apptainer pull [--no-https] DEST REF`` (``--no-https``: a plain-HTTP test registry)."""
+    flags = ["--no-https"] if insecure else []
+    return [binary or command_name() or NAMES[0], "pull", *flags, str(dest), ref]
+
 
 def find_binary() -> str:
     """apptainer, else singularity, on PATH (``$AFKIT_APPTAINER`` wins); exit 3 when neither."""
@@ -34,7 +78,7 @@ def find_binary() -> str:
         if shutil.which(env):
             return str(shutil.which(env))
         raise PrereqError(f"AFKIT_APPTAINER={env} is not an executable", hint="fix or unset it")
-    for name in ("apptainer", "singularity"):
+    for name in NAMES:
         found = shutil.which(name)
         if found:
             return found

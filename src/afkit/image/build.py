@@ -184,9 +184,7 @@ def run_build(
     tmpdir = outdir / ".tmp"
     tmpdir.mkdir(exist_ok=True)
     target.unlink(missing_ok=True)
-    # %test runs in the validation step (apptainer test, with the run-time options that work here).
-    cmd = [runtime.binary, "build", "--notest", *runtime.build_args(), *apptainer.squashfs_args(comp)]
-    cmd += [str(target), str(definition)]
+    cmd = runtime.build_command(target, definition, comp)
     env = {**os.environ, "APPTAINER_TMPDIR": str(tmpdir), "SINGULARITY_TMPDIR": str(tmpdir)}
     print(f"afkit: {' '.join(cmd)}", file=sys.stderr)
     proc = subprocess.Popen(cmd, env=env, stdout=sys.stderr, stderr=sys.stderr, start_new_session=True)

@@ -55,16 +55,16 @@ class Runner:
             # Root without full capabilities (containers, some CI runners): a user namespace works.
             self.extra.append("--userns")
 
-    def _args(self, verb: str) -> list[str]:
-        args = [self.rt.binary, verb, "--contain", "--cleanenv", "--no-mount", "bind-paths"]
-        return [*args, *self.extra, str(self.image)]
+    def _command(self, verb: str, cmd: tuple[str, ...] = ()) -> list[str]:
+        options = ["--contain", "--cleanenv", "--no-mount", "bind-paths", *self.extra]
+        return apptainer.exec_command(self.image, cmd, options=options, verb=verb, binary=self.rt.binary)
 
     def run(self, *cmd: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([*self._args("exec"), *cmd], capture_output=True, text=True, check=False)
+        return subprocess.run(self._command("exec", cmd), capture_output=True, text=True, check=False)
 
     def test(self) -> subprocess.CompletedProcess[str]:
         """The image's own %test (apptainer test)."""
-        return subprocess.run(self._args("test"), capture_output=True, text=True, check=False)
+        return subprocess.run(self._command("test"), capture_output=True, text=True, check=False)
 
 
 def read_info(runner: Runner) -> dict[str, Any]:

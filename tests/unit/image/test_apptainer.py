@@ -65,3 +65,50 @@ def test_cli_offers_the_engines_compressions() -> None:
     from afkit.image import cli
 
     assert cli.COMPRESSIONS == apptainer.COMPRESSIONS
+
+
+def _only_singularity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = tmp_path / "singularity"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("AFKIT_APPTAINER", raising=False)
+
+
+def test_exec_and_pull_fall_back_to_singularity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _only_singularity(tmp_path, monkeypatch)
+    assert apptainer.command_name() == "singularity"
+    assert apptainer.exec_command("i.sif", ["true"])[:2] == ["singularity", "exec"]
+    assert apptainer.pull_command("oras://r/a:b", Path("x.sif"))[:2] == ["singularity", "pull"]
+
+
+def test_afkit_apptainer_names_the_binary_of_every_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _only_singularity(tmp_path, monkeypatch)
+    monkeypatch.setenv("AFKIT_APPTAINER", "singularity")
+    assert apptainer.exec_command("i.sif", ["true"], verb="test")[:2] == ["singularity", "test"]
+
+
+def test_no_runtime_has_no_command_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("AFKIT_APPTAINER", raising=False)
+    assert apptainer.command_name() is None
+
+
+def test_exec_command_orders_options_binds_image_command() -> None:
+    cmd = apptainer.exec_command(
+        "/i.sif", ["python3", "x.py"], options=["--contain"], binds=["/a:/b:ro", "/c"], binary="apptainer"
+    )
+    assert cmd == [
+        "apptainer", "exec", "--contain", "--bind", "/a:/b:ro", "--bind", "/c", "/i.sif", "python3", "x.py",
+    ]  # fmt: skip
+
+
+def test_build_command_has_notest_privilege_and_compression() -> None:
+    rt = apptainer.Runtime("/usr/bin/apptainer", "fakeroot")
+    cmd = rt.build_command(Path("/o/.x.sif.partial"), Path("/o/x.def"), "zstd")
+    assert cmd == [
+        "/usr/bin/apptainer", "build", "--notest", "--fakeroot", "--mksquashfs-args", "-comp zstd",
+        "/o/.x.sif.partial", "/o/x.def",
+    ]  # fmt: skip

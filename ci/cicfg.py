@@ -6,6 +6,7 @@ Called by the ci/*.sh scripts (which pick a Python with PyYAML and jsonschema); 
   cicfg.py tags  --images DIR --profile P [--override "T1 T2"]   print the tags, one per line
   cicfg.py check --images DIR [--profile-schema FILE]            schema-check profiles and tag lists
   cicfg.py child --images DIR --profile P --output FILE [--override ...]   write the child pipeline
+  cicfg.py pipeline FILE...     check GitLab pipeline files against GitLab's CI schema and rules
 
 Exit codes: 0 ok, 2 usage, 5 not found (profile or tag list), 6 invalid (schema, bad tag).
 """
@@ -32,6 +33,14 @@ from afkit.image import tags as afkit_tags
 EX_USAGE, EX_NOT_FOUND, EX_INVALID = 2, 5, 6
 PROFILE_RE = re.compile(r"[a-z0-9][a-z0-9_-]*")
 SCHEMA = Path(__file__).resolve().parent / "schema" / "tags.schema.json"
+# GitLab's CI JSON schema, app/assets/javascripts/editor/schema/ci.json of gitlab-org/gitlab (MIT,
+# ci/schema/gitlab-ci.LICENSE), as vendored verbatim by check-jsonschema 0.39.0: docs/gitlab-ci.md.
+GITLAB_SCHEMA = SCHEMA.with_name("gitlab-ci.json")
+# What GitLab accepts as a resource_group key (app/models/ci/resource_group.rb validates it with
+# Gitlab::Regex.environment_name_regex, lib/gitlab/regex.rb; at most 255 characters). A key outside
+# it is dropped without an error, so the jobs would not be serialized; the schema does not check it.
+GITLAB_RESOURCE_GROUP = re.compile(r"[a-zA-Z0-9_${}. -](?:[a-zA-Z0-9_/${}. -]*[a-zA-Z0-9_${}. -])?")
+GITLAB_RESOURCE_GROUP_MAX = 255
 RUNNER_TAGS = ["apptainer", "cvmfs"]
 # The same environment as the parent pipeline's .afkit-shell jobs.
 BEFORE_SCRIPT = [
@@ -233,6 +242,8 @@ def child_pipeline(profile: str, tags: list[str]) -> dict[str, Any]:
             "variables": dict(variables),
             "rules": [
                 {"if": '$AFKIT_PUBLISH == "never"', "when": "never"},
+                # protected tags and branches only: there the protected registry variables exist
+                {"if": '$CI_COMMIT_REF_PROTECTED != "true"', "when": "never"},
                 {"if": "$CI_COMMIT_TAG"},
                 {"if": "$CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH"},
             ],
@@ -244,6 +255,47 @@ def child_pipeline(profile: str, tags: list[str]) -> dict[str, Any]:
             ],
         }
     return doc
+
+
+def pipeline_errors(path: Path) -> list[str]:
+    """PATH (a .gitlab-ci.yml, or a generated child pipeline) against GitLab's CI schema, each YAML
+    document on its own (a 'spec:' header is the first of two), and every resource_group key
+    against GitLab's rule."""
+    try:
+        docs = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
+    except FileNotFoundError as err:
+        raise CfgError(EX_NOT_FOUND, f"{path}: no such file") from err
+    except yaml.YAMLError as err:
+        raise CfgError(EX_INVALID, f"{path}: not valid YAML: {err}") from err
+    schema = json.loads(GITLAB_SCHEMA.read_text(encoding="utf-8"))
+    errors: list[str] = []
+    if len(docs) > 2 or (len(docs) == 2 and not (isinstance(docs[0], dict) and set(docs[0]) == {"spec"})):
+        errors.append(f"{path}: only a 'spec:' header may come before the pipeline ('---')")
+    for doc in docs:
+        errors += schema_errors_draft7(doc, schema, path)
+        jobs = doc.items() if isinstance(doc, dict) else []
+        for name, job in jobs:
+            group = job.get("resource_group") if isinstance(job, dict) else None
+            if isinstance(group, str) and not (
+                GITLAB_RESOURCE_GROUP.fullmatch(group) and len(group) <= GITLAB_RESOURCE_GROUP_MAX
+            ):
+                errors.append(
+                    f"{path}: {name}: resource_group '{group}' is not a key GitLab accepts (letters, "
+                    "digits, '-', '_', '/', '$', '{', '}', '.', blanks, not starting or ending with '/', "
+                    f"at most {GITLAB_RESOURCE_GROUP_MAX} characters)"
+                )
+    return errors
+
+
+def schema_errors_draft7(data: Any, schema: dict[str, Any], where: Path) -> list[str]:
+    import jsonschema
+
+    validator = jsonschema.Draft7Validator(schema)
+    out = []
+    for err in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path))):
+        loc = "/".join(str(p) for p in err.absolute_path) or "(top level)"
+        out.append(f"{where}: {loc}: {err.message[:300]}")
+    return out
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -265,6 +317,8 @@ def main(argv: list[str] | None = None) -> int:
     t = sub.add_parser("tags", help="print a profile's CI tags, one per line")
     c = sub.add_parser("check", help="schema-check images/*/profile.yaml and images/*/tags.yaml")
     g = sub.add_parser("child", help="write the child pipeline (build/validate/publish per tag)")
+    pl = sub.add_parser("pipeline", help="check pipeline files against GitLab's CI schema and rules")
+    pl.add_argument("files", nargs="+", type=Path, metavar="FILE")
     for p in (t, c, g):
         p.add_argument("--images", type=Path, required=True, help="the images/ directory")
     for p in (t, g):
@@ -274,7 +328,12 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--output", type=Path, required=True)
     args = parser.parse_args(argv)
     try:
-        if args.cmd == "tags":
+        if args.cmd == "pipeline":
+            errors = [e for f in args.files for e in pipeline_errors(f)]
+            if errors:
+                raise CfgError(EX_INVALID, "\n".join(errors), f"see GitLab's CI schema {GITLAB_SCHEMA}")
+            print("\n".join(f"{f}: valid" for f in args.files))
+        elif args.cmd == "tags":
             print("\n".join(tag_list(args.images, args.profile, args.override)))
         elif args.cmd == "check":
             errors = check_all(args.images, args.profile_schema)

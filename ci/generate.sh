@@ -9,24 +9,29 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/ci.sh"
 
 usage() {
   cat <<USAGE
-Usage: ci/generate.sh [--profile P] [--images DIR] --output FILE
+Usage: ci/generate.sh [--profile P] [--tags "T1 T2"] [--images DIR] --output FILE
 
-Writes FILE, the child pipeline of the image jobs: for every tag of profile P (see ci/tags.sh; the
-CI variable AFKIT_TAGS overrides the list) a job build:P:Package:version, a job validate:... that
-needs it, and a job publish:... that needs both and runs on the default branch and on git tags only.
+Writes FILE, the child pipeline of the image jobs: for every tag of profile P (see ci/tags.sh) a
+job build:P:Package:version, a job validate:... that needs it, and a job publish:... that needs
+both and runs on the default branch and on git tags only, and only when the ref is protected.
 The chains are independent: a tag that fails to build does not stop the others.
-Prints the tags. P defaults to \$AFKIT_PROFILE, else alice. FILE is written atomically.
+Prints the tags. FILE is written atomically.
+  --profile P    default (also when P is empty): \$AFKIT_PROFILE, else alice
+  --tags "T ..." build these tags instead of the profile's tag list (blank-, comma- or
+                 newline-separated); empty: \$AFKIT_TAGS, else the list
+The pipeline passes its inputs 'profile' and 'tags' here (.gitlab-ci.yml).
 
 Exit codes: 0 ok, 2 usage, 5 no tag list for the profile, 6 the list or a tag is invalid.
 USAGE
 }
 
 main() {
-  local profile=${AFKIT_PROFILE:-alice} images output=''
+  local profile='' tags=${AFKIT_TAGS:-} images output=''
   images="$(ci_repo)/images"
   while (($#)); do
     case $1 in
       --profile) (($# > 1)) || die "$AFKIT_EX_USAGE" "--profile needs a value"; profile=$2; shift ;;
+      --tags) (($# > 1)) || die "$AFKIT_EX_USAGE" "--tags needs a value"; [[ -z $2 ]] || tags=$2; shift ;;
       --images) (($# > 1)) || die "$AFKIT_EX_USAGE" "--images needs a value"; images=$2; shift ;;
       --output) (($# > 1)) || die "$AFKIT_EX_USAGE" "--output needs a value"; output=$2; shift ;;
       -h | --help) usage; return 0 ;;
@@ -35,9 +40,10 @@ main() {
     shift
   done
   [[ -n $output ]] || die "$AFKIT_EX_USAGE" "--output FILE is required" "see 'ci/generate.sh --help'"
+  profile=${profile:-${AFKIT_PROFILE:-alice}}
   ci_check_profile "$profile"
   local -a override=()
-  [[ -z ${AFKIT_TAGS:-} ]] || override=(--override "$AFKIT_TAGS")
+  [[ -z $tags ]] || override=(--override "$tags")
   ci_cfg child --images "$images" --profile "$profile" --output "$output" "${override[@]}"
   log "wrote $output"
 }

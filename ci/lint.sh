@@ -17,7 +17,9 @@ Checks (each one CI job of the lint stage; run them by hand from the checkout):
   snakemake  'snakemake --lint' on workflows/Snakefile with every campaign in workflows/config/
              (says so and passes when the repository has no workflows/Snakefile)
   config     images/*/profile.yaml against the builder's schema (src/afkit/image/profile.schema.json),
-             images/*/tags.yaml against ci/schema/tags.schema.json and the profile's tag pattern
+             images/*/tags.yaml against ci/schema/tags.schema.json and the profile's tag pattern;
+             .gitlab-ci.yml and the child pipeline of every profile with a tags.yaml against
+             GitLab's CI schema (ci/schema/gitlab-ci.json) and its resource_group key rule
   all        the three above
 
 Exit codes: 0 clean, 1 a linter found problems, 2 usage, 3 a linter is missing, 6 invalid config.
@@ -75,6 +77,20 @@ lint_config() {
   [[ -f $schema ]] || die "$AFKIT_EX_PREREQ" "no profile schema $schema" "the image builder ships it"
   ci_cfg check --images "$repo/images" --profile-schema "$schema"
   log "config: profiles and tag lists are valid"
+  local dir tags profile
+  dir=$(mktemp -d "${TMPDIR:-/tmp}/afkit-lint.XXXXXX")
+  local -a files=("$repo/.gitlab-ci.yml")
+  for tags in "$repo"/images/*/tags.yaml; do
+    [[ -f $tags ]] || continue
+    profile=$(basename "$(dirname "$tags")")
+    ci_cfg child --images "$repo/images" --profile "$profile" --output "$dir/$profile.yml" >/dev/null
+    files+=("$dir/$profile.yml")
+  done
+  local rc=0
+  ci_cfg pipeline "${files[@]}" || rc=$?
+  rm -rf -- "$dir"
+  ((rc == 0)) || die "$rc" "a pipeline does not pass GitLab's schema or rules (above)"
+  log "config: .gitlab-ci.yml and $((${#files[@]} - 1)) child pipeline(s) are valid GitLab CI"
 }
 
 main() {

@@ -13,9 +13,9 @@ usage() {
   cat <<USAGE
 Usage: ci/publish.sh --profile P --tag TAG [--registry-image R] [--dry-run] IMAGE.sif
 
-Publishes IMAGE.sif as oras://R/P/package:version (package lower-cased; R defaults to
-\$CI_REGISTRY_IMAGE), then checks the registry's digest of the image and pulls it back and
-compares the sha256 with the local file.
+Publishes IMAGE.sif as oras://R/P/package:version ('afkit image name --ref R TAG'; R defaults to
+\$AFKIT_REGISTRY_IMAGE, else \$CI_REGISTRY_IMAGE), then checks the registry's digest of the image
+and pulls it back and compares the sha256 with the local file.
   - IMAGE.validated (written by ci/validate.sh) must exist and hold IMAGE's sha256: no publish of
     an image that did not pass validation (exit 6).
   - The tag already holds an image with the same digest: nothing is pushed (exit 0).
@@ -24,15 +24,18 @@ compares the sha256 with the local file.
     and the job fails (exit 1).
   --dry-run   check the stamp, the registry and the credentials, print what would be pushed.
 
-Credentials: user \$AFKIT_REGISTRY_USER (default \$CI_REGISTRY_USER), password
-\$AFKIT_REGISTRY_PASSWORD (default \$CI_JOB_TOKEN). They go to 'apptainer registry login
---password-stdin' and to curl on stdin, into a private temporary auth file removed at exit; never
-on a command line, never printed. No credentials at all: anonymous access.
+Credentials: \$AFKIT_REGISTRY_USER and \$AFKIT_REGISTRY_PASSWORD when set; else GitLab's
+\$CI_REGISTRY_USER and \$CI_JOB_TOKEN, but only for the project's own registry (R is
+\$CI_REGISTRY_IMAGE or below it, on host \$CI_REGISTRY): the job token is never sent to another
+registry (exit 4). They go to 'apptainer registry login --password-stdin' and to curl on stdin,
+into a private temporary auth file removed at exit; never on a command line, never printed.
+No credentials at all: anonymous access.
 AFKIT_REGISTRY_INSECURE=1: plain HTTP (apptainer --no-https), for a test registry on localhost only.
 Prints the reference and digest on stdout; writes IMAGE.published (reference, digest).
 
 Exit codes: 0 published or already there, 1 push or verification failed, 2 usage,
-3 registry unreachable / credentials refused / apptainer missing, 5 no such image, 6 not validated.
+3 registry unreachable / credentials refused / apptainer missing, 4 refused (the job token for
+another registry), 5 no such image, 6 not validated.
 USAGE
 }
 
@@ -48,6 +51,37 @@ check_validated() {
   [[ $want == "$sha" ]] ||
     die "$AFKIT_EX_INVALID" "$image is not the image that was validated (sha256 $sha, stamp ${want:-none})" \
       "re-run the validate job on this image"
+}
+
+# norm_image R : R without oras:// and trailing '/', lower case (as references are written).
+norm_image() {
+  local r=${1#oras://}
+  r=${r%/}
+  printf '%s\n' "${r,,}"
+}
+
+# registry_credentials REGISTRY_IMAGE : set REG_USER and REG_PASS. AFKIT_REGISTRY_* first; GitLab's
+# job token only for the project's own registry (CI_REGISTRY_IMAGE or below, on host CI_REGISTRY).
+registry_credentials() {
+  local target own
+  target=$(norm_image "$1")
+  if [[ -n ${AFKIT_REGISTRY_USER:-}${AFKIT_REGISTRY_PASSWORD:-} ]]; then
+    REG_USER=${AFKIT_REGISTRY_USER:-} REG_PASS=${AFKIT_REGISTRY_PASSWORD:-}
+  elif [[ -n ${CI_REGISTRY_USER:-}${CI_JOB_TOKEN:-} ]]; then
+    own=$(norm_image "${CI_REGISTRY_IMAGE:-}")
+    if [[ -z $own || ($target != "$own" && $target != "$own"/*) ||
+      (-n ${CI_REGISTRY:-} && ${target%%/*} != "$(norm_image "$CI_REGISTRY")") ]]; then
+      die "$AFKIT_EX_UNSAFE" "refusing to send the job token to $target: it is not this project's registry (${own:-CI_REGISTRY_IMAGE unset})" \
+        "publish elsewhere with AFKIT_REGISTRY_IMAGE, AFKIT_REGISTRY_USER and AFKIT_REGISTRY_PASSWORD (masked, protected)"
+    fi
+    REG_USER=${CI_REGISTRY_USER:-} REG_PASS=${CI_JOB_TOKEN:-}
+  else
+    REG_USER='' REG_PASS=''
+  fi
+  if [[ -n $REG_USER && -z $REG_PASS ]] || [[ -z $REG_USER && -n $REG_PASS ]]; then
+    die "$AFKIT_EX_USAGE" "a registry user without a password or the other way round" \
+      "set both CI_REGISTRY_USER and CI_JOB_TOKEN (or AFKIT_REGISTRY_USER/AFKIT_REGISTRY_PASSWORD), or neither"
+  fi
 }
 
 # apptainer_login AUTHFILE : log in to REG_HOST; the password goes on stdin. The login is stored
@@ -84,7 +118,7 @@ undo_push() {
 }
 
 main() {
-  local profile='' tag='' image='' registry_image=${CI_REGISTRY_IMAGE:-} dry_run=0
+  local profile='' tag='' image='' registry_image=${AFKIT_REGISTRY_IMAGE:-${CI_REGISTRY_IMAGE:-}} dry_run=0
   while (($#)); do
     case $1 in
       --profile | --tag | --registry-image)
@@ -103,7 +137,7 @@ main() {
     die "$AFKIT_EX_USAGE" "--profile, --tag and IMAGE.sif are required" "see 'ci/publish.sh --help'"
   ci_check_profile "$profile"
   [[ -n $registry_image ]] ||
-    die "$AFKIT_EX_USAGE" "no registry given" "pass --registry-image HOST/PATH or set CI_REGISTRY_IMAGE"
+    die "$AFKIT_EX_USAGE" "no registry given" "pass --registry-image HOST/PATH or set AFKIT_REGISTRY_IMAGE or CI_REGISTRY_IMAGE"
   [[ ${registry_image#oras://} =~ ^[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._/-]+)?$ ]] ||
     die "$AFKIT_EX_USAGE" "bad registry image '$registry_image'" "expected HOST[:PORT]/PATH, e.g. gitlab.example.org:5050/group/project"
   local ref sha pull_flags=()
@@ -111,12 +145,7 @@ main() {
   [[ $image == *.sif ]] || die "$AFKIT_EX_USAGE" "'$image' is not a .sif file"
   [[ -f $image ]] || die "$AFKIT_EX_NOT_FOUND" "no image $image" "did the build job pass its artifacts to this job?"
 
-  REG_USER=${AFKIT_REGISTRY_USER:-${CI_REGISTRY_USER:-}}
-  REG_PASS=${AFKIT_REGISTRY_PASSWORD:-${CI_JOB_TOKEN:-}}
-  if [[ -n $REG_USER && -z $REG_PASS ]] || [[ -z $REG_USER && -n $REG_PASS ]]; then
-    die "$AFKIT_EX_USAGE" "a registry user without a password or the other way round" \
-      "set both CI_REGISTRY_USER and CI_JOB_TOKEN (or AFKIT_REGISTRY_USER/AFKIT_REGISTRY_PASSWORD), or neither"
-  fi
+  registry_credentials "$registry_image"
   REG_HOST=${ref#oras://}
   REG_HOST=${REG_HOST%%/*}
   REG_SCHEME=https

@@ -178,6 +178,16 @@ PY
   [[ $output == child.yml ]]
 }
 
+@test "generate.sh: --tags (the pipeline's input) wins over AFKIT_TAGS; empty --tags and --profile mean the defaults" {
+  AFKIT_TAGS='Env/one' run "$REPO/ci/generate.sh" --images "$T/images" --tags 'Input/one' --output "$T/a.yml"
+  [[ $status -eq 0 ]]
+  grep -q '^build:alice:Input:one:' "$T/a.yml"
+  run ! grep -q 'Env/one' "$T/a.yml"
+  AFKIT_TAGS='Env/one' run "$REPO/ci/generate.sh" --images "$T/images" --profile '' --tags '' --output "$T/b.yml"
+  [[ $status -eq 0 ]]
+  grep -q '^build:alice:Env:one:' "$T/b.yml"
+}
+
 @test "generate.sh honours AFKIT_TAGS and leaves no file behind on a bad tag" {
   AFKIT_TAGS='Only/one' run "$REPO/ci/generate.sh" --images "$T/images" --output "$T/out/child.yml"
   [[ $status -eq 0 ]]
@@ -191,7 +201,7 @@ PY
 @test "the repository's .gitlab-ci.yml: stages, one-line jobs calling ci/, trigger of the generated child" {
   run "$AFKIT_PYTHON" - "$REPO/.gitlab-ci.yml" <<'PY'
 import sys, yaml
-d = yaml.safe_load(open(sys.argv[1]))
+d = list(yaml.safe_load_all(open(sys.argv[1])))[-1]  # after the 'spec: inputs' header
 assert d["stages"] == ["lint", "test", "build", "validate", "publish"]
 jobs = {k: v for k, v in d.items() if isinstance(v, dict) and not k.startswith(".") and k not in ("variables", "default")}
 assert set(jobs) >= {"lint:code", "lint:snakemake", "lint:config", "test", "images-generate", "images"}, set(jobs)
@@ -399,6 +409,27 @@ PY
   [[ $status -eq 2 && $output == *"without a password"* ]]
   run "$REPO/ci/publish.sh" --registry-image 'host/a b' --profile alice --tag AliPhysics/vAN-1 "$T/img.sif"
   [[ $status -eq 2 && $output == *"bad registry image"* ]]
+}
+
+@test "publish.sh never sends the job token to a registry other than the project's (4)" {
+  publish_env
+  a_validated_image img
+  run "$REPO/ci/publish.sh" --registry-image other.example.org/x --profile alice --tag AliPhysics/vAN-1 "$T/img.sif"
+  [[ $status -eq 4 && $output == *"refusing to send the job token to other.example.org/x"* ]]
+  CI_REGISTRY=elsewhere.example.org run "$REPO/ci/publish.sh" --profile alice --tag AliPhysics/vAN-1 "$T/img.sif"
+  [[ $status -eq 4 ]]
+  [[ ! -e $FAKE_LOG/argv && ! -e $FAKE_LOG/curl.stdin ]]
+}
+
+@test "publish.sh: AFKIT_REGISTRY_* credentials publish to AFKIT_REGISTRY_IMAGE, not the job token" {
+  publish_env
+  a_validated_image img
+  printf 'other-bot' >"$FAKE_REG/user"
+  printf 'other-pass' >"$FAKE_REG/password"
+  AFKIT_REGISTRY_IMAGE=registry.example.org/other AFKIT_REGISTRY_USER=other-bot AFKIT_REGISTRY_PASSWORD=other-pass \
+    run --separate-stderr "$REPO/ci/publish.sh" --profile alice --tag AliPhysics/vAN-1 "$T/img.sif"
+  [[ $status -eq 0 && $output == "oras://registry.example.org/other/alice/aliphysics:vAN-1 sha256:"* ]]
+  run ! grep -q 'tok-S3cr3t-value' "$FAKE_LOG/curl.stdin" "$FAKE_LOG/login.stdin"
 }
 
 @test "publish.sh --dry-run checks the registry and pushes nothing" {

@@ -74,11 +74,12 @@ def load_yaml(path: Path) -> Any:
 def schema_errors(data: Any, schema: dict[str, Any], where: Path) -> list[str]:
     import jsonschema  # only the 'check' and 'tags' paths need it
 
-    validator = jsonschema.Draft202012Validator(schema)
+    # the schema's own dialect ($schema: GitLab's is Draft 7), else 2020-12
+    validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)(schema)
     out = []
-    for err in sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path)):
+    for err in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path))):
         loc = "/".join(str(p) for p in err.absolute_path) or "(top level)"
-        out.append(f"{where}: {loc}: {err.message}")
+        out.append(f"{where}: {loc}: {err.message[:300]}")
     return out
 
 
@@ -272,7 +273,7 @@ def pipeline_errors(path: Path) -> list[str]:
     if len(docs) > 2 or (len(docs) == 2 and not (isinstance(docs[0], dict) and set(docs[0]) == {"spec"})):
         errors.append(f"{path}: only a 'spec:' header may come before the pipeline ('---')")
     for doc in docs:
-        errors += schema_errors_draft7(doc, schema, path)
+        errors += schema_errors(doc, schema, path)
         jobs = doc.items() if isinstance(doc, dict) else []
         for name, job in jobs:
             group = job.get("resource_group") if isinstance(job, dict) else None
@@ -285,17 +286,6 @@ def pipeline_errors(path: Path) -> list[str]:
                     f"at most {GITLAB_RESOURCE_GROUP_MAX} characters)"
                 )
     return errors
-
-
-def schema_errors_draft7(data: Any, schema: dict[str, Any], where: Path) -> list[str]:
-    import jsonschema
-
-    validator = jsonschema.Draft7Validator(schema)
-    out = []
-    for err in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path))):
-        loc = "/".join(str(p) for p in err.absolute_path) or "(top level)"
-        out.append(f"{where}: {loc}: {err.message[:300]}")
-    return out
 
 
 def write_atomic(path: Path, text: str) -> None:

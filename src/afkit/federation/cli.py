@@ -114,6 +114,19 @@ def cmd_figure(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def cmd_measure(args: argparse.Namespace) -> int:
+    from afkit.bench.units import parse_size
+    from afkit.federation.measure import measure, table
+
+    control.load_state()
+    result = measure(_fed(args), parse_size(args.size, what="--size"))
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        print(table(result))
+    return ExitCode.OK
+
+
 def register(sub: Any) -> None:
     parser: argparse.ArgumentParser = sub.add_parser(
         "federation",
@@ -159,6 +172,10 @@ def register(sub: Any) -> None:
     p.add_argument("--stream", choices=["downstream", "upstream"], default="downstream")
     p.add_argument("--attr", action="append", metavar="NAME=INT", help="toxic attribute (repeatable)")
     p.set_defaults(func=cmd_toxic)
+    p = fs.add_parser("measure", help="same-site, remote, cold and warm cache read rates vs the WAN rate")
+    p.add_argument("--size", default="32MiB", help="size of each file read (default 32MiB)")
+    p.add_argument("--json", action="store_true", help="print the measurements as JSON (default: a table)")
+    p.set_defaults(func=cmd_measure)
     p = fs.add_parser("figure", help="draw the sites and links of a link file (SVG or PNG)")
     links_opt(p)
     p.add_argument("output", help="the image to write (.svg or .png)")

@@ -277,3 +277,30 @@ def test_partitioned_site_ends_the_read_with_a_clear_error(
     assert 0 < s["bytes"] < SIZE
     assert s["gaps"] and not s["gaps"][-1]["recovered"]
     assert "failed" in err and "(error)" in err, err
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def doc_blocks() -> list[str]:
+    """The fenced blocks of docs/federation.md."""
+    text = (REPO / "docs" / "federation.md").read_text(encoding="utf-8")
+    return text.split("```")[1::2]
+
+
+def test_documented_afkit_commands_run_as_written(fed: dict[str, Any]) -> None:
+    blocks = doc_blocks()
+    commands = [line for b in blocks for line in b.strip().splitlines() if line.startswith("afkit ")]
+    assert "afkit federation figure docs/federation.png" in commands
+    try:
+        for line in commands:
+            proc = subprocess.run(
+                line.split(), cwd=REPO, capture_output=True, text=True, timeout=120, check=False
+            )
+            assert proc.returncode == 0, f"{line}: {proc.stderr}"
+            if line.startswith("afkit campaign locations"):
+                shown = next(b for b in blocks if b.lstrip().startswith("SITE"))
+                for row in shown.strip().splitlines():
+                    assert row == "..." or row in proc.stdout.splitlines(), row
+    finally:
+        ok(afkit("federation", "link", "gsi", "--reset"))

@@ -9,7 +9,7 @@ TESTBED ?= bubblewrap
 export TESTBED
 AFKIT_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/afkit
 
-.PHONY: help deps venv lint unit bats fixture testbed testbed-down integration test demo bench ci-local clean
+.PHONY: help deps venv lint unit bats fixture testbed testbed-down integration test demo bench ci-local demo-federation clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -52,6 +52,9 @@ test: venv ## everything: lint, unit, bats, integration; ends with the counts
 
 demo: venv ## the main job on the embedded default
 	@scripts/demo
+
+demo-federation: venv ## the testbed federation: remote vs same-site reads, cold vs warm caches (docs/federation.md)
+	@scripts/demo-federation
 
 bench: venv ## benchmarks (ratios against the reference tools, same machine, same run)
 	@scripts/bench

@@ -23,6 +23,7 @@ AREAS: dict[str, str] = {
     "bench": "benchmark clients: read, multi-client, analysis, disk, data generators",
     "storage": "XRootD storage scenarios: origin, XCache, direct cache access, DCOTF",
     "campaign": "Snakemake benchmark campaigns: locations, run, aggregate, report, plan",
+    "federation": "testbed federation: sites as network namespaces, shaped WAN links, toxiproxy faults",
 }
 
 

@@ -109,6 +109,8 @@ def run(
         spec_path.write_text(json.dumps(spec), encoding="utf-8")
         binds = [p for p in campaign.get("binds", []) if Path(p).is_dir()]
         cmd = apptainer_command(image["path"], site, scratch, spec_path, binds, image.get("python", "auto"))
+        if site.get("netns"):  # a federation site: the job's network is the site's (docs/federation.md)
+            cmd = ["nsenter", f"--net=/run/netns/{site['netns']}", "--", *cmd]
         record["start"] = spec["t_launch"]
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         record["end"] = time.time()

@@ -25,6 +25,7 @@ def _settings(args: argparse.Namespace, scenario: str) -> Settings:
             getattr(args, "data", None) or os.environ.get("AFKIT_XROOTD_DATA", "/srv/xrootd/data")
         ).resolve(),
         ram=getattr(args, "ram", "1g"),
+        allow=tuple(getattr(args, "allow", None) or ()),
     )
 
 
@@ -90,6 +91,13 @@ def register(sub: Any) -> None:
         p.add_argument("--origin", help="host:port the caches fetch from (default from $AFKIT_XROOTD_URL)")
         p.add_argument("--data", help="directory the 'origin' scenario exports (default $AFKIT_XROOTD_DATA)")
         p.add_argument("--ram", default="1g", help="pfc.ram of the caches (>= 1g; default 1g)")
+        p.add_argument(
+            "--allow",
+            action="append",
+            metavar="HOST",
+            help="also allow clients from HOST (xrd.allow host; repeatable; '*' wildcards, e.g. 10.77.*); "
+            "default: loopback only",
+        )
 
     up = ssub.add_parser("up", help="start a scenario's daemons and wait for their ports")
     up.add_argument("scenario", choices=list(SCENARIOS))

@@ -36,10 +36,12 @@ def port_open(port: int, host: str = "127.0.0.1", timeout: float = 0.5) -> bool:
         return sock.connect_ex((host, port)) == 0
 
 
-def wait_for_port(port: int, timeout: float, alive: subprocess.Popen[bytes] | None = None) -> bool:
+def wait_for_port(
+    port: int, timeout: float, alive: subprocess.Popen[bytes] | None = None, host: str = "127.0.0.1"
+) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if port_open(port):
+        if port_open(port, host):
             return True
         if alive is not None and alive.poll() is not None:
             return False

@@ -20,6 +20,8 @@ class Settings:
     ram: str = "1g"
     blocksize: str = "1M"
     base: int | None = None
+    # clients allowed besides loopback (xrd.allow host; a '*' wildcard matches, e.g. 10.77.*)
+    allow: tuple[str, ...] = ()
 
 
 def templates_dir() -> Path:
@@ -78,6 +80,7 @@ def render(scenario: Scenario, daemon: Daemon, settings: Settings) -> str:
         "cache_host": HOST,
         "cache_port": port_of(scenario, cache_daemon, settings.base) if cache_daemon else 0,
         "dca": False,
+        "allow": settings.allow,
         **daemon.params,
     }
     return env.get_template(daemon.template).render(**values)

@@ -1,0 +1,1 @@
+"""afkit federation: testbed sites as network namespaces joined by shaped WAN links."""

@@ -1,0 +1,202 @@
+"""``up``, ``down`` and the state of the federation: namespaces, links, toxiproxy, storage per site.
+
+Layout (``$AFKIT_FEDERATION_ROOT``, default /srv/federation): ``state.json`` (the running
+federation: link file, sites, addresses, URLs), ``SITE/data`` (the site's origin exports it),
+``SITE/storage`` (``afkit storage`` state of the site's daemons), ``toxiproxy/`` (config, log,
+pidfile). Every daemon runs in its site's network namespace: the origin on SITE:1094, the caches
+on 1095 (xcache), 1096 (xcache-dca), 1097 (dcotf redirector) and 1098 (dcotf cache).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from afkit.errors import AfkitError, PrereqError
+from afkit.federation import net, toxiproxy
+from afkit.federation.links import ORIGIN_PORT, SUBNET, TOXIPROXY_API_PORT, WAN_NS, Federation, Site
+from afkit.storage import daemon as dmn
+from afkit.storage.scenarios import SCENARIOS, entry_port
+
+
+def root_dir() -> Path:
+    return Path(os.environ.get("AFKIT_FEDERATION_ROOT", "/srv/federation"))
+
+
+def state_file() -> Path:
+    return root_dir() / "state.json"
+
+
+def data_dir(site: str) -> Path:
+    return root_dir() / site / "data"
+
+
+def storage_dir(site: str) -> Path:
+    return root_dir() / site / "storage"
+
+
+def cache_url(site: Site, scenario: str) -> str:
+    return f"root://{site.address}:{entry_port(SCENARIOS[scenario], ORIGIN_PORT)}"
+
+
+def describe(fed: Federation) -> dict[str, Any]:
+    """What clients need: per site its address, storage URLs, caches and data directory."""
+    sites = {}
+    for s in fed.sites.values():
+        sites[s.name] = {
+            "index": s.index,
+            "namespace": s.name,
+            "address": s.address,
+            "gateway": s.gateway,
+            "rate_mbit": s.link.rate_mbit,
+            "latency_ms": s.link.latency_ms,
+            "storage_url": s.storage_url,
+            "local_url": s.local_url,
+            "data": str(data_dir(s.name)),
+            "caches": {sc: cache_url(s, sc) for sc in s.caches},
+            "cache_origin": s.cache_origin,
+        }
+    return {
+        "links": str(fed.source),
+        "wan_namespace": WAN_NS,
+        "submit_address": net.submit_address(),
+        "toxiproxy_api": toxiproxy.api_url(),
+        "sites": sites,
+    }
+
+
+def allowed_hosts(fed: Federation) -> list[str]:
+    """xrd.allow of every daemon: the federation's own addresses (a wildcard such as 10.77.* does
+    not match: xrootd names an IPv4 client [::ffff:10.77.1.10]). Clients through toxiproxy come
+    from the WAN gateway of the server's site."""
+    hosts = [net.submit_address()]
+    for s in fed.sites.values():
+        hosts += [s.address, s.gateway]
+    return hosts
+
+
+def storage_cmd(fed: Federation, site: Site, action: str, scenario: str, *extra: str) -> list[str]:
+    """``afkit storage ACTION SCENARIO`` for SITE, run in the site's namespace."""
+    args = [
+        sys.executable,
+        "-m",
+        "afkit",
+        "storage",
+        action,
+        scenario,
+        "--state-dir",
+        str(storage_dir(site.name)),
+    ]
+    if action == "up":
+        args += [a for h in allowed_hosts(fed) for a in ("--allow", h)]
+        args += extra
+    return net.in_ns(site.name, "env", f"AFKIT_STORAGE_BASE_PORT={ORIGIN_PORT}", *args)
+
+
+def storage_up_cmds(fed: Federation, site: Site) -> list[list[str]]:
+    cmds = [storage_cmd(fed, site, "up", "origin", "--data", str(data_dir(site.name)))]
+    if site.cache_origin:
+        upstream = fed.site(site.cache_origin)
+        for scenario in site.caches:
+            cmds.append(
+                storage_cmd(fed, site, "up", scenario, "--origin", f"{upstream.gateway}:{ORIGIN_PORT}")
+            )
+    return cmds
+
+
+def _prepare_dirs(fed: Federation) -> None:
+    import shutil
+
+    root = root_dir()
+    root.mkdir(parents=True, exist_ok=True)
+    root.chmod(0o755)
+    for site in fed.sites:
+        # the daemons' state and caches start empty on every 'up' (a cold cache is cold); data stays
+        if (storage_dir(site) / "origin" / ".afkit-storage").is_file():
+            shutil.rmtree(storage_dir(site))
+        for d in (data_dir(site), storage_dir(site)):
+            d.mkdir(parents=True, exist_ok=True)
+        data_dir(site).chmod(0o2775)
+        storage_dir(site).chmod(0o755)
+        if os.geteuid() == 0:
+            shutil.chown(data_dir(site), "xrootd", "xrootd")
+    (root / "toxiproxy").mkdir(exist_ok=True)
+
+
+def _toxiproxy_files() -> dmn.DaemonFiles:
+    d = root_dir() / "toxiproxy"
+    return dmn.DaemonFiles(d / "proxies.json", d / "toxiproxy.log", d / "toxiproxy.pid")
+
+
+def start_toxiproxy(fed: Federation, timeout: float = 20) -> int:
+    files = _toxiproxy_files()
+    pid = dmn.read_pid(files)
+    if pid is not None:
+        return pid
+    binary = toxiproxy.server_binary()
+    files.config.write_text(json.dumps(toxiproxy.proxies(fed), indent=1))
+    host = f"{SUBNET}.0.1"
+    cmd = net.in_ns(WAN_NS, str(binary), "-host", host, "-port", str(TOXIPROXY_API_PORT),
+                    "-config", str(files.config))  # fmt: skip
+    with files.log.open("ab") as out:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)  # fmt: skip
+    files.pidfile.write_text(f"{proc.pid}\n")
+    if not dmn.wait_for_port(TOXIPROXY_API_PORT, timeout, proc, host=host):
+        raise AfkitError("toxiproxy did not come up", hint=f"its log {files.log}:\n{dmn.log_tail(files.log)}")
+    return proc.pid
+
+
+def up(fed: Federation, log: Any = print) -> dict[str, Any]:
+    """Create everything; on failure, tear down what was made and re-raise."""
+    if os.geteuid() != 0:
+        raise PrereqError(
+            "the federation needs root (network namespaces)", hint="run inside the testbed as root"
+        )
+    if state_file().is_file() and WAN_NS in net.namespaces():
+        log(f"afkit federation: already up ({state_file()})")
+        return json.loads(state_file().read_text())
+    _prepare_dirs(fed)
+    try:
+        for cmd in net.up_commands(fed):
+            net.run(cmd)
+        log("afkit federation: namespaces, veth links and tbf shaping are set")
+        start_toxiproxy(fed)
+        toxiproxy.configure(fed)
+        log(f"afkit federation: toxiproxy up ({toxiproxy.api_url()})")
+        for site in fed.sites.values():
+            for cmd in storage_up_cmds(fed, site):
+                net.run(cmd)
+            log(f"afkit federation: {site.name}: storage up at {site.address}")
+    except BaseException:
+        down(fed, log=lambda *_: None)
+        raise
+    state = describe(fed)
+    tmp = state_file().with_suffix(".part")
+    tmp.write_text(json.dumps(state, indent=1))
+    os.replace(tmp, state_file())
+    return state
+
+
+def down(fed: Federation, log: Any = print) -> None:
+    state_file().unlink(missing_ok=True)
+    present = set(net.namespaces())
+    for site in fed.sites.values():
+        if site.name in present:
+            subprocess.run(storage_cmd(fed, site, "down", "all"), capture_output=True, check=False)
+    if dmn.stop(_toxiproxy_files()):
+        log("afkit federation: toxiproxy stopped")
+    for cmd in net.down_commands(fed):
+        net.run(cmd)
+    log("afkit federation: down")
+
+
+def load_state() -> dict[str, Any]:
+    if not state_file().is_file():
+        raise PrereqError("the federation is not up", hint="scripts/testbed federation up")
+    state: dict[str, Any] = json.loads(state_file().read_text())
+    return state

@@ -1,0 +1,84 @@
+"""``afkit federation measure``: the federation's read rates, the relations its demo shows.
+
+For a site with caches (frankfurt) in front of another site's storage (gsi): the same-site read at
+the storage's site, the remote no-cache read over the WAN, and a cold then a warm read through
+each cache scenario, each of its own new file. Every read is ``afkit bench read`` run in the
+reading site's network namespace; rates are compared with the WAN link rate.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from typing import Any
+
+from afkit.errors import AfkitError, PrereqError
+from afkit.federation import control, net
+from afkit.federation.links import Federation, Site
+
+
+def reader(fed: Federation) -> Site:
+    site = next((s for s in fed.sites.values() if s.cache_origin and s.caches), None)
+    if site is None:
+        raise PrereqError(
+            "no site of the federation has caches", hint="give a site 'caches' in the link file"
+        )
+    return site
+
+
+def bench_read(site: str, url: str) -> dict[str, Any]:
+    cmd = net.in_ns(site, sys.executable, "-m", "afkit", "bench", "read", "--no-monitor", url)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
+    summary = next((r for r in lines if r.get("type") == "summary"), None)
+    if proc.returncode != 0 or summary is None:
+        raise AfkitError(f"afkit bench read {url} at {site} failed: {proc.stderr.strip()[-500:]}")
+    return summary
+
+
+def measure(fed: Federation, size: int) -> dict[str, Any]:
+    client = reader(fed)
+    home = fed.site(client.cache_origin or "")
+    wan_gbps = min(client.link.rate_bit, home.link.rate_bit) / 1e9
+    name = f"measure-{uuid.uuid4().hex[:8]}"
+    outdir = control.data_dir(home.name) / name
+    copies = 1 + len(client.caches)
+    gen = [sys.executable, "-m", "afkit", "bench", "gen", "random", "--size", str(size),
+           "--copies", str(copies), "--outdir", str(outdir)]  # fmt: skip
+    net.run(gen)
+    shutil.chown(outdir, "xrootd", "xrootd")
+    files = sorted(p.name for p in outdir.iterdir())
+    rows: list[dict[str, Any]] = []
+
+    def row(what: str, site: str, url: str) -> None:
+        s = bench_read(site, url)
+        rows.append({"read": what, "site": site, "url": url, "gbps": s["gbps"], "seconds": s["seconds"],
+                     "bytes": s["bytes"], "vs_wan": round(s["gbps"] / wan_gbps, 2)})  # fmt: skip
+
+    try:
+        row("same-site (no cache)", home.name, f"{home.local_url}//{name}/{files[0]}")
+        row("remote (no cache)", client.name, f"{home.storage_url}//{name}/{files[0]}")
+        for scenario, f in zip(client.caches, files[1:], strict=True):
+            url = f"{control.cache_url(client, scenario)}//{name}/{f}"
+            row(f"{scenario} cold", client.name, url)
+            time.sleep(1)  # the cache finishes writing the file
+            row(f"{scenario} warm", client.name, url)
+    finally:
+        shutil.rmtree(outdir)
+    return {"wan_gbps": wan_gbps, "size": size, "reader": client.name, "storage": home.name, "rows": rows}
+
+
+def table(result: dict[str, Any]) -> str:
+    lines = [
+        f"reads of {result['size'] >> 20} MiB files of {result['storage']}'s storage; "
+        f"WAN link {result['wan_gbps'] * 1000:g} Mbit/s",
+        "",
+        "| read | at site | Gbit/s | x WAN rate |",
+        "| --- | --- | ---: | ---: |",
+    ]
+    lines += [f"| {r['read']} | {r['site']} | {r['gbps']:.3f} | {r['vs_wan']:.2f} |" for r in result["rows"]]
+    return "\n".join(lines)

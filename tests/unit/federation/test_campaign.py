@@ -1,0 +1,69 @@
+"""The federation campaign (workflows/config/federation.yaml): its locations match the link file,
+and a site with ``netns`` runs its jobs in that network namespace."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from afkit.campaign import config, job, locations, plan
+from afkit.federation import links
+from afkit.paths import workflows_dir
+
+CAMPAIGN = workflows_dir() / "config" / "federation.yaml"
+
+
+@pytest.fixture
+def campaign() -> config.Campaign:
+    return config.load(CAMPAIGN)
+
+
+def test_same_site_pairs_read_the_local_path_others_the_dataset_sites_wan_url(
+    campaign: config.Campaign,
+) -> None:
+    fed = links.load()
+    by_pair = {(loc.site, loc.dataset): loc for loc in locations.matrix(campaign, ["origin"])}
+    for (site, dataset), loc in by_pair.items():
+        home = dataset.removesuffix("-data")
+        if site == home:
+            assert loc.urls[0].startswith(f"/srv/federation/{home}/data/"), loc
+        else:
+            assert loc.urls[0].startswith(fed.site(home).storage_url + "//"), loc
+    assert len({loc.urls[0] for loc in by_pair.values()}) == 6  # 3 local paths, 3 WAN endpoints
+
+
+def test_campaign_addresses_are_the_link_files(campaign: config.Campaign) -> None:
+    fed = links.load()
+    for name, store in campaign.config["storage"].items():
+        assert store["url"] == fed.site(name).storage_url
+    caches = campaign.config["storage"]["gsi"]["caches"]
+    assert caches["xcache"] == f"root://{fed.site('frankfurt').address}:1095"
+    assert fed.site("frankfurt").cache_origin == "gsi"
+
+
+def test_a_netns_site_runs_its_job_in_that_namespace(
+    campaign: config.Campaign, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    calls: list[list[str]] = []
+
+    def fake_run(cmd: list[str], **_kw: Any) -> subprocess.CompletedProcess[str]:
+        calls.append(cmd)
+        return subprocess.CompletedProcess(cmd, 0, json.dumps({"status": "ok"}) + "\n", "")
+
+    monkeypatch.setattr(job.subprocess, "run", fake_run)
+    monkeypatch.setattr(shutil, "which", lambda _name: "/usr/bin/apptainer")
+    sif = tmp_path / "bench.sif"
+    sif.write_bytes(b"SIF")
+    j = next(x for x in plan.expand(campaign) if x.site == "alpes")
+    site = dict(campaign.config["sites"]["alpes"], name="alpes", scratch=str(tmp_path))
+    ctx = {"name": campaign.name, "hash": campaign.hash, "site": site, "tree": "events", "binds": []}
+    rec = job.run(j.as_dict(), campaign=ctx, image={"path": str(sif), "sha256": "0" * 64},
+                  output=tmp_path / "r.json", log=tmp_path / "r.log")  # fmt: skip
+    assert rec["status"] == "ok"
+    assert calls[0][:3] == ["nsenter", "--net=/run/netns/alpes", "--"]
+    assert calls[0][3] == "apptainer"

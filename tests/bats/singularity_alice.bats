@@ -97,10 +97,10 @@ setup() {
 @test "--plan prints the closure and writes a shrinkwrap spec (no apptainer needed)" {
   PATH="$NOAPP" run "$SCRIPT" -t VO_ALICE@AliPhysics::vAN-20201018_ROOT6-1 -o "$WORK" --plan
   [ "$status" -eq 0 ]
-  [[ $output == *"ROOT/v6-20-08-alice1-1"* && $output == *"grid-base-packages"* ]]
+  [[ $output == *"ROOT/v6-20-08-alice1-1"* && $output == *"GCC-Toolchain/v13.2.0-alice1-1"* ]]
   local spec="$WORK/AliPhysics_vAN-20201018_ROOT6-1.spec"
   grep -qx '/el9-x86_64/Packages/ROOT/v6-20-08-alice1-1/\*' "$spec"
-  grep -qx '/el9-x86_64/Packages/grid-base-packages/v20250401-1/\*' "$spec"
+  grep -qx '/el9-x86_64/Packages/GCC-Toolchain/v13.2.0-alice1-1/\*' "$spec"
   run grep -q Geant4 "$spec"
   [ "$status" -ne 0 ]
   [ -f "$WORK/.afkit-workdir" ]

@@ -7,8 +7,9 @@ bats_require_minimum_version 1.5.0
 setup() {
   load '/usr/lib/bats/bats-support/load'
   load '/usr/lib/bats/bats-assert/load'
-  MODULEPATH_EL9=/cvmfs/alice.cern.ch/el9-x86_64/Modules/modulefiles
-  [[ -d $MODULEPATH_EL9 ]] || fail "the CVMFS fixture is not mounted at /cvmfs (tests/fixtures/mkcvmfs, then scripts/testbed up)"
+  # MODULEPATH as alienv sets it on an el9 host: the platform's toolchain modules first.
+  MODULEPATH_EL9=/cvmfs/alice.cern.ch/etc/toolchain/modulefiles/el9-x86_64:/cvmfs/alice.cern.ch/el9-x86_64/Modules/modulefiles
+  [[ -d /cvmfs/alice.cern.ch/el9-x86_64/Modules/modulefiles ]] || fail "the CVMFS fixture is not mounted at /cvmfs (tests/fixtures/mkcvmfs, then scripts/testbed up)"
 }
 
 # in_modules CMD : run CMD in a clean bash where the 'module' function is defined
@@ -29,7 +30,22 @@ in_modules() {
   assert_success
   assert_output --partial "ALICE_PHYSICS=/cvmfs/alice.cern.ch/el9-x86_64/Packages/AliPhysics/vAN-20201018_ROOT6-1"
   assert_output --regexp "ROOTSYS=/cvmfs/alice.cern.ch/el9-x86_64/Packages/ROOT/"
-  assert_output --partial "aliphysics-check: OK AliPhysics vAN-20201018_ROOT6-1, all 8 libraries answered"
+  assert_output --partial "aliphysics-check: OK AliPhysics vAN-20201018_ROOT6-1, all 7 libraries answered"
+}
+
+@test "loaded from /cvmfs, GCC-Toolchain defers to Toolchain/GCC-v13.2.0, which brings grid-base-packages" {
+  run in_modules "module use $MODULEPATH_EL9 && module load AliPhysics/vAN-20201018_ROOT6-1 &&
+    echo LOADED=\$LOADEDMODULES && jq"
+  assert_success
+  assert_output --partial "Toolchain/GCC-v13.2.0"
+  assert_output --partial "grid-base-packages/default"
+  assert_output --partial "jq: OK jq v1.6-3"
+}
+
+@test "without the toolchain directory on MODULEPATH the tag does not load (the reported failure)" {
+  run in_modules "module use /cvmfs/alice.cern.ch/el9-x86_64/Modules/modulefiles && module load AliPhysics/vAN-20251120_O2-1"
+  assert_failure
+  assert_output --partial "Unable to locate a modulefile for 'Toolchain/GCC-v13.2.0'"
 }
 
 @test "without the tag's modules the program does not load its libraries" {
@@ -38,14 +54,14 @@ in_modules() {
   assert_output --partial "error while loading shared libraries"
 }
 
-@test "module load O2Physics/daily-20250401-0000-1 runs the O2 analysis program" {
-  run in_modules "module use $MODULEPATH_EL9 && module load O2Physics/daily-20250401-0000-1 && o2-analysis-check"
+@test "module load O2Physics/daily-20251120-0000-1 runs the O2 analysis program" {
+  run in_modules "module use $MODULEPATH_EL9 && module load O2Physics/daily-20251120-0000-1 && o2-analysis-check"
   assert_success
-  assert_output --partial "o2-analysis-check: OK O2Physics daily-20250401-0000-1, all 6 libraries answered"
+  assert_output --partial "o2-analysis-check: OK O2Physics daily-20251120-0000-1, all 6 libraries answered"
 }
 
-@test "the alienv front end resolves the VO_ALICE@ syntax" {
-  run env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$BATS_TEST_TMPDIR" \
+@test "the alienv front end resolves the VO_ALICE@ syntax (el9 platform, as on an el9 host)" {
+  run env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$BATS_TEST_TMPDIR" ALIENV_OVERRIDE_PLATFORM=el9 \
     /cvmfs/alice.cern.ch/bin/alienv setenv VO_ALICE@AliPhysics::vAN-20201018_ROOT6-1 -c aliphysics-check
   assert_success
   assert_output --partial "aliphysics-check: OK AliPhysics vAN-20201018_ROOT6-1"

@@ -9,8 +9,10 @@ tests/integration.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -161,3 +163,33 @@ def test_a_deleted_record_is_redone_by_the_same_command(
     assert again.returncode == 0, again.stderr[-2000:]
     assert gone.is_file() and kept.stat().st_mtime_ns == kept_mtime  # exactly that job
     assert {r["status"] for r in agg.read_csv(results / "aggregate" / "jobs.csv")} == {"ok"}
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_an_interrupt_cuts_the_local_job_off_without_a_record_and_exits_130(
+    sig: signal.Signals, tmp_path: Path, raw: dict[str, Any], write: Any
+) -> None:
+    raw = two_jobs(raw, tmp_path)
+    raw["benchmarks"] = [{"name": "long", "type": "read", "sites": ["here"], "datasets": ["hzz"],
+                          "duration": 60, "interval": 1}]  # fmt: skip
+    env = {**fake_env(), "FAKE_APPTAINER_LOG": str(tmp_path / "apptainer.calls")}
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--configfile", str(write(raw)),
+           "--profile", LOCAL]  # fmt: skip
+    sm = subprocess.Popen(
+        cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        for _ in range(600):  # until the payload runs
+            if (tmp_path / "apptainer.calls").exists() or sm.poll() is not None:
+                break
+            time.sleep(0.1)
+        time.sleep(1)
+        sm.send_signal(sig)  # to snakemake only, as `kill PID` would
+        out, _ = sm.communicate(timeout=60)
+    finally:
+        if sm.poll() is None:
+            sm.kill()
+    assert sm.returncode == 130, out[-3000:]
+    assert not list(tmp_path.glob("results/*/job/*/*.json"))  # neither failed nor ok
+    payloads = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True, check=False)
+    assert payloads.stdout == ""  # the payload is gone too

@@ -52,7 +52,10 @@ def apptainer_command(
     binds = [f"{scripts_dir()}:{CONTAINER_SCRIPTS}:ro", f"{scratch}:{scratch}", *(binds or [])]
     interp = ["/bin/sh", "-c", AUTO_PYTHON, "python"] if python == "auto" else [python]
     return [
-        "apptainer", "exec", "--cleanenv", "--no-home", "--contain", *site.get("apptainer_args", []),
+        # -q: no INFO chatter in the job logs (e.g. "gocryptfs not found"); --pwd /: the submit
+        # directory or home does not exist inside the contained image ("chdir ...: no such file")
+        "apptainer", "-q", "exec", "--cleanenv", "--no-home", "--contain", "--pwd", "/",
+        *site.get("apptainer_args", []),
         *[a for b in binds for a in ("--bind", b)],
         image, *interp, f"{CONTAINER_SCRIPTS}/job_steps.py", str(spec_path),
     ]  # fmt: skip

@@ -113,6 +113,7 @@ def test_analysis_job_ids_carry_no_block_size(documented_run: Any) -> None:
 
 def test_job_logs_are_quiet(documented_run: Any) -> None:
     logs = "".join(p.read_text() for p in DOC_WORK.glob("results/*/job/*/*.log"))
+    assert "$ apptainer" in logs
     assert "gocryptfs" not in logs
     assert "chdir" not in logs and "WARNING" not in logs
 

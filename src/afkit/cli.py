@@ -22,7 +22,7 @@ AREAS: dict[str, str] = {
     "image": "build and validate Apptainer images from CVMFS environment tags",
     "bench": "benchmark clients: read, multi-client, analysis, disk, data generators",
     "storage": "XRootD storage scenarios: origin, XCache, direct cache access, DCOTF",
-    "campaign": "Snakemake benchmark campaigns: locations, run, aggregate, report, plan",
+    "campaign": "Snakemake benchmark campaigns: validate, locations, jobs, run, retry, report, extrapolate",
     "federation": "testbed federation: sites as network namespaces, shaped WAN links, toxiproxy faults",
 }
 

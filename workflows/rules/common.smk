@@ -1,6 +1,5 @@
 # Helpers shared by the rules: campaign validation, the job plan, input functions.
 import json
-import sys
 from pathlib import Path
 
 from snakemake.utils import validate
@@ -8,10 +7,10 @@ from snakemake.utils import validate
 from afkit.campaign import plan as afkit_plan
 from afkit.campaign import rules as afkit_rules
 from afkit.campaign.config import Campaign, validate as afkit_validate
-from afkit.errors import AfkitError
+from afkit.errors import AfkitError, UsageError
 
-# Run-control keys (not part of the campaign): --config afkit_site=SITE restricts the targets to one
-# site's jobs (a campaign over sites with different executors runs once per site).
+# Run-control keys (not part of the campaign): --config afkit_site=SITE makes the default target that
+# site's job records (a campaign over sites with different executors runs once per site).
 CONTROL = {k: config.pop(k) for k in list(config) if k.startswith("afkit_")}
 
 
@@ -21,22 +20,20 @@ def _campaign_dir():
 
 
 if not config:
-    sys.exit(
-        "afkit: error: no campaign given\n"
-        "afkit: hint: snakemake -s workflows/Snakefile --configfile CAMPAIGN.yaml (examples: workflows/config/)"
-    )
+    afkit_rules.exit_with(UsageError("no campaign given",
+        hint="snakemake -s workflows/Snakefile --configfile CAMPAIGN.yaml (examples: workflows/config/)"))
 try:
     CAMPAIGN = Campaign(afkit_validate(dict(config), source="campaign"), _campaign_dir())
     JOBS = afkit_plan.expand(CAMPAIGN)
 except AfkitError as err:
-    sys.exit(f"afkit: error: {err}" + (f"\nafkit: hint: {err.hint}" if err.hint else ""))
+    afkit_rules.exit_with(err)
 validate(CAMPAIGN.config, "../schemas/campaign.schema.yaml")
 
 CFG = CAMPAIGN.config
 RESULTS = str(CAMPAIGN.results_dir)
 SITE_FILTER = CONTROL.get("afkit_site")
 if SITE_FILTER is not None and SITE_FILTER not in CFG["sites"]:
-    sys.exit(f"afkit: error: --config afkit_site={SITE_FILTER}: unknown site; allowed: {', '.join(CFG['sites'])}")
+    afkit_rules.exit_with(UsageError(f"--config afkit_site={SITE_FILTER}: unknown site; allowed: {', '.join(CFG['sites'])}"))
 JOB_BY_ID = afkit_plan.by_id(JOBS)
 PREVIOUS = afkit_plan.previous_waves(JOBS)
 WAVES = afkit_plan.wave_members(JOBS)
@@ -65,12 +62,21 @@ def the_job(wildcards):
     return JOB_BY_ID[key]
 
 
+def default_targets():
+    """The whole campaign: every job record and the report (a deleted record is redone, and the
+    tables after it); with afkit_site: that site's job records only (afkit makes the report)."""
+    if SITE_FILTER is not None:
+        return all_job_records(SITE_FILTER)
+    return [*all_job_records(), f"{RESULTS}/report/report.html"]
+
+
 def job_inputs(wildcards):
     job = the_job(wildcards)
     return {
         "image": f"{RESULTS}/image/image.json",
         "dataset": f"{RESULTS}/dataset/{job.dataset}.json",
-        "previous_wave": [wave_done(job.bench, PREVIOUS[(job.bench, job.wave)])]
+        # ancient: a wave redone later (retry) does not make the waves after it rerun
+        "previous_wave": [ancient(wave_done(job.bench, PREVIOUS[(job.bench, job.wave)]))]
         if (job.bench, job.wave) in PREVIOUS
         else [],
     }
@@ -92,3 +98,14 @@ def job_context(wildcards):
         "tree": ds["tree"],
         "binds": binds,
     }
+
+
+# Before anything is made or submitted (not on dry runs): the sites' executors must be the one this
+# snakemake runs (exit 4), every dataset file must exist on its server (exit 5). Ctrl-C / SIGTERM:
+# jobs are cancelled (batch jobs removed), a cut-off job leaves no record, exit 130.
+onstart:
+    afkit_rules.on_start(workflow, CAMPAIGN, SITE_FILTER)
+
+
+onerror:
+    afkit_rules.on_error()

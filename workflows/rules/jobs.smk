@@ -30,7 +30,6 @@ rule job:
 
 
 localrules:
-    site_done,
     wave_done,
 
 
@@ -42,12 +41,3 @@ rule wave_done:
         touch(f"{RESULTS}/wave/{{bench}}/{{wave}}.done"),
     log:
         f"{RESULTS}/wave/{{bench}}/{{wave}}.log",
-
-
-rule site_done:
-    input:
-        lambda wc: all_job_records(wc.site),
-    output:
-        touch(f"{RESULTS}/site/{{site}}.done"),
-    log:
-        f"{RESULTS}/site/{{site}}.log",

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -34,6 +35,18 @@ def size(text: str) -> int:
     text = str(text).strip().lower()
     unit = text[-1] if text and text[-1] in "km" else ""
     return int(text[: len(text) - len(unit)] or 0) * UNITS[unit]
+
+
+def one_line(message: str, limit: int = 300) -> str:
+    """The root cause for the job record (jobs.csv): the message's first line, and the file it
+    names when that is on the next line (uproot: 'file not found' / 'path')."""
+    lines = [ln.strip() for ln in message.strip().splitlines() if ln.strip()]
+    if not lines:
+        return message.strip()
+    out = lines[0]
+    if len(lines) > 1 and (lines[1].startswith(("in file", "'", '"'))):
+        out += " " + lines[1]
+    return out if len(out) <= limit else out[: limit - 3] + "..."
 
 
 def is_remote(url: str) -> bool:
@@ -342,8 +355,9 @@ def main(argv: list[str]) -> int:
         steps["stage_out"] = time.time() - t
         rec["status"] = "ok"
     except Exception as err:  # the record carries the failure; the wrapper decides what it means
+        traceback.print_exc(file=sys.stderr)  # the whole story goes to the job's log
         rec["status"] = "failed"
-        rec["error"] = f"{type(err).__name__}: {err}"
+        rec["error"] = one_line(f"{type(err).__name__}: {err}")
     rec["steps"] = steps
     print(json.dumps(rec))
     return 0 if rec["status"] == "ok" else 1

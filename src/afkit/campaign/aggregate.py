@@ -20,7 +20,8 @@ from afkit.errors import InvalidError
 
 JOB_COLUMNS = [
     "campaign", "campaign_hash", "image_sha256", "image_tag", "image_path", "bench", "type", "id", "wave",
-    "site", "executor", "host", "dataset", "scenario", "access", "clients", "block_size", "stride",
+    "site", "executor", "batch_job_id", "host", "dataset", "scenario", "access", "clients", "block_size",
+    "stride",
     "wave_size", "index", "repetition", "duration", "interval", "template", "url", "files", "status",
     "error", "start", "end",
     "processing_start", "setup_s", "stage_in_s", "processing_s", "stage_out_s", "wall_s", "bytes",

@@ -1,4 +1,4 @@
-"""``afkit campaign``: validate, show input locations, run, aggregate, report, extrapolate."""
+"""``afkit campaign``: validate, show input locations, run, retry, aggregate, report, extrapolate."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from afkit.campaign import aggregate as agg
-from afkit.campaign import config, extrapolate, locations, plan, report, runner, scaling
+from afkit.campaign import config, extrapolate, locations, plan, report, retry, runner, scaling
 from afkit.errors import ExitCode, NotFoundError, UsageError
 
 
@@ -43,18 +43,60 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _snakemake_extra(args: argparse.Namespace) -> list[str]:
+    """The snakemake arguments; afkit's own flags given after the campaign file are taken out
+    (argparse leaves everything after the first positional to REMAINDER)."""
+    extra = list(args.snakemake_args)
+    cut = extra.index("--") if "--" in extra else len(extra)
+    own = {"-n": "dry_run", "--dry-run": "dry_run", "--failed": "failed", "--missing": "missing"}
+    head = []
+    for a in extra[:cut]:
+        if a in own and hasattr(args, own[a]):
+            setattr(args, own[a], True)
+        else:
+            head.append(a)
+    return head + extra[cut + 1 :]
+
+
+def _after_run(c: config.Campaign, code: int, *, always_report: bool) -> int:
+    """Exit code of run/retry; the report made here when snakemake did not make it."""
+    if code == ExitCode.INTERRUPTED:
+        return ExitCode.INTERRUPTED
+    if code > 1:
+        return code  # refused, invalid, not found: nothing ran
+    mixed = len({s["executor"] for s in c.config["sites"].values()}) > 1
+    if mixed or always_report:
+        print(_report(c, allow_mixed=False, grouping="target"))
+    return ExitCode.OK if code == 0 else ExitCode.FAILURE
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     c = config.load(args.campaign)
-    extra = list(args.snakemake_args)
-    if extra[:1] == ["--"]:
-        extra = extra[1:]
-    if "-n" in extra or "--dry-run" in extra:
-        extra = [a for a in extra if a not in ("-n", "--dry-run")]
-        args.dry_run = True
+    extra = _snakemake_extra(args)
     code = runner.run(c, args.campaign.resolve(), dry_run=args.dry_run, extra=extra)
-    if not args.dry_run and len({s["executor"] for s in c.config["sites"].values()}) > 1:
-        cmd_report(args)
-    return ExitCode.OK if code == 0 else ExitCode.FAILURE
+    if args.dry_run:
+        return code
+    return _after_run(c, code, always_report=False)
+
+
+def cmd_retry(args: argparse.Namespace) -> int:
+    c = config.load(args.campaign)
+    extra = _snakemake_extra(args)
+    want = {"failed", "missing"} if not (args.failed or args.missing) else (
+        ({"failed"} if args.failed else set()) | ({"missing"} if args.missing else set()))  # fmt: skip
+    chosen = retry.select(c, want)
+    if not chosen:
+        print(f"{args.campaign}: no {' or '.join(sorted(want))} jobs: nothing to retry")
+        return ExitCode.OK
+    for line in retry.describe(chosen):
+        print(line)
+    if not args.dry_run:
+        retry.clear(c, chosen)
+    code = runner.run(c, args.campaign.resolve(), dry_run=args.dry_run, extra=extra,
+                      targets=retry.targets(c, chosen))  # fmt: skip
+    if args.dry_run:
+        return code
+    return _after_run(c, code, always_report=True)
 
 
 def _tables(c: config.Campaign, allow_mixed: bool) -> tuple[Path, Path, list[dict[str, Any]]]:
@@ -76,12 +118,15 @@ def cmd_aggregate(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _report(c: config.Campaign, *, allow_mixed: bool, grouping: str) -> Path:
+    jobs_csv, intervals_csv, _ = _tables(c, allow_mixed)
+    return report.render(agg.read_csv(jobs_csv), agg.read_csv(intervals_csv), c.results_dir / "report",
+                         grouping=grouping)  # fmt: skip
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     c = config.load(args.campaign)
-    jobs_csv, intervals_csv, _ = _tables(c, getattr(args, "allow_mixed", False))
-    html = report.render(agg.read_csv(jobs_csv), agg.read_csv(intervals_csv), c.results_dir / "report",
-                         grouping=args.grouping)  # fmt: skip
-    print(html)
+    print(_report(c, allow_mixed=args.allow_mixed, grouping=args.grouping))
     return ExitCode.OK
 
 
@@ -118,6 +163,11 @@ def _grouping_arg(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _snakemake_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-n", "--dry-run", action="store_true", help="plan only")
+    p.add_argument("snakemake_args", nargs=argparse.REMAINDER, help="after --: extra snakemake arguments")
+
+
 def register(sub: Any) -> None:
     parser: argparse.ArgumentParser = sub.add_parser(
         "campaign",
@@ -142,9 +192,14 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_jobs)
     p = cs.add_parser("run", help="run the campaign with snakemake (one call per executor)")
     _campaign_arg(p)
-    p.add_argument("-n", "--dry-run", action="store_true", help="plan only")
-    p.add_argument("snakemake_args", nargs=argparse.REMAINDER, help="after --: extra snakemake arguments")
+    _snakemake_args(p)
     p.set_defaults(func=cmd_run)
+    p = cs.add_parser("retry", help="rerun exactly the failed and/or missing jobs, then the report")
+    _campaign_arg(p)
+    p.add_argument("--failed", action="store_true", help="the jobs whose record says failed")
+    p.add_argument("--missing", action="store_true", help="the planned jobs without a record")
+    _snakemake_args(p)
+    p.set_defaults(func=cmd_retry)
     p = cs.add_parser("aggregate", help="job records -> jobs.csv/intervals.csv (missing jobs marked)")
     _campaign_arg(p)
     p.add_argument("--allow-mixed", action="store_true", help="allow records of other campaign hashes/images")

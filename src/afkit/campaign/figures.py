@@ -8,7 +8,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from afkit.campaign.scaling import WavePoint
+from afkit.campaign.scaling import WavePoint, server_of
 
 
 def _save(fig: Figure, path: Path) -> Path:
@@ -20,70 +20,92 @@ def _save(fig: Figure, path: Path) -> Path:
     return path
 
 
-def rate_vs_time(rows: list[dict[str, str]], intervals: list[dict[str, str]], path: Path) -> Path | None:
-    """Gbit/s vs time per scenario (read benchmarks), summed over a job's clients, mean over repetitions."""
+def source(r: dict[str, str]) -> str:
+    """Who read from where: 'SITE <- ENDPOINT' (host:port the job read from, or 'local'). Figures
+    keep these apart: sites and storage endpoints are never added together."""
+    return f"{r['site']} <- {server_of(r.get('url', ''))}"
+
+
+def rate_series(
+    rows: list[dict[str, str]], intervals: list[dict[str, str]]
+) -> dict[tuple[str, str, str, int], dict[float, float]]:
+    """(source, scenario, access, clients) → {t: Gbit/s}: summed over a job's clients, mean over
+    repetitions; one series per site and endpoint."""
     kinds = {r["id"]: r for r in rows if r["type"] == "read" and r["status"] == "ok"}
-    series: dict[tuple[str, str, str], dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
+    series: dict[tuple[str, str, str, int], dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
     interval_of = {i: float(r.get("interval") or 1.0) for i, r in kinds.items()}
     for s in intervals:
         r = kinds.get(s["id"])
         if not r:
             continue
-        key = (r["scenario"], r["access"], r["clients"])
+        key = (source(r), r["scenario"], r["access"], int(r["clients"]))
         step = interval_of[s["id"]]
         t_bin = round(round(float(s["t"]) / step) * step, 3)  # samples of repetitions line up per interval
         series[key][t_bin].append(float(s["bytes"]) * 8 / 1e9 / step)
+    return {k: {t: sum(v) / len(v) for t, v in pts.items()} for k, pts in series.items()}
+
+
+def rate_vs_time(rows: list[dict[str, str]], intervals: list[dict[str, str]], path: Path) -> Path | None:
+    """Gbit/s vs time per site, endpoint and scenario (read benchmarks)."""
+    series = rate_series(rows, intervals)
     if not series:
         return None
     fig = Figure(figsize=(7, 4))
     ax = fig.subplots()
-    for (scen, access, clients), pts in sorted(
-        series.items(), key=lambda kv: (kv[0][0], kv[0][1], int(kv[0][2]))
-    ):
+    for (src, scen, access, clients), pts in sorted(series.items()):
         ts = sorted(pts)
-        ax.plot(
-            ts, [sum(pts[t]) / len(pts[t]) for t in ts], marker=".", label=f"{scen} {access} {clients} cl."
-        )
+        ax.plot(ts, [pts[t] for t in ts], marker=".", label=f"{src}: {scen} {access} {clients} cl.")
     ax.set_xlabel("time since start of processing [s]")
     ax.set_ylabel("throughput [Gbit/s]")
-    ax.set_title("Read throughput vs time, per cache scenario")
+    ax.set_title("Read throughput vs time, per site, endpoint and cache scenario")
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
     return _save(fig, path)
 
 
-def vs_clients(rows: list[dict[str, str]], path: Path, kind: str) -> Path | None:
-    """Throughput (MB/s) and, for analysis, events/s versus clients per node."""
-    # facility total per (scenario, access, nodes, clients): sum over a wave's jobs, mean over repetitions
-    sums: dict[tuple[str, str, str, int], dict[str, list[float]]] = defaultdict(
+def client_lines(
+    rows: list[dict[str, str]], kind: str
+) -> dict[tuple[str, str, str, str], dict[int, tuple[float, float]]]:
+    """(source, scenario, access, nodes) → {clients: (MB/s, events/s)}: the sum over a wave's jobs
+    (its nodes, all at one site), mean over repetitions; sites and endpoints are separate lines."""
+    sums: dict[tuple[str, str, str, str, int], dict[str, list[float]]] = defaultdict(
         lambda: defaultdict(lambda: [0.0, 0.0])
     )
     for r in rows:
         if r["type"] != kind or r["status"] != "ok":
             continue
-        acc = sums[(r["scenario"], r["access"], r["wave_size"], int(r["clients"]))][r["repetition"]]
+        acc = sums[(source(r), r["scenario"], r["access"], r["wave_size"], int(r["clients"]))][
+            r["repetition"]
+        ]
         acc[0] += float(r["throughput_MBps"])
         acc[1] += float(r["events_per_s"] or 0)
-    if not sums:
-        return None
-    lines: dict[tuple[str, str, str], dict[int, tuple[float, float]]] = defaultdict(dict)
-    for (scen, access, nodes, clients), reps in sums.items():
+    lines: dict[tuple[str, str, str, str], dict[int, tuple[float, float]]] = defaultdict(dict)
+    for (src, scen, access, nodes, clients), reps in sums.items():
         n = len(reps)
-        lines[(scen, access, nodes)][clients] = (
+        lines[(src, scen, access, nodes)][clients] = (
             sum(v[0] for v in reps.values()) / n,
             sum(v[1] for v in reps.values()) / n,
         )
+    return dict(lines)
+
+
+def vs_clients(rows: list[dict[str, str]], path: Path, kind: str) -> Path | None:
+    """Throughput (MB/s) and, for analysis, events/s versus clients per node, one line per site,
+    endpoint, scenario (and node count)."""
+    lines = client_lines(rows, kind)
+    if not lines:
+        return None
     ncols = 2 if kind == "analysis" else 1
     fig = Figure(figsize=(6 * ncols, 4))
     axes = fig.subplots(1, ncols, squeeze=False)
-    for (scen, access, nodes), pts in sorted(lines.items()):
+    for (src, scen, access, nodes), pts in sorted(lines.items()):
         cs = sorted(pts)
-        label = f"{scen} {access}" + (f" {nodes} node(s)" if kind == "analysis" else "")
+        label = f"{src}: {scen} {access}" + (f" {nodes} node(s)" if kind == "analysis" else "")
         axes[0][0].plot(cs, [pts[c][0] for c in cs], marker="o", label=label)
         if kind == "analysis":
             axes[0][1].plot(cs, [pts[c][1] for c in cs], marker="o", label=label)
     axes[0][0].set_ylabel("throughput [MB/s]")
-    axes[0][0].set_title(f"{kind}: throughput vs clients")
+    axes[0][0].set_title(f"{kind}: throughput vs clients, per site and endpoint")
     if kind == "analysis":
         axes[0][1].set_ylabel("events/s")
         axes[0][1].set_title("analysis: event rate vs clients")

@@ -4,8 +4,12 @@ The payload (``workflows/scripts/job_steps.py``) runs under ``apptainer exec``; 
 the container start (part of the ``setup`` step), adds provenance (campaign hash, image digest and
 tag, site, host) and writes the record atomically. A payload that fails (unreachable storage, a bad
 file) gives a record with ``status: failed`` and the message, so the rest of the campaign continues
-and the report marks the cell; a wrapper that is killed (eviction, wall time) leaves no record and
-Snakemake retries it.
+and the report marks the cell; a wrapper that is killed (eviction, wall time) or whose payload is
+killed by a signal (Ctrl-C, SIGTERM, condor_rm, scancel) leaves no record: Snakemake retries it, or,
+after an interrupt, the rerun does.
+
+The record's ``executor`` is the one that really ran the job, read from the job's own environment
+(HTCondor's job ad ``$_CONDOR_JOB_AD``, SLURM's ``$SLURM_JOB_ID``), with the batch job id.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from afkit.errors import NotFoundError, PrereqError
+from afkit.campaign import interrupt
+from afkit.errors import AfkitError, ExitCode, NotFoundError, PrereqError
 from afkit.image import apptainer
 
 CONTAINER_SCRIPTS = "/afkit-job"
@@ -47,9 +52,11 @@ def apptainer_command(
     """``apptainer exec`` of the payload; BINDS are extra host paths (local storage mounts)."""
     binds = [f"{scripts_dir()}:{CONTAINER_SCRIPTS}:ro", f"{scratch}:{scratch}", *(binds or [])]
     interp = ["/bin/sh", "-c", AUTO_PYTHON, "python"] if python == "auto" else [python]
-    options = ["--cleanenv", "--no-home", "--contain", *site.get("apptainer_args", [])]
+    # -q: no INFO chatter in the job logs (e.g. "gocryptfs not found"); --pwd /: the submit
+    # directory or home does not exist inside the contained image ("chdir ...: no such file")
+    options = ["--cleanenv", "--no-home", "--contain", "--pwd", "/", *site.get("apptainer_args", [])]
     command = [*interp, f"{CONTAINER_SCRIPTS}/job_steps.py", str(spec_path)]
-    return apptainer.exec_command(image, command, options=options, binds=binds)
+    return apptainer.exec_command(image, command, options=options, binds=binds, global_options=["-q"])
 
 
 def _write_atomic(path: Path, data: dict[str, Any]) -> None:
@@ -62,8 +69,54 @@ def _write_atomic(path: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def _tail(text: str, lines: int = 5) -> str:
-    return " | ".join(line for line in text.strip().splitlines()[-lines:] if line.strip())
+# exit statuses of a payload cut off by a signal: killed (negative) or a shell's 128 + signal
+KILLED = {-1, -2, -9, -15, 129, 130, 137, 143}
+ERROR_MARKS = ("error", "fatal", "exception", "cannot", "failed", "no such", "denied", "refused")
+
+
+class JobInterrupted(AfkitError):
+    code = ExitCode.INTERRUPTED
+
+
+def root_cause(text: str, limit: int = 300) -> str:
+    """One line for jobs.csv: the last line of TEXT that names an error (else its last line)."""
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    marked = [ln for ln in lines if any(m in ln.lower() for m in ERROR_MARKS)]
+    line = (marked or lines)[-1]
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def batch_identity(env: dict[str, str] | None = None) -> tuple[str, str]:
+    """(executor, batch job id) of the process running this job, from its own environment."""
+    env = dict(os.environ if env is None else env)
+    ad_path = env.get("_CONDOR_JOB_AD")
+    if ad_path:
+        ad: dict[str, str] = {}
+        try:
+            for line in Path(ad_path).read_text(encoding="utf-8", errors="replace").splitlines():
+                key, sep, value = line.partition(" = ")
+                if sep:
+                    ad[key.strip()] = value.strip().strip('"')
+        except OSError:
+            pass
+        job_id = f"{ad['ClusterId']}.{ad.get('ProcId', '0')}" if "ClusterId" in ad else ""
+        return "htcondor", job_id
+    if env.get("SLURM_JOB_ID"):
+        return "slurm", env["SLURM_JOB_ID"]
+    return "local", ""
+
+
+def _run_payload(cmd: list[str]) -> subprocess.CompletedProcess[str]:
+    """The payload in its own process group (so an interrupt can stop exactly it)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, process_group=0)
+    interrupt.register(proc)
+    try:
+        out, err = proc.communicate()
+    finally:
+        interrupt.unregister(proc)
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def run(
@@ -93,8 +146,8 @@ def run(
         "image_sha256": image["sha256"],
         "image_tag": image.get("tag", ""),
         "submit_host": socket.gethostname(),
-        "executor": site["executor"],
     }
+    record["executor"], record["batch_job_id"] = batch_identity()
     try:
         spec = {
             **job,
@@ -112,11 +165,16 @@ def run(
         if site.get("netns"):  # a federation site: the job's network is the site's (docs/federation.md)
             cmd = ["nsenter", f"--net=/run/netns/{site['netns']}", "--", *cmd]
         record["start"] = spec["t_launch"]
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        proc = _run_payload(cmd)
         record["end"] = time.time()
         log.parent.mkdir(parents=True, exist_ok=True)
         with log.open("a", encoding="utf-8") as fh:
             fh.write("$ " + " ".join(cmd) + "\n" + proc.stderr)
+        if proc.returncode in KILLED or interrupt.interrupted():
+            raise JobInterrupted(
+                f"job {job.get('id', '')}: payload cut off (exit {proc.returncode}): no record written",
+                hint="rerun the campaign (or afkit campaign retry --missing) to redo it",
+            )
         payload: dict[str, Any] = {}
         for line in reversed(proc.stdout.strip().splitlines()):
             try:
@@ -125,10 +183,15 @@ def run(
             except json.JSONDecodeError:
                 continue
         if not payload:
-            payload = {"status": "failed", "error": f"payload exited {proc.returncode}: {_tail(proc.stderr)}"}
+            payload = {
+                "status": "failed",
+                "error": f"payload exited {proc.returncode}: {root_cause(proc.stderr)}",
+            }
         record.update(payload)
         if record["status"] == "ok" and proc.returncode != 0:
-            record.update(status="failed", error=f"payload exited {proc.returncode}: {_tail(proc.stderr)}")
+            record.update(
+                status="failed", error=f"payload exited {proc.returncode}: {root_cause(proc.stderr)}"
+            )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)  # the directory mkdtemp made for this job
     _write_atomic(output, record)

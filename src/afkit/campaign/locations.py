@@ -87,8 +87,11 @@ def render(
     store = dict(cfg["storage"][store_name], name=store_name)
     store["path"] = store.get("path", "").rstrip("/") if store.get("path") else ""
     cache_url = "" if scenario == "origin" else store["caches"].get(scenario, "")
+    wn = dict(cfg["sites"][site], name=site)
     ctx: dict[str, Any] = {
-        "wn": dict(cfg["sites"][site], name=site),
+        "wn": wn,
+        # the worker-node site's own storage (sites.SITE.storage), e.g. {{ wn_storage.url }}
+        "wn_storage": dict(cfg["storage"][wn["storage"]], name=wn["storage"]),
         "dataset": dict(ds, name=dataset),
         "storage": store,
         "scenario": scenario,

@@ -39,9 +39,11 @@ class Job:
 
     @property
     def wave(self) -> str:
+        # block size and stride are read parameters: an analysis job reads whole baskets (uproot)
+        reads = "" if self.type == "analysis" else f".b{self.block_size}.s{self.stride}"
         return (
             f"{self.site}.{self.dataset}.{self.scenario}.{self.access}.c{self.clients}"
-            f".b{self.block_size}.s{self.stride}.w{self.wave_size}.r{self.repetition}"
+            f"{reads}.w{self.wave_size}.r{self.repetition}"
         )
 
     @property

@@ -6,8 +6,44 @@ Each takes Snakemake's ``input``/``output``/``params``/``log`` objects.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
+
+from afkit.errors import AfkitError, ExitCode
+
+
+def exit_with(err: AfkitError) -> NoReturn:
+    """Stop snakemake with afkit's message and exit code (snakemake passes SystemExit through)."""
+    print(f"afkit: error: {err}", file=sys.stderr)
+    if err.hint:
+        print(f"afkit: hint: {err.hint}", file=sys.stderr)
+    raise SystemExit(int(err.code))
+
+
+def on_start(workflow: Any, campaign: Any, site: str | None) -> None:
+    """The workflow's onstart (main snakemake process, not dry runs): executor and dataset checks,
+    then interrupts that cut jobs off cleanly."""
+    from afkit.campaign import interrupt, preflight
+
+    if not workflow.is_main_process or workflow.dryrun or workflow.touch:
+        return
+    try:
+        preflight.check_executor(campaign, workflow.executor_plugin.name, site)
+        preflight.check_datasets(campaign)
+    except AfkitError as err:
+        exit_with(err)
+    interrupt.install()
+
+
+def on_error() -> None:
+    """The workflow's onerror: an interrupted campaign exits 130 (snakemake itself says 1)."""
+    from afkit.campaign import interrupt
+
+    if interrupt.interrupted():
+        print("afkit: interrupted: jobs cut off left no record; run the same command again to redo them",
+              file=sys.stderr)  # fmt: skip
+        raise SystemExit(int(ExitCode.INTERRUPTED))
 
 
 def image(output: Any, params: Any, log: Any) -> None:

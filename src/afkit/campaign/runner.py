@@ -1,17 +1,30 @@
-"""``afkit campaign run``: the snakemake command lines for a campaign, one per executor.
+"""``afkit campaign run`` / ``retry``: the snakemake command lines for a campaign, one per executor.
 
 A campaign whose sites all use one executor is one snakemake call. Sites with different executors
-run one after another (``--config afkit_site=SITE`` with that executor's profile); the report is
-then made locally from whatever records exist, with missing cells marked.
+run one after another (``--config afkit_site=SITE`` with that executor's profile: the workflow's
+default target is then that site's job records, no marker file); the report is then made locally
+from whatever records exist, with missing cells marked. ``retry`` passes the job records to redo
+as the targets.
+
+Interrupts: snakemake runs in its own process group; a Ctrl-C (SIGINT) or SIGTERM to afkit is
+passed to that group as one SIGINT, so snakemake cancels its batch jobs (condor_rm, scancel) and
+its local jobs stop; afkit waits for it, runs no further site and returns 130.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 
 from afkit.campaign.config import Campaign
+from afkit.errors import ExitCode
 from afkit.paths import workflows_dir
 
 
@@ -23,7 +36,7 @@ def snakemake_cmd(
     campaign_file: Path,
     *,
     profile: Path,
-    target: str | None = None,
+    targets: list[str] | None = None,
     site: str | None = None,
     dry_run: bool = False,
     extra: list[str] | None = None,
@@ -35,40 +48,107 @@ def snakemake_cmd(
     if dry_run:
         cmd += ["--dry-run", "--quiet", "rules"]
     cmd += extra or []
-    if target:
-        cmd[5:5] = [target]  # before any option that takes a variable number of values
+    if targets:
+        cmd[5:5] = targets  # before any option that takes a variable number of values
     return cmd
 
 
 def plan_calls(
-    campaign: Campaign, campaign_file: Path, *, dry_run: bool = False, extra: list[str] | None = None
+    campaign: Campaign,
+    campaign_file: Path,
+    *,
+    dry_run: bool = False,
+    extra: list[str] | None = None,
+    targets: dict[str, list[str]] | None = None,
 ) -> list[list[str]]:
-    executors = {s["executor"] for s in campaign.config["sites"].values()}
+    """The snakemake calls; TARGETS: site → files to make (retry), None = the whole campaign."""
+    sites = campaign.config["sites"]
+    executors = {s["executor"] for s in sites.values()}
     if len(executors) == 1:
+        files = None if targets is None else [f for fs in targets.values() for f in fs]
+        if files == []:
+            return []
         return [
-            snakemake_cmd(campaign_file, profile=profile_dir(executors.pop()), dry_run=dry_run, extra=extra)
+            snakemake_cmd(
+                campaign_file,
+                profile=profile_dir(executors.pop()),
+                targets=files,
+                dry_run=dry_run,
+                extra=extra,
+            )
         ]
     calls = []
-    for name, site in campaign.config["sites"].items():
-        target = str(campaign.results_dir / "site" / f"{name}.done")
-        profile = profile_dir(site["executor"])
+    for name, site in sites.items():
+        files = None if targets is None else targets.get(name, [])
+        if files == []:
+            continue
         calls.append(
             snakemake_cmd(
-                campaign_file, profile=profile, target=target, site=name, dry_run=dry_run, extra=extra
+                campaign_file,
+                profile=profile_dir(site["executor"]),
+                targets=files,
+                site=name,
+                dry_run=dry_run,
+                extra=extra,
             )
         )
     return calls
 
 
+class _Interrupt:
+    """SIGINT/SIGTERM to afkit while snakemake runs: one SIGINT to snakemake's process group."""
+
+    def __init__(self) -> None:
+        self.pgid: int | None = None
+        self.received = False
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        if not self.received and self.pgid is not None:
+            print(f"afkit: {signal.Signals(signum).name}: stopping snakemake (it cancels its jobs)",
+                  file=sys.stderr)  # fmt: skip
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.pgid, signal.SIGINT)
+        self.received = True
+
+
+@contextmanager
+def _forwarding(handler: _Interrupt) -> Iterator[None]:
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
 def run(
-    campaign: Campaign, campaign_file: Path, *, dry_run: bool = False, extra: list[str] | None = None
+    campaign: Campaign,
+    campaign_file: Path,
+    *,
+    dry_run: bool = False,
+    extra: list[str] | None = None,
+    targets: dict[str, list[str]] | None = None,
 ) -> int:
     """Run the campaign; return the worst snakemake exit code (0 when every call succeeded).
 
+    A call that ends with more than "some jobs failed" (1) — refused, invalid, not found,
+    interrupted — stops the run: no later site starts. An interrupt returns 130.
     Apptainer is needed where the jobs run (checked there), not necessarily on this submit host.
     """
     worst = 0
-    for cmd in plan_calls(campaign, campaign_file, dry_run=dry_run, extra=extra):
-        print("afkit: $ " + " ".join(cmd), file=sys.stderr)
-        worst = max(worst, subprocess.run(cmd, check=False).returncode)
+    handler = _Interrupt()
+    with _forwarding(handler):
+        for cmd in plan_calls(campaign, campaign_file, dry_run=dry_run, extra=extra, targets=targets):
+            if handler.received:
+                return int(ExitCode.INTERRUPTED)
+            print("afkit: $ " + " ".join(cmd), file=sys.stderr)
+            proc = subprocess.Popen(cmd, process_group=0)
+            handler.pgid = proc.pid
+            code = proc.wait()
+            handler.pgid = None
+            if handler.received or code < 0:
+                return int(ExitCode.INTERRUPTED)
+            worst = max(worst, code)
+            if code > 1:
+                break
     return worst

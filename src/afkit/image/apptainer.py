@@ -57,10 +57,12 @@ def exec_command(
     binds: Iterable[str] = (),
     verb: str = "exec",
     binary: str | None = None,
+    global_options: Iterable[str] = (),
 ) -> list[str]:
-    """``apptainer VERB OPTIONS --bind B... IMAGE COMMAND`` (VERB exec, run or test)."""
+    """``apptainer GLOBAL VERB OPTIONS --bind B... IMAGE COMMAND`` (VERB exec, run or test;
+    GLOBAL e.g. ``-q``, which apptainer only accepts before the verb)."""
     return [
-        binary or command_name() or NAMES[0], verb, *options,
+        binary or command_name() or NAMES[0], *global_options, verb, *options,
         *[arg for bind in binds for arg in ("--bind", bind)], str(image), *command,
     ]  # fmt: skip
 

@@ -304,7 +304,7 @@ def _resolve_modules(profile: Profile, tag: Tag, src: Path) -> Resolution:
         pkg = src / mods["package_dir"].format(arch=arch, name=name, version=version)
         rel = _rel(pkg, src)
         if rel is not None and pkg.is_dir():
-            _add(units, rel, module)
+            _add(units, rel, f"{name}/{version}")
     for lmfile in loaded.get("_LMFILES_", "").split(":"):
         rel = _rel(Path(lmfile), src) if lmfile else None
         if rel is not None:

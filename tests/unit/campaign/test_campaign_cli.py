@@ -80,3 +80,90 @@ def test_report_marks_jobs_that_never_ran(
     assert cli.main(["campaign", "report", str(write(raw))]) == ExitCode.OK
     [html] = list(tmp_path.glob("results/unit-*/report/report.html"))
     assert html.read_text().count('<td class="missing">') == 4
+
+
+def test_run_of_a_mixed_executor_campaign_ends_with_the_report(
+    raw: dict[str, Any],
+    write: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from afkit.campaign import runner
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "run", lambda *a, **k: 0)  # every snakemake call succeeded
+    assert cli.main(["campaign", "run", str(write(raw))]) == ExitCode.OK  # sites: local + slurm
+    assert capsys.readouterr().out.strip().endswith("report/report.html")
+    assert list(tmp_path.glob("results/*/report/report.html"))
+
+
+def test_run_interrupted_exits_130_without_a_report(
+    raw: dict[str, Any], write: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from afkit.campaign import runner
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "run", lambda *a, **k: 130)
+    assert cli.main(["campaign", "run", str(write(raw))]) == ExitCode.INTERRUPTED
+    assert not list(tmp_path.glob("results/*/report/report.html"))
+
+
+def test_help_lists_only_actions_that_exist(capsys: pytest.CaptureFixture[str]) -> None:
+    from afkit.cli import AREAS  # the summary `afkit --help` shows for the area
+
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    assert AREAS["campaign"] in " ".join(capsys.readouterr().out.split())
+    actions = [a.strip() for a in AREAS["campaign"].split(":", 1)[1].split(",")]
+    with pytest.raises(SystemExit):
+        cli.main(["campaign", "--help"])
+    listed = capsys.readouterr().out.split()
+    assert actions and all(a in listed for a in actions), actions
+
+
+def test_retry_reruns_exactly_the_failed_job(
+    raw: dict[str, Any], write: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+    import os
+    import sys
+
+    from afkit.campaign import aggregate as agg
+
+    fixtures = Path(__file__).parent / "fixtures"
+    monkeypatch.setenv("PATH", f"{fixtures}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_APPTAINER_PYTHON", sys.executable)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "fake.sif").write_bytes(b"#!/usr/bin/env run-singularity\n\0SIF_MAGIC fake")
+    raw["sites"] = {"here": raw["sites"]["here"]}
+    raw["benchmarks"] = [{"name": "s", "type": "steps", "sites": ["here"], "datasets": ["hzz"],
+                          "sweep": {"access": ["direct", "copy"]}}]  # fmt: skip
+    campaign = str(write(raw))
+    assert cli.main(["campaign", "run", campaign]) == ExitCode.OK
+    failed, kept = sorted(tmp_path.glob("results/*/job/s/*.json"))
+    rec = json.loads(failed.read_text())
+    failed.write_text(json.dumps({**rec, "status": "failed", "error": "endpoint down"}))
+    kept_mtime = kept.stat().st_mtime_ns
+    assert cli.main(["campaign", "retry", campaign, "--failed"]) == ExitCode.OK
+    assert json.loads(failed.read_text())["status"] == "ok"
+    assert kept.stat().st_mtime_ns == kept_mtime  # exactly the failed job
+    [jobs_csv] = tmp_path.glob("results/*/aggregate/jobs.csv")
+    assert {r["status"] for r in agg.read_csv(jobs_csv)} == {"ok"}  # the report was remade
+
+
+def test_docs_locations_example_runs_as_written() -> None:
+    """docs/campaigns.md: `$ afkit campaign locations workflows/config/step-matrix.yaml` and its output."""
+    import re
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[3]
+    text = (repo / "docs" / "campaigns.md").read_text(encoding="utf-8")
+    m = re.search(r"^\$ (afkit campaign locations \S+)\n(.*?)^```", text, re.S | re.M)
+    assert m, "docs/campaigns.md lost the locations example"
+    argv = m.group(1).split()[1:]
+    proc = subprocess.run([sys.executable, "-m", "afkit", *argv], cwd=repo, capture_output=True, text=True,
+                          check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == m.group(2)

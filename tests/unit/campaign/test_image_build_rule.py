@@ -180,3 +180,15 @@ def test_software_env_compares_the_job_environment_with_the_tag(
     monkeypatch.setenv("PATH", "/usr/bin:/cvmfs/a/bin")
     assert mod.software_env(str(info))["missing"] == ["ALICE_PHYSICS", "ROOTSYS", "PATH"]
     assert mod.software_env(str(tmp_path / "none.json")) == {}
+
+
+def test_the_payload_error_is_one_line_with_the_file_not_uproot_usage_text() -> None:
+    from uproot._util import _file_not_found
+
+    err = _file_not_found(
+        "root://se:1094//data/f.root", "[ERROR] Server responded with an error: [3011] No such file"
+    )
+    line = _job_steps().one_line(f"FileNotFoundError: {err}")
+    assert "\n" not in line
+    assert "[3011] No such file" in line and "root://se:1094//data/f.root" in line
+    assert "Files may be specified as" not in line

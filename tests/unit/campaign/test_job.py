@@ -68,7 +68,7 @@ def test_copy_mode_times_every_step(
     assert rec["image_sha256"] == "0" * 64 and rec["campaign_hash"]
     assert (tmp_path / "out" / f"{rec['id']}.json").is_file()
     calls = (tmp_path / "apptainer.calls").read_text()
-    assert calls.startswith("exec --cleanenv --no-home --contain --bind ")
+    assert calls.startswith("-q exec --cleanenv --no-home --contain --pwd / --bind ")
     scratch = Path(raw["sites"]["here"]["scratch"])
     assert list(scratch.iterdir()) == []  # the job's scratch directory is gone
 
@@ -166,3 +166,57 @@ def test_afkit_bench_analysis_needs_branches(raw: dict[str, Any]) -> None:
                           "datasets": ["hzz"]}]  # fmt: skip
     with pytest.raises(InvalidError, match=r"datasets\.hzz\.branches"):
         validate(raw)
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM", "SIGKILL"])
+def test_a_payload_cut_off_by_a_signal_leaves_no_record(
+    sig: str,
+    raw: dict[str, Any],
+    make: Any,
+    fake_apptainer: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("FAKE_APPTAINER_SIGNAL", sig)
+    with pytest.raises(job.JobInterrupted, match="cut off"):
+        run_one(make(steps_campaign(raw, ["direct"])), "s", fake_apptainer, tmp_path)
+    assert not list((tmp_path / "out").glob("*.json"))  # neither failed nor ok
+
+
+def test_the_executor_is_read_from_an_htcondor_job_ad(tmp_path: Path) -> None:
+    ad = tmp_path / ".job.ad"
+    ad.write_text('ClusterId = 42\nProcId = 3\nOwner = "afkit"\n')
+    assert job.batch_identity({"_CONDOR_JOB_AD": str(ad), "PATH": "/bin"}) == ("htcondor", "42.3")
+
+
+def test_the_executor_is_read_from_slurm_job_id() -> None:
+    assert job.batch_identity({"SLURM_JOB_ID": "17"}) == ("slurm", "17")
+
+
+def test_outside_a_batch_job_the_executor_is_local(
+    raw: dict[str, Any], make: Any, fake_apptainer: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for var in ("_CONDOR_JOB_AD", "SLURM_JOB_ID"):
+        monkeypatch.delenv(var, raising=False)
+    raw = steps_campaign(raw, ["direct"])
+    raw["sites"]["here"]["executor"] = "local"
+    rec = run_one(make(raw), "s", fake_apptainer, tmp_path)
+    assert (rec["executor"], rec["batch_job_id"]) == ("local", "")
+
+
+def test_a_multi_line_error_is_one_line_with_the_root_cause() -> None:
+    stderr = "Traceback (most recent call last):\n  File x\n"
+    stderr += "OSError: cannot open root://se//f: [3011] no such file\n"
+    assert job.root_cause(stderr) == "OSError: cannot open root://se//f: [3011] no such file"
+
+
+def test_an_analysis_error_is_one_line_and_the_full_text_is_in_the_log(
+    raw: dict[str, Any], make: Any, fake_apptainer: Path, tmp_path: Path
+) -> None:
+    (Path(raw["storage"]["disk"]["path"]) / "hzz" / "uproot-HZZ.root").unlink()
+    raw["benchmarks"] = [{"name": "a", "type": "analysis", "sites": ["here"], "datasets": ["hzz"]}]
+    rec = run_one(make(raw), "a", fake_apptainer, tmp_path)
+    assert rec["status"] == "failed"
+    assert "\n" not in rec["error"] and "uproot-HZZ.root" in rec["error"]  # uproot's usage text is not
+    assert "Files may be specified as" not in rec["error"]
+    assert "Traceback" in (tmp_path / "out" / f"{rec['id']}.log").read_text()

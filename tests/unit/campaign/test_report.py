@@ -79,3 +79,29 @@ def test_report_without_any_successful_job(tmp_path: Path) -> None:
     html = report.render(agg.read_csv(tmp_path / "jobs.csv"), [], tmp_path / "r").read_text()
     assert "data:image/png" not in html
     assert "0 ok, 1 failed, 0 missing" in html
+
+
+def test_figures_keep_sites_and_endpoints_apart() -> None:
+    from afkit.campaign import figures
+
+    rows = [
+        agg.job_row(rec(0, bench="ana", type="analysis", id="a", site="condor", url="root://se-a:1094//f")),
+        agg.job_row(rec(1, bench="ana", type="analysis", id="b", site="slurm", url="root://se-b:1094//f")),
+    ]
+    lines = figures.client_lines(rows, "analysis")
+    assert set(lines) == {
+        ("condor <- se-a:1094", "origin", "direct", 1),
+        ("slurm <- se-b:1094", "origin", "direct", 1),
+    }
+    assert all(pts[1][0] == 100.0 for pts in lines.values())  # 3e8 B / 3 s each, never 200 (a sum)
+
+
+def test_read_time_series_keep_sites_apart() -> None:
+    from afkit.campaign import figures
+
+    recs = [rec(0, site="condor", url="/mnt/f"), rec(1, site="slurm", url="root://se:1094//f")]
+    rows = [agg.job_row(r) for r in recs]
+    intervals = [i for r in recs for i in agg.interval_rows(r)]
+    series = figures.rate_series(rows, intervals)
+    assert {k[0] for k in series} == {"condor <- local", "slurm <- se:1094"}
+    assert all(v == 0.8 for pts in series.values() for v in pts.values())  # 1e8 B/s each = 0.8 Gbit/s

@@ -9,8 +9,10 @@ tests/integration.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +47,7 @@ def test_example_dry_run(example: Path, tmp_path: Path) -> None:
 def test_invalid_campaign_stops_with_the_key(tmp_path: Path, raw: dict[str, Any], write: Any) -> None:
     raw["sites"]["here"]["executor"] = "pbs"
     proc = snakemake("-n", "--configfile", str(write(raw)), cwd=tmp_path)
-    assert proc.returncode != 0
+    assert proc.returncode == 6  # as docs/campaigns.md says
     assert "sites.here.executor" in proc.stderr
     assert '"local", "htcondor", "slurm"' in proc.stderr
 
@@ -106,3 +108,88 @@ def test_tiny_campaign_runs_reports_and_resumes(tmp_path: Path, raw: dict[str, A
     again = snakemake("--configfile", str(campaign), "--profile", profile, cwd=tmp_path, env=env)
     assert again.returncode == 0
     assert "Nothing to be done" in again.stdout + again.stderr
+
+
+def fake_env() -> dict[str, str]:
+    return {**os.environ, "PATH": f"{FIXTURES}{os.pathsep}{os.environ['PATH']}",
+            "FAKE_APPTAINER_PYTHON": sys.executable, "XRD_CONNECTIONRETRY": "1"}  # fmt: skip
+
+
+def two_jobs(raw: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
+    """Two steps jobs on the local site, the apptainer test double."""
+    (tmp_path / "fake.sif").write_bytes(b"#!/usr/bin/env run-singularity\n\0SIF_MAGIC fake")
+    raw["sites"]["here"]["resources"] = {"cores": 1}
+    raw["benchmarks"] = [{"name": "steps", "type": "steps", "sites": ["here"], "datasets": ["hzz"],
+                          "sweep": {"access": ["direct", "copy"]}}]  # fmt: skip
+    return raw
+
+
+LOCAL = str(REPO / "workflows" / "profiles" / "local")
+
+
+def test_local_profile_refuses_a_site_of_another_executor(
+    tmp_path: Path, raw: dict[str, Any], write: Any
+) -> None:
+    raw = two_jobs(raw, tmp_path)
+    raw["benchmarks"][0]["sites"] = ["here", "far"]  # far: slurm
+    proc = snakemake("--configfile", str(write(raw)), "--profile", LOCAL, cwd=tmp_path, env=fake_env())
+    assert proc.returncode == 4, proc.stderr[-2000:]
+    assert "far (slurm)" in proc.stderr and "afkit campaign run" in proc.stderr
+    assert not list(tmp_path.glob("results/*/job"))  # no job ran here
+
+
+def test_a_missing_dataset_file_stops_before_anything_runs(
+    tmp_path: Path, raw: dict[str, Any], write: Any
+) -> None:
+    raw = two_jobs(raw, tmp_path)
+    raw["datasets"]["hzz"]["files"].append("hzz/gone.root")
+    proc = snakemake("--configfile", str(write(raw)), "--profile", LOCAL, cwd=tmp_path, env=fake_env())
+    assert proc.returncode == 5, proc.stderr[-2000:]
+    assert "hzz/gone.root" in proc.stderr and "on disk" in proc.stderr
+    assert not list(tmp_path.glob("results/*/*"))  # nothing written
+
+
+def test_a_deleted_record_is_redone_by_the_same_command(
+    tmp_path: Path, raw: dict[str, Any], write: Any
+) -> None:
+    campaign = write(two_jobs(raw, tmp_path))
+    args = ("--configfile", str(campaign), "--profile", LOCAL)
+    assert snakemake(*args, cwd=tmp_path, env=fake_env()).returncode == 0
+    [results] = list((tmp_path / "results").iterdir())
+    gone, kept = sorted((results / "job" / "steps").glob("*.json"))
+    kept_mtime = kept.stat().st_mtime_ns
+    gone.unlink()
+    again = snakemake(*args, cwd=tmp_path, env=fake_env())
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert gone.is_file() and kept.stat().st_mtime_ns == kept_mtime  # exactly that job
+    assert {r["status"] for r in agg.read_csv(results / "aggregate" / "jobs.csv")} == {"ok"}
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_an_interrupt_cuts_the_local_job_off_without_a_record_and_exits_130(
+    sig: signal.Signals, tmp_path: Path, raw: dict[str, Any], write: Any
+) -> None:
+    raw = two_jobs(raw, tmp_path)
+    raw["benchmarks"] = [{"name": "long", "type": "read", "sites": ["here"], "datasets": ["hzz"],
+                          "duration": 60, "interval": 1}]  # fmt: skip
+    env = {**fake_env(), "FAKE_APPTAINER_LOG": str(tmp_path / "apptainer.calls")}
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--configfile", str(write(raw)),
+           "--profile", LOCAL]  # fmt: skip
+    sm = subprocess.Popen(
+        cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        for _ in range(600):  # until the payload runs
+            if (tmp_path / "apptainer.calls").exists() or sm.poll() is not None:
+                break
+            time.sleep(0.1)
+        time.sleep(1)
+        sm.send_signal(sig)  # to snakemake only, as `kill PID` would
+        out, _ = sm.communicate(timeout=60)
+    finally:
+        if sm.poll() is None:
+            sm.kill()
+    assert sm.returncode == 130, out[-3000:]
+    assert not list(tmp_path.glob("results/*/job/*/*.json"))  # neither failed nor ok
+    payloads = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True, check=False)
+    assert payloads.stdout == ""  # the payload is gone too

@@ -55,7 +55,7 @@ def test_a_netns_site_runs_its_job_in_that_namespace(
         calls.append(cmd)
         return subprocess.CompletedProcess(cmd, 0, json.dumps({"status": "ok"}) + "\n", "")
 
-    monkeypatch.setattr(job.subprocess, "run", fake_run)
+    monkeypatch.setattr(job, "_run_payload", fake_run)
     monkeypatch.setattr(shutil, "which", lambda _name: "/usr/bin/apptainer")
     sif = tmp_path / "bench.sif"
     sif.write_bytes(b"SIF")

@@ -1,0 +1,245 @@
+"""A mixed HTCondor + SLURM campaign in the testbed, from docs/campaigns.md as written.
+
+One run of the documented commands (``workflows/config/testbed-mixed.yaml`` through
+``afkit campaign run``) is shared by the assertions that look at its results; the plain-snakemake
+path, the refusals and the interrupts (one per batch executor: Ctrl-C to afkit, then the batch job
+must be gone and the rerun must redo exactly it) each run on their own.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from itsupport import REPO
+
+pytestmark = pytest.mark.testbed
+
+EXAMPLE = REPO / "workflows" / "config" / "testbed-mixed.yaml"
+DOC_WORK = Path("/tmp/afkit-example")
+AS_AFKIT = "setpriv --reuid=afkit --regid=afkit --init-groups env HOME=/home/afkit USER=afkit LOGNAME=afkit "
+
+
+def doc_block() -> list[str]:
+    """The command lines of the docs' testbed-mixed block."""
+    text = (REPO / "docs" / "campaigns.md").read_text(encoding="utf-8")
+    m = re.search(r"<!-- testbed-mixed:[^\n]*-->\n```sh\n(.*?)```", text, re.S)
+    assert m, "docs/campaigns.md lost its testbed-mixed block"
+    return [ln for ln in m.group(1).splitlines() if ln.strip()]
+
+
+def inside(line: str) -> str | None:
+    """A documented host command as it runs inside the testbed (we are in it already)."""
+    if line == "scripts/testbed up":
+        return None  # it is up: this test runs inside it
+    line = line.replace("scripts/testbed run --user afkit -- ", AS_AFKIT)
+    return line.replace("scripts/testbed run -- ", "")
+
+
+def as_afkit(cmd: list[str], cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["setpriv", "--reuid=afkit", "--regid=afkit", "--init-groups", *cmd],
+        cwd=cwd, env=afkit_env(), capture_output=True, text=True, check=False, timeout=timeout,
+    )  # fmt: skip
+
+
+def afkit_env() -> dict[str, str]:
+    return {
+        **os.environ,
+        "HOME": "/home/afkit",
+        "USER": "afkit",
+        "LOGNAME": "afkit",
+        "XRD_CONNECTIONRETRY": "1",
+    }
+
+
+def jobs_csv(work: Path) -> list[dict[str, str]]:
+    [path] = list(work.glob("results/*/aggregate/jobs.csv"))
+    with path.open() as fh:
+        return list(csv.DictReader(fh))
+
+
+@pytest.fixture(scope="module")
+def documented_run() -> Iterator[subprocess.CompletedProcess[str]]:
+    shutil.rmtree(DOC_WORK, ignore_errors=True)  # the docs' fixed directory, from an earlier run
+    script = "\n".join(c for c in map(inside, doc_block()) if c)
+    proc = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=REPO, capture_output=True,
+                          text=True, check=False, timeout=900)  # fmt: skip
+    try:
+        yield proc
+    finally:
+        shutil.rmtree(DOC_WORK, ignore_errors=True)
+
+
+def test_documented_mixed_campaign_exits_0(documented_run: subprocess.CompletedProcess[str]) -> None:
+    assert documented_run.returncode == 0, documented_run.stderr[-4000:]
+    assert documented_run.stdout.strip().endswith("report/report.html")
+
+
+def test_every_row_names_the_executor_that_ran_it(documented_run: Any) -> None:
+    rows = jobs_csv(DOC_WORK)
+    assert len(rows) == 8
+    assert {r["status"] for r in rows} == {"ok"}, [r["error"] for r in rows]
+    for r in rows:
+        assert r["executor"] == {"condor": "htcondor", "slurm": "slurm"}[r["site"]]
+        assert r["batch_job_id"], r["id"]
+
+
+def test_the_figures_keep_the_two_sites_apart(documented_run: Any) -> None:
+    from afkit.campaign import figures
+
+    lines = figures.client_lines(jobs_csv(DOC_WORK), "analysis")
+    assert {k[0] for k in lines} == {"condor <- 127.0.0.1:1094", "slurm <- localhost:1094"}
+    html = next(DOC_WORK.glob("results/*/report/report.html")).read_text()
+    assert html.count("data:image/png;base64,") >= 2
+
+
+def test_analysis_job_ids_carry_no_block_size(documented_run: Any) -> None:
+    ids = [r["id"] for r in jobs_csv(DOC_WORK) if r["type"] == "analysis"]
+    assert ids and not any(".b" in i for i in ids)
+
+
+def test_job_logs_are_quiet(documented_run: Any) -> None:
+    logs = "".join(p.read_text() for p in DOC_WORK.glob("results/*/job/*/*.log"))
+    assert "$ apptainer" in logs
+    assert "gocryptfs" not in logs
+    assert "chdir" not in logs and "WARNING" not in logs
+
+
+def test_a_rerun_with_nothing_to_do_exits_0(documented_run: Any) -> None:
+    proc = as_afkit(["afkit", "campaign", "run", str(EXAMPLE)], DOC_WORK)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Nothing to be done" in proc.stderr
+
+
+@pytest.fixture
+def work() -> Iterator[Path]:
+    path = Path(f"/tmp/afkit-mixed-{uuid.uuid4().hex[:8]}")
+    path.mkdir()
+    shutil.chown(path, "afkit", "afkit")
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)  # the directory this test made
+
+
+def snakemake(campaign: Path, profile: str, *extra: str) -> list[str]:
+    return ["python3", "-m", "snakemake", "-s", str(REPO / "workflows" / "Snakefile"), "--configfile",
+            str(campaign), "--profile", str(REPO / "workflows" / "profiles" / profile), *extra]  # fmt: skip
+
+
+def test_plain_snakemake_per_site_then_report(documented_run: Any, work: Path) -> None:
+    for site, profile in (("condor", "htcondor"), ("slurm", "slurm")):
+        proc = as_afkit(snakemake(EXAMPLE, profile, "--config", f"afkit_site={site}"), work)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = as_afkit(["afkit", "campaign", "report", str(EXAMPLE)], work)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = jobs_csv(work)
+    assert len(rows) == 8 and {r["status"] for r in rows} == {"ok"}
+    assert {r["executor"] for r in rows} == {"htcondor", "slurm"}
+
+
+def test_plain_snakemake_with_the_local_profile_refuses(documented_run: Any, work: Path) -> None:
+    proc = as_afkit(snakemake(EXAMPLE, "local"), work)
+    assert proc.returncode == 4, proc.stderr[-3000:]
+    assert "condor (htcondor)" in proc.stderr and "slurm (slurm)" in proc.stderr
+    assert not list(work.glob("results/*/job"))
+
+
+def variant(work: Path, change: Any) -> Path:
+    raw = yaml.safe_load(EXAMPLE.read_text())
+    raw["image"]["sif"] = str((EXAMPLE.parent / raw["image"]["sif"]).resolve())
+    change(raw)
+    path = work / "campaign.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def test_a_file_missing_on_its_server_stops_before_submission(documented_run: Any, work: Path) -> None:
+    campaign = variant(work, lambda raw: raw["datasets"]["hzz"]["files"].append("afkit-example/gone.root"))
+    proc = as_afkit(["afkit", "campaign", "run", str(campaign)], work)
+    assert proc.returncode == 5, proc.stderr[-3000:]
+    assert "root://127.0.0.1:1094//afkit-example/gone.root" in proc.stderr
+    assert not list(work.glob("results/*/*"))  # nothing submitted, nothing written
+
+
+def running(executor: str, work: Path) -> list[str]:
+    """This test's running batch jobs (never others')."""
+    if executor == "htcondor":
+        cmd = ["condor_q", "-constraint", f'JobStatus == 2 && Iwd == "{work}"', "-af", "ClusterId"]
+    else:
+        cmd = ["squeue", "-h", "-u", "afkit", "-t", "R", "-o", "%i %Z"]
+    out = as_afkit(cmd, work, timeout=60).stdout
+    if executor == "slurm":
+        return [ln.split()[0] for ln in out.splitlines() if ln.split()[1:] == [str(work)]]
+    return out.split()
+
+
+def queued(executor: str, work: Path) -> list[str]:
+    if executor == "htcondor":
+        cmd = ["condor_q", "-constraint", f'Iwd == "{work}"', "-af", "ClusterId"]
+        return as_afkit(cmd, work, timeout=60).stdout.split()
+    out = as_afkit(["squeue", "-h", "-u", "afkit", "-o", "%i %Z"], work, timeout=60).stdout
+    return [ln.split()[0] for ln in out.splitlines() if ln.split()[1:] == [str(work)]]
+
+
+@pytest.mark.parametrize(("executor", "site"), [("htcondor", "condor"), ("slurm", "slurm")])
+def test_ctrl_c_cuts_the_batch_job_off_and_the_rerun_redoes_it(
+    documented_run: Any, work: Path, executor: str, site: str
+) -> None:
+    def one_long_job(raw: dict[str, Any]) -> None:
+        raw["name"] = f"it-interrupt-{executor}"
+        raw["benchmarks"] = [{"name": "long", "type": "read", "sites": [site], "datasets": ["hzz"],
+                              "duration": 20, "sweep": {"block_size": ["256k"]}}]  # fmt: skip
+
+    campaign = variant(work, one_long_job)
+    cmd = [
+        "setpriv",
+        "--reuid=afkit",
+        "--regid=afkit",
+        "--init-groups",
+        "afkit",
+        "campaign",
+        "run",
+        str(campaign),
+    ]
+    run = subprocess.Popen(
+        cmd, cwd=work, env=afkit_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        for _ in range(240):
+            if running(executor, work) or run.poll() is not None:
+                break
+            time.sleep(0.5)
+        assert running(executor, work), "the job never ran"
+        time.sleep(2)
+        run.send_signal(signal.SIGINT)  # Ctrl-C to afkit
+        out, _ = run.communicate(timeout=180)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 130, out[-4000:]
+    assert not list(work.glob("results/*/job/*/*.json")), out[-2000:]  # neither failed nor ok
+    for _ in range(60):  # the batch job is really gone
+        if not queued(executor, work):
+            break
+        time.sleep(0.5)
+    assert not queued(executor, work)
+    time.sleep(3)
+    assert not list(work.glob("results/*/job/*/*.json"))  # and no late record either
+    again = as_afkit(["afkit", "campaign", "retry", str(campaign), "--missing"], work)
+    assert again.returncode == 0, again.stderr[-3000:]
+    [record] = list(work.glob("results/*/job/*/*.json"))
+    assert json.loads(record.read_text())["status"] == "ok"

@@ -44,17 +44,20 @@ inode() { stat -c %i "$1"; }
   [ "$status" -eq 2 ]
 }
 
-@test "alice.cern.ch: both architectures have Modules, Packages and the toolchain area" {
+@test "alice.cern.ch: every architecture has Modules, Packages and the toolchain area" {
   local a=$FIX/alice.cern.ch arch
   for arch in el9-x86_64 el7-x86_64; do
     [ -f "$a/$arch/Modules/modulefiles/BASE/1.0" ]
     [ -f "$a/$arch/Modules/modulefiles/AliPhysics/vAN-20201018_ROOT6-1" ]
     [ -x "$a/$arch/Packages/AliPhysics/vAN-20201018_ROOT6-1/bin/aliphysics-check" ]
     [ -f "$a/$arch/Packages/AliPhysics/vAN-20201018_ROOT6-1/etc/modulefiles/AliPhysics" ]
-    [ -L "$a/etc/toolchain/modulefiles/$arch/grid-base-packages/default" ]
-    [ -f "$a/etc/toolchain/modulefiles/$arch/grid-base-packages/default" ] # the link resolves
+    [ -L "$a/$arch/Modules/modulefiles/grid-base-packages/default" ]
+    [ -f "$a/$arch/Modules/modulefiles/grid-base-packages/default" ] # the link resolves
   done
+  [ -f "$a/el8-x86_64/Modules/modulefiles/AliPhysics/vAN-20230301_ROOT6-1" ]
+  [ -d "$a/x86_64-2.6-gnu-4.1.2/Modules" ] # alienv refuses to run without it
   [ -L "$a/etc/toolchain/modulefiles/el9-x86_64/Toolchain/GCC-v13.2.0" ]
+  [ -f "$a/etc/toolchain/modulefiles/el9-x86_64/Toolchain/GCC-v13.2.0" ]
   [ -f "$a/el9-x86_64/Modules/modulefiles/O2Physics/daily-20250401-0000-1" ]
   [ -f "$a/el9-x86_64/Modules/modulefiles/AliPhysics/vAN-20250401_ROOT6-1" ]
   [ -f "$a/el9-x86_64/Modules/modulefiles/AliPhysics/vAN-20250402_ROOT6-1" ]
@@ -175,10 +178,9 @@ PY
   [ "$status" -eq 0 ]
   [[ $output == *"OK AliPhysics vAN-20190101_ROOT6-1"* ]]
   [[ $output == *"libgcctoolchain.so: GCC-Toolchain/v7.3.0-alice2-1"* ]]
-  run "$alienv" --platform el9-x86_64 printenv VO_ALICE@AliPhysics::vAN-20190101_ROOT6-1
-  [ "$status" -eq 5 ]
   run "$alienv" printenv VO_ALICE@AliPhysics::vNOPE-1
-  [ "$status" -eq 5 ]
+  [ "$status" -eq 1 ]
+  [[ $output == *"cannot load AliPhysics/vNOPE-1 on any platform"* ]]
   run "$alienv" frobnicate
   [ "$status" -eq 2 ]
   # alienv enter: an interactive shell (here fed from stdin) with the tag loaded
@@ -256,15 +258,19 @@ PY
   [ "$(cat "$out/alice.cern.ch")" = precious ]
 }
 
-@test "sft.cern.ch: releases, the LCG_105 manifest and view with relative symlinks" {
+@test "sft.cern.ch: releases, the LCG_105 manifest and a view of absolute links into the hashed installs" {
   local lcg=$FIX/sft.cern.ch/lcg plat=x86_64-el9-gcc13-opt
   local view=$lcg/views/LCG_105/$plat
   compgen -G "$lcg/releases/ROOT/6.30.02-*/$plat/lib/libCore.so"
   compgen -G "$lcg/releases/gcc/13.1.0-*/x86_64-el9/lib64/libgcctoolchain.so"
-  [ -L "$view/bin/root.exe" ] && [ -x "$view/bin/root.exe" ]
-  [ -L "$view/lib/libCore.so" ] && [ -f "$view/lib/libCore.so" ]
-  [[ $(readlink "$view/lib/libCore.so") == ../../../../releases/ROOT/6.30.02-*/$plat/lib/libCore.so ]]
-  run readelf -d "$view/bin/root.exe"
+  [ -L "$view/bin/root.exe" ] && [ ! -L "$view/bin" ] # real directories, per-file links
+  local target
+  target=$(readlink "$view/lib/libCore.so")
+  [[ $target == /cvmfs/sft.cern.ch/lcg/releases/ROOT/6.30.02-*/$plat/lib/libCore.so ]]
+  [ -f "$FIX/sft.cern.ch/${target#/cvmfs/sft.cern.ch/}" ]
+  [ "$(readlink "$lcg/releases/gcc/13.1.0")" = "$(basename "$(compgen -G "$lcg/releases/gcc/13.1.0-*")")" ]
+  target=$(readlink "$view/bin/root.exe")
+  run readelf -d "$FIX/sft.cern.ch/${target#/cvmfs/sft.cern.ch/}"
   [[ $output == *"[libCore.so]"* && $output == *"[libXrdCl.so]"* && $output == *"[libgcctoolchain.so]"* ]]
   [[ $output != *RPATH* && $output != *RUNPATH* ]]
   # releases the view does not use
@@ -277,11 +283,11 @@ PY
   local man=$rel/LCG_externals_$plat.txt view=$FIX/sft.cern.ch/lcg/views/LCG_105/$plat
   [ "$(sed -n 1p "$man")" = "PLATFORM: $plat" ]
   [ "$(sed -n 2p "$man")" = "VERSION: 105" ]
-  [[ $(sed -n 3p "$man") == "COMPILER: GNU;"* ]]
+  [ "$(sed -n 3p "$man")" = "COMPILER: gcc;13.1.0" ]
   local listed linked name hash version dir
   listed=$(tail -n +4 "$man" | awk -F'; ' '{print $1 "-" $2}' | sort)
   linked=$(find "$view/bin" "$view/lib" "$view/include" -type l -exec readlink {} + |
-    sed -E 's|^(\.\./)+releases/([^/]+)/[^/]+-([0-9a-f]{5})/.*|\2-\3|' | sort -u)
+    sed -E 's|^/cvmfs/sft.cern.ch/lcg/releases/([^/]+)/[^/]+-([0-9a-f]{5})/.*|\1-\2|' | sort -u)
   [ -n "$listed" ]
   [ "$listed" = "$linked" ]
   while IFS=' ' read -r name hash version dir _; do
@@ -294,20 +300,18 @@ PY
   [ "$status" -eq 1 ]
 }
 
-@test "sft.cern.ch: the view's setup.sh sets the environment and its programs run" {
+@test "sft.cern.ch: off /cvmfs the view's setup.sh finds itself (BASH_ARGV) but not its absolute links" {
   local view=$FIX/sft.cern.ch/lcg/views/LCG_105/x86_64-el9-gcc13-opt
   # shellcheck disable=SC2016 # expanded by the inner bash
   run env -i HOME="$HOME" PATH=/usr/bin:/bin bash -c \
-    'source "$1" && echo "ROOTSYS=$ROOTSYS" && root.exe && hepfixture-analysis && root-config --version' _ "$view/setup.sh"
+    'source "$1" && echo "V=$LCG_VERSION P=${PATH%%:*} R=${ROOTSYS:-unset}"' _ "$view/setup.sh"
   [ "$status" -eq 0 ]
-  [[ $output == *"ROOTSYS=$FIX/sft.cern.ch/lcg/releases/ROOT/6.30.02-"* ]]
-  [[ $output == *"root.exe: OK ROOT 6.30.02, all 7 libraries answered"* ]]
-  [[ $output == *"libgcctoolchain.so: gcc/13.1.0"* ]]
-  [[ $output == *"hepfixture-analysis: OK hepfixture 1.2.0"* ]]
-  [[ $output == *"6.30/02"* ]]
+  [ "$output" = "V=105 P=$view/bin R=unset" ] # as on a host without /cvmfs/sft.cern.ch
   # without the gcc release (sourced by setup.sh, not part of the view) nothing loads
-  run -127 env -i PATH=/usr/bin:/bin LD_LIBRARY_PATH="$view/lib" "$view/bin/root.exe"
-  [[ $output == *"error while loading shared libraries: libgcctoolchain.so"* ]]
+  local rootexe
+  rootexe=$(compgen -G "$FIX/sft.cern.ch/lcg/releases/ROOT/6.30.02-*/x86_64-el9-gcc13-opt/bin/root.exe")
+  run -127 env -i PATH=/usr/bin:/bin LD_LIBRARY_PATH="${rootexe%/bin/root.exe}/lib" "$rootexe"
+  [[ $output == *"error while loading shared libraries:"* ]]
 }
 
 @test "--size-mb pads the fixture to about the requested size with incompressible data" {
@@ -320,7 +324,9 @@ PY
   [ -n "$pad" ]
   (($(gzip -1 -c "$pad" | wc -c) >= $(stat -c %s "$pad") * 99 / 100))
   # the programs are unaffected
-  run bash -c 'source "$1" && root.exe' _ "$out/sft.cern.ch/lcg/views/LCG_105/x86_64-el9-gcc13-opt/setup.sh"
+  local libs
+  libs=$(find "$out/sft.cern.ch/lcg/releases" -mindepth 4 -maxdepth 4 -name 'lib*' -type d | paste -sd:)
+  LD_LIBRARY_PATH=$libs run "$(compgen -G "$out/sft.cern.ch/lcg/releases/ROOT/6.30.02-*/x86_64-el9-gcc13-opt/bin/root.exe")"
   [ "$status" -eq 0 ]
 }
 

@@ -66,3 +66,28 @@ in_modules() {
   assert_success
   assert_output --partial "aliphysics-check: OK AliPhysics vAN-20201018_ROOT6-1"
 }
+
+@test "at /cvmfs the LCG view's setup.sh sources its compiler and sets ROOTSYS by readlink; programs run" {
+  local view=/cvmfs/sft.cern.ch/lcg/views/LCG_105/x86_64-el9-gcc13-opt
+  # shellcheck disable=SC2016 # expanded by the inner bash
+  run env -i HOME="$BATS_TEST_TMPDIR" PATH=/usr/bin:/bin bash -c \
+    'source "$1" && echo "ROOTSYS=$ROOTSYS" && root.exe && hepfixture-analysis && root-config --version' _ "$view/setup.sh"
+  assert_success
+  assert_output --partial "ROOTSYS=/cvmfs/sft.cern.ch/lcg/releases/ROOT/6.30.02-"
+  assert_output --partial "root.exe: OK ROOT 6.30.02, all 7 libraries answered"
+  assert_output --partial "libgcctoolchain.so: gcc/13.1.0"
+  assert_output --partial "hepfixture-analysis: OK hepfixture 1.2.0"
+  assert_output --partial "6.30/02"
+}
+
+@test "the alienv commands of docs/cvmfs-fixture.md run as written" {
+  local doc=$BATS_TEST_DIRNAME/../../docs/cvmfs-fixture.md script
+  # the console block of the "### alienv" section, its '$ ' lines, comments dropped
+  script=$(awk '/^### alienv/{s=1} s && /^```console/{b=1; next} b && /^```/{exit} b' "$doc" |
+    sed -n 's/^\$ //p' | sed 's/[[:space:]]*# .*$//')
+  [[ $script == *"alienv setenv"* ]] || fail "no alienv commands found in $doc"
+  run env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$BATS_TEST_TMPDIR" bash -euo pipefail -c "$script"
+  assert_success
+  assert_output --partial "aliphysics-check: OK AliPhysics vAN-20201018_ROOT6-1"
+  assert_output --partial "VO_ALICE@AliPhysics::vAN-20251120_O2-1"
+}

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from afkit.campaign import aggregate as agg
-from afkit.campaign import config, extrapolate, locations, plan, report, runner, scaling
+from afkit.campaign import config, extrapolate, image, locations, plan, report, runner, scaling
 from afkit.errors import ExitCode, NotFoundError, UsageError
 
 
@@ -52,6 +52,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         extra = [a for a in extra if a not in ("-n", "--dry-run")]
         args.dry_run = True
     code = runner.run(c, args.campaign.resolve(), dry_run=args.dry_run, extra=extra)
+    refused = image.refusal(c.results_dir) if code != 0 else None
+    if refused is not None:  # the image failed its signature check: no job ran
+        raise refused
     if not args.dry_run and len({s["executor"] for s in c.config["sites"].values()}) > 1:
         cmd_report(args)
     return ExitCode.OK if code == 0 else ExitCode.FAILURE

@@ -92,6 +92,7 @@ def run(
         "image_path": image["path"],
         "image_sha256": image["sha256"],
         "image_tag": image.get("tag", ""),
+        "image_fingerprint": image.get("fingerprint", ""),
         "submit_host": socket.gethostname(),
         "executor": site["executor"],
     }

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from afkit.cli import usage_handler
 from afkit.errors import ExitCode, UsageError
 from afkit.federation import control, links, net, toxiproxy
 
@@ -135,7 +136,7 @@ def register(sub: Any) -> None:
         "through a WAN namespace by veth links shaped with tbf; toxiproxy in front of every site's "
         "storage adds the WAN latency and injects faults. docs/federation.md.",
     )
-    parser.set_defaults(func=lambda _args: parser.print_help() or 2)
+    parser.set_defaults(func=usage_handler(parser))
     fs = parser.add_subparsers(dest="federation_command", metavar="ACTION")
 
     def links_opt(p: argparse.ArgumentParser) -> None:

@@ -159,7 +159,8 @@ def up(fed: Federation, log: Any = print) -> dict[str, Any]:
         )
     if state_file().is_file() and WAN_NS in net.namespaces():
         log(f"afkit federation: already up ({state_file()})")
-        return json.loads(state_file().read_text())
+        state: dict[str, Any] = json.loads(state_file().read_text())
+        return state
     _prepare_dirs(fed)
     try:
         for cmd in net.up_commands(fed):

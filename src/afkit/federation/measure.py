@@ -34,7 +34,7 @@ def bench_read(site: str, url: str) -> dict[str, Any]:
     cmd = net.in_ns(site, sys.executable, "-m", "afkit", "bench", "read", "--no-monitor", url)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
     lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
-    summary = next((r for r in lines if r.get("type") == "summary"), None)
+    summary: dict[str, Any] | None = next((r for r in lines if r.get("type") == "summary"), None)
     if proc.returncode != 0 or summary is None:
         raise AfkitError(f"afkit bench read {url} at {site} failed: {proc.stderr.strip()[-500:]}")
     return summary

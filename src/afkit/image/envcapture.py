@@ -74,7 +74,8 @@ def _rewrite(value: str, rewrite: dict[str, str]) -> str:
 def path_tokens(values: Iterable[str], root: Path) -> list[Path]:
     """Absolute paths under ROOT found in colon-separated VALUES (in order, unique)."""
     seen: dict[Path, None] = {}
-    prefixes = {str(root), os.path.realpath(root)}
+    # The repository's published path too: real trees name /cvmfs/<repo> wherever they are mounted.
+    prefixes = {str(root), os.path.realpath(root), f"/cvmfs/{root.name}"}
     for value in values:
         for token in value.split(":"):
             if any(token == p or token.startswith(p + "/") for p in prefixes):

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from afkit.errors import NotFoundError, PrereqError
+from afkit.errors import AfkitError, NotFoundError, PrereqError
 from afkit.image import envcapture
 from afkit.image.model import Resolution, Unit
 from afkit.image.profile import Profile
@@ -51,6 +52,12 @@ def image_root(profile: Profile) -> str:
     return f"{IMAGE_CVMFS}/{profile.repository}"
 
 
+def published_dir(profile: Profile, src: Path, arch: str) -> Path:
+    """The directory of a modules profile's published tags (``Pkg/version`` modulefiles)."""
+    mods = profile.modules
+    return src / str(mods.get("published", mods["modulepath"][-1])).format(arch=arch)
+
+
 def resolve(profile: Profile, tag: Tag, src: Path) -> Resolution:
     """Resolve TAG for PROFILE in the repository mounted at SRC."""
     if profile.resolver == "modules":
@@ -66,7 +73,7 @@ def list_tags(profile: Profile, src: Path) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for arch in profile.architectures:
         if profile.resolver == "modules":
-            base = src / profile.modules["modulepath"][0].format(arch=arch)
+            base = published_dir(profile, src, arch)
             found = [f"{p.parent.name}/{p.name}" for p in base.glob("*/*") if p.is_file()]
         else:
             pattern = profile.lcg.get("tags_glob", "lcg/views/*/{arch}").format(arch=arch)
@@ -78,7 +85,7 @@ def list_tags(profile: Profile, src: Path) -> dict[str, list[str]]:
 
 def _item_exists(profile: Profile, src: Path, arch: str, item: str) -> bool:
     if profile.resolver == "modules":
-        return any((src / mp.format(arch=arch) / item).is_file() for mp in profile.modules["modulepath"])
+        return (published_dir(profile, src, arch) / item).is_file()
     view: str = profile.lcg["view"].format(tag=item, arch=arch)
     return (src / view).is_dir()
 
@@ -113,14 +120,13 @@ def _candidates(profile: Profile, src: Path, item: str) -> list[str]:
     name = item.split("/", 1)[0]
     found: set[str] = set()
     for arch in profile.architectures:
-        base = src / profile.modules["modulepath"][0].format(arch=arch)
-        pkg = base / name
+        pkg = published_dir(profile, src, arch) / name
         if pkg.is_dir():
             found.update(f"{name}/{p.name}" for p in pkg.iterdir())
     if found:
         return sorted(found)
     for arch in profile.architectures:
-        base = src / profile.modules["modulepath"][0].format(arch=arch)
+        base = published_dir(profile, src, arch)
         if base.is_dir():
             for pkg in base.iterdir():
                 found.update(f"{pkg.name}/{v.name}" for v in list(pkg.iterdir())[-3:] if pkg.is_dir())
@@ -131,7 +137,9 @@ def _candidates(profile: Profile, src: Path, item: str) -> list[str]:
 
 
 def _rel(path: Path, src: Path) -> str | None:
-    for root in (str(src), os.path.realpath(src)):
+    """PATH relative to the repository: under SRC (as given or resolved) or under its published
+    path /cvmfs/<repo> (absolute symlinks and scripts of the real repositories name that one)."""
+    for root in (str(src), os.path.realpath(src), f"{IMAGE_CVMFS}/{src.name}"):
         text = str(path)
         if text == root:
             return ""
@@ -211,12 +219,56 @@ def _env_units(
 ) -> None:
     for token in envcapture.path_tokens(env_values, src):
         rel = _rel(token, src)
-        if rel is None or _is_glob_ancestor(rel, globs) or not (token.exists() or token.is_symlink()):
+        if rel is None or _is_glob_ancestor(rel, globs):
+            continue
+        if not ((src / rel).exists() or (src / rel).is_symlink()):
             continue
         unit, matched = _unit_for(rel, globs)
         if not matched:
             warnings.append(f"{rel} (from the environment) is outside every unit glob; staged as is")
         _add(units, unit, label(unit) if matched else "environment")
+
+
+def _expand_links(units: dict[str, Unit], src: Path, globs: list[str]) -> None:
+    """Symlinks stay symlinks: a unit that is, or lies under, a symlink inside the repository is
+    staged as the link plus what it points to (its package when a unit glob matches), chains
+    followed. A link on the way to a unit replaces the unit (the stager keeps it as a link)."""
+    todo = list(units)
+    seen: set[str] = set()
+    while todo:
+        rel = todo.pop()
+        if rel in seen:
+            continue
+        seen.add(rel)
+        parts = rel.split("/")
+        for i in range(1, len(parts) + 1):
+            head = "/".join(parts[:i])
+            link = src / head
+            if not link.is_symlink():
+                continue
+            text = os.readlink(link)
+            target = Path(os.path.normpath(text if os.path.isabs(text) else link.parent / text))
+            target_rel = _rel(target, src)
+            if target_rel is None:
+                break  # leaves the repository: the stager keeps it as it is and says so
+            _add(units, head, "symlink")
+            rest = "/".join(parts[i:])
+            new = f"{target_rel}/{rest}" if rest else target_rel
+            unit, matched = _unit_for(new, globs)
+            _add(units, unit, _last_two(unit) if matched else "symlink target")
+            todo.append(unit)
+            break
+
+
+def _placement_warning(profile: Profile, src: Path, warnings: list[str]) -> None:
+    """The real trees name their published path: alibuild's GCC-Toolchain modulefile loads
+    Toolchain/GCC-<v> and grid-base-packages only from /cvmfs, LCG views link to and source
+    /cvmfs/sft.cern.ch. Elsewhere the environment is the one alienv/setup.sh give there."""
+    if str(src) != image_root(profile):
+        warnings.append(
+            f"{profile.repository} is at {src}, not at {image_root(profile)}: modulefiles and setup "
+            "scripts that name /cvmfs give the environment they give there, not the one of a site"
+        )
 
 
 def _rewrite_map(src: Path, profile: Profile) -> dict[str, str]:
@@ -233,13 +285,22 @@ def _resolve_modules(profile: Profile, tag: Tag, src: Path) -> Resolution:
     modulepath = ":".join(str(src / mp.format(arch=arch)) for mp in mods["modulepath"])
     extra = {"MODULEPATH": modulepath, "AFKIT_MODULECMD": cmd}
     clean = envcapture.capture(_MODULES_SCRIPT, [], extra)
-    loaded = envcapture.capture(_MODULES_SCRIPT, list(tag.items), extra)
+    try:
+        loaded = envcapture.capture(_MODULES_SCRIPT, list(tag.items), extra)
+    except AfkitError as err:
+        raise load_error(str(err), list(tag.items), modulepath) from None
     globs = [g.format(arch=arch) for g in mods.get("unit_globs", [])]
     units: dict[str, Unit] = {}
     warnings: list[str] = []
     modules = [m for m in loaded.get("LOADEDMODULES", "").split(":") if m]
+    lmfiles = [f for f in loaded.get("_LMFILES_", "").split(":") if f]
     for module in modules:
         name, _, version = module.partition("/")
+        # A module loaded through a symlinked modulefile (grid-base-packages/default -> v1-1) is
+        # the package of the version it points to.
+        through = next((Path(f) for f in lmfiles if f.endswith("/" + module)), None)
+        if through is not None and through.is_symlink():
+            version = Path(os.path.realpath(through)).name
         pkg = src / mods["package_dir"].format(arch=arch, name=name, version=version)
         rel = _rel(pkg, src)
         if rel is not None and pkg.is_dir():
@@ -251,6 +312,8 @@ def _resolve_modules(profile: Profile, tag: Tag, src: Path) -> Resolution:
     values = [v for k, v in loaded.items() if k not in ("MODULEPATH", "_LMFILES_") and clean.get(k) != v]
     _env_units(values, src, globs, units, warnings)
     _hidden(profile, src, arch, units, globs)
+    _expand_links(units, src, globs)
+    _placement_warning(profile, src, warnings)
     env = envcapture.diff(clean, loaded, exclude=profile.env_exclude, rewrite=_rewrite_map(src, profile))
     return Resolution(
         profile=profile.name,
@@ -263,6 +326,99 @@ def _resolve_modules(profile: Profile, tag: Tag, src: Path) -> Resolution:
         modules=modules,
         warnings=warnings,
     )
+
+
+_LOADING = re.compile(r"^\s*Loading (\S+)")
+_ERROR = re.compile(r"ERROR: (.*)")
+_LOCATE = re.compile(r"Unable to locate a modulefile for '([^']+)'")
+
+
+def load_error(stderr: str, items: list[str], modulepath: str) -> AfkitError:
+    """A failed ``module load`` as the user needs it: which modulefile, which of its lines, which
+    module could not be found, and MODULEPATH (exit 1: the tag exists, its modulefiles are broken)."""
+    lines = stderr.splitlines()
+    failing, cause = "", ""
+    for line in lines:
+        if (m := _LOADING.match(line)) and not cause:
+            failing = m.group(1)
+        if (m := _ERROR.search(line)) and not cause:
+            cause = m.group(1).strip()
+    where, bad_line = "", ""
+    missing = _LOCATE.search(cause)
+    for directory in modulepath.split(":"):
+        candidate = Path(directory) / failing if failing else None
+        if candidate is not None and candidate.is_file():
+            where = str(candidate)
+            if missing:
+                for text in candidate.read_text(errors="replace").splitlines():
+                    if "module load" in text and missing.group(1) in text:
+                        bad_line = text.strip()
+                        break
+            break
+    if not cause:
+        cause = " ".join(line.strip() for line in lines[-3:]) or "modulecmd failed without a message"
+    parts = [f"cannot load {', '.join(items)}: {cause}"]
+    if failing:
+        parts.append(f"in {failing}" + (f" ({where})" if where else ""))
+    if bad_line:
+        parts.append(f"at the line '{bad_line}'")
+    return AfkitError(
+        "; ".join(parts) + f"; MODULEPATH was {modulepath}",
+        hint="the repository's modulefiles need a module that is not on MODULEPATH: check the profile's "
+        "modules.modulepath against the experiment's environment tool, or report the modulefile",
+    )
+
+
+_COMPILER_BASES = (
+    "lcg/releases/contrib",
+    "lcg/releases/external",
+    "lcg/releases",
+    "lcg/contrib",
+    "lcg/external",
+)
+
+
+def lcg_compiler(text: str) -> tuple[str, str] | None:
+    """(compiler, version) from a manifest's ``COMPILER: gcc;13.1.0`` (or ``GNU 13.1.0``) header."""
+    for line in text.splitlines():
+        if line.startswith("COMPILER:"):
+            fields = [f for f in re.split(r"[;\s]+", line[len("COMPILER:") :].strip()) if f]
+            if len(fields) >= 2:
+                name = "gcc" if fields[0].upper() == "GNU" else fields[0]
+                return name, fields[1]
+    return None
+
+
+def _lcg_compiler_unit(text: str, src: Path, arch: str) -> str | None:
+    """Where a view's setup.sh finds its compiler (lcgcmake create_lcg_view.py's search order):
+    releases/contrib, releases/external, releases, then contrib, each <compiler>/<version>/<arch>-<os>."""
+    found = lcg_compiler(text)
+    if found is None:
+        return None
+    name, version = found
+    naked = "-".join([arch.split("-")[0].split("+")[0], *arch.split("-")[1:2]])
+    for base in (
+        "lcg/releases/contrib",
+        "lcg/releases/external",
+        "lcg/releases",
+        "lcg/contrib",
+        "lcg/external",
+    ):
+        rel = f"{base}/{name}/{version}/{naked}"
+        if (src / rel).is_dir():
+            return rel
+    return None
+
+
+def _manifest_dirs(text: str) -> list[str]:
+    """Column 4 (the install directory, relative to the release directory) of every package line."""
+    out = []
+    for line in text.splitlines():
+        fields = [f.strip() for f in line.split(";")]
+        if line.strip().startswith("#") or len(fields) < 4 or not fields[3] or line.startswith("COMPILER:"):
+            continue
+        out.append(fields[3])
+    return out
 
 
 def parse_lcg_manifest(text: str) -> list[tuple[str, str, str]]:
@@ -296,13 +452,23 @@ def _resolve_lcg(profile: Profile, tag: Tag, src: Path) -> Resolution:
     release_root = lcg["release_dir"].split("{name}", 1)[0].rstrip("/")
     globs = [f"{release_root}/*/*/*"]
     if manifest.is_file():
-        for name, hsh, version in parse_lcg_manifest(manifest.read_text()):
-            rel = lcg["release_dir"].format(name=name, version=version, hash=hsh, arch=arch)
+        text = manifest.read_text()
+        dirs = _manifest_dirs(text)
+        for (name, hsh, version), where in zip(parse_lcg_manifest(text), dirs, strict=False):
+            # The directory column is relative to the release directory (./ROOT/6.30.02/<platform>,
+            # a symlink to releases/ROOT/6.30.02-<hash>/<platform>); older manifests are absolute.
+            path = Path(where) if os.path.isabs(where) else manifest.parent / where
+            rel = _rel(Path(os.path.normpath(path)), src)
+            if rel is None or not ((src / rel).exists() or (src / rel).is_symlink()):
+                rel = lcg["release_dir"].format(name=name, version=version, hash=hsh, arch=arch)
             if (src / rel).exists():
                 _add(units, rel, f"{name}/{version}")
             else:
                 warnings.append(f"manifest lists {name} {version} but {rel} does not exist")
         _add(units, _rel(manifest, src) or "", "manifest")
+        compiler = _lcg_compiler_unit(text, src, arch)
+        if compiler:
+            _add(units, compiler, "compiler " + "/".join(compiler.split("/")[-3:-1]))
     else:
         warnings.append(f"no manifest {manifest}; closure from the view's symlinks")
     for link in _symlinks(view):
@@ -322,6 +488,8 @@ def _resolve_lcg(profile: Profile, tag: Tag, src: Path) -> Resolution:
     _env_units(values, src, [*globs, view_rel], units, warnings, _lcg_label)
     env = envcapture.diff(clean, loaded, exclude=profile.env_exclude, rewrite=_rewrite_map(src, profile))
     _hidden(profile, src, arch, units)
+    _expand_links(units, src, globs)
+    _placement_warning(profile, src, warnings)
     return Resolution(
         profile=profile.name,
         repository=profile.repository,

@@ -101,9 +101,13 @@ class Walker:
     def in_closure(self, rel: str) -> bool:
         return any(rel == r or rel.startswith(r + "/") for r in self.roots)
 
+    def holds_closure(self, rel: str) -> bool:
+        """REL is in the closure or a directory above a unit (it exists in the image)."""
+        return self.in_closure(rel) or any(r.startswith(rel + "/") for r in self.roots)
+
     def _rel(self, path: Path) -> str | None:
         text = str(path)
-        for root in (str(self.src), str(self.real_src)):
+        for root in (str(self.src), str(self.real_src), f"/cvmfs/{self.src.name}"):
             if text == root:
                 return ""
             if text.startswith(root + "/"):
@@ -127,7 +131,9 @@ class Walker:
         target = os.readlink(path)
         resolved = Path(os.path.realpath(path))
         target_rel = self._rel(resolved)
-        if target_rel is not None and resolved.exists() and self.in_closure(target_rel):
+        if target_rel is not None:
+            resolved = self.src / target_rel  # an absolute /cvmfs/<repo> target, read where mounted
+        if target_rel is not None and resolved.exists() and self.holds_closure(target_rel):
             if os.path.isabs(target):
                 inside = self._rel(Path(target))
                 if inside is not None:

@@ -27,12 +27,18 @@ def _packages(res: Resolution) -> set[str]:
     "tag", ["VO_ALICE@AliPhysics::vAN-20201018_ROOT6-1", "VO_ALICE@O2Physics::daily-20250401-0000-1"]
 )
 def test_closure_is_the_fixtures(on_fixture: Path, fixture_facts: dict[str, Any], tag: str) -> None:
+    """Off /cvmfs (here: a temporary directory) the real GCC-Toolchain modulefile falls back on
+    itself, as alienv's environment would there; the /cvmfs closure is tested in the testbed."""
     res = _resolve(tag)
     expected = fixture_facts["arches"]["el9-x86_64"]["tags"][tag]
     assert res.arch == "el9-x86_64"
-    assert _packages(res) == set(expected["closure"])  # hidden grid-base-packages included
-    assert set(expected["hidden"]) <= _packages(res)
+    assert _packages(res) == set(expected["closure_elsewhere"])
     assert "Geant4" not in str(res.units) and "CMake" not in str(res.units)
+
+
+def test_off_cvmfs_resolution_warns(on_fixture: Path) -> None:
+    res = _resolve("AliPhysics/vAN-20201018_ROOT6-1")
+    assert any("not at /cvmfs/alice.cern.ch" in w for w in res.warnings)
 
 
 def test_environment_is_rewritten_to_image_paths(on_fixture: Path) -> None:
@@ -43,9 +49,9 @@ def test_environment_is_rewritten_to_image_paths(on_fixture: Path) -> None:
     assert env["PATH"].inherit and env["PATH"].value.startswith(f"{PKG_ROOT}/AliPhysics/")
     assert str(on_fixture.parent) not in "".join(e.value for e in res.env)
     assert not any(e.name.startswith("__MODULES_") or e.name in ("HOME", "PWD") for e in res.env)
-    # the toolchain's modulefiles (symlinks in etc/toolchain) and alienv come along
+    # the loaded modulefiles (BASE/1.0 first) and alienv come along
     rels = {u.rel for u in res.units}
-    assert "etc/toolchain/modulefiles/el9-x86_64/Toolchain/GCC-v13.2.0" in rels
+    assert "el9-x86_64/Modules/modulefiles/BASE/1.0" in rels
     assert "bin/alienv" in rels
 
 
@@ -96,11 +102,51 @@ def test_lcg_manifest_parser() -> None:
     assert resolve.parse_lcg_manifest(text) == [("ROOT", "8a0e7", "6.30.02"), ("Python", "2b6c0", "3.9.12")]
 
 
-def test_hidden_symlink_brings_its_whole_package(on_fixture: Path) -> None:
-    """Even if no environment path named it, grid-base-packages comes in through the profile."""
-    prof = profile.load("alice")
-    units: dict[str, resolve.Unit] = {}
-    resolve._hidden(prof, on_fixture, "el9-x86_64", units, ["el9-x86_64/Packages/*/*"])
-    gridbase = "el9-x86_64/Packages/grid-base-packages/v20250401-1"
-    assert gridbase in units and units[gridbase].label == "grid-base-packages/v20250401-1"
-    assert "etc/toolchain/modulefiles/el9-x86_64/grid-base-packages/default" in units
+def test_a_symlinked_unit_brings_its_target(on_fixture: Path) -> None:
+    """grid-base-packages/default -> v1-1 and Toolchain/GCC-v13.2.0 -> the GCC-Toolchain modulefile:
+    the link and its target are both staged (the stager then keeps the link a link)."""
+    units = {
+        rel: resolve.Unit(rel, "modulefile")
+        for rel in (
+            "el9-x86_64/Modules/modulefiles/grid-base-packages/default",
+            "etc/toolchain/modulefiles/el9-x86_64/Toolchain/GCC-v13.2.0",
+        )
+    }
+    resolve._expand_links(units, on_fixture, ["el9-x86_64/Packages/*/*"])
+    assert "el9-x86_64/Modules/modulefiles/grid-base-packages/v1-1" in units
+    assert "el9-x86_64/Modules/modulefiles/GCC-Toolchain/v13.2.0-alice1-2" in units
+
+
+def test_a_unit_under_a_directory_symlink_is_the_link_plus_its_target(on_fixture: Path) -> None:
+    sft = on_fixture.parent / "sft.cern.ch"
+    units = {"lcg/releases/gcc/13.1.0/x86_64-el9": resolve.Unit("lcg/releases/gcc/13.1.0/x86_64-el9", "x")}
+    resolve._expand_links(units, sft, ["lcg/releases/*/*/*"])
+    assert "lcg/releases/gcc/13.1.0" in units  # the link itself
+    assert any(r.startswith("lcg/releases/gcc/13.1.0-") and r.endswith("/x86_64-el9") for r in units)
+    kept = [u.rel for u in resolve._prune(units)]
+    assert "lcg/releases/gcc/13.1.0/x86_64-el9" not in kept  # staged through the link, not as a copy
+
+
+def test_broken_modulefile_names_file_line_and_modulepath(tmp_path: Path) -> None:
+    mp = tmp_path / "mf"
+    (mp / "GCC-Toolchain").mkdir(parents=True)
+    modulefile = mp / "GCC-Toolchain" / "v13.2.0-alice1-2"
+    modulefile.write_text("#%Module1.0\n    module load Toolchain/GCC-v13.2.0\n")
+    stderr = (
+        "Loading GCC-Toolchain/v13.2.0-alice1-2\n"
+        "  ERROR: Unable to locate a modulefile for 'Toolchain/GCC-v13.2.0'\n"
+        "  ERROR: Load of requirement Toolchain/GCC-v13.2.0 failed\n"
+    )
+    err = resolve.load_error(stderr, ["AliPhysics/vAN-20251120_O2-1"], str(mp))
+    text = str(err)
+    assert err.code == ExitCode.FAILURE
+    assert "Unable to locate a modulefile for 'Toolchain/GCC-v13.2.0'" in text
+    assert f"in GCC-Toolchain/v13.2.0-alice1-2 ({mp}/GCC-Toolchain/v13.2.0-alice1-2)" in text
+    assert "at the line 'module load Toolchain/GCC-v13.2.0'" in text
+    assert f"MODULEPATH was {mp}" in text
+
+
+def test_lcg_compiler_header_forms() -> None:
+    assert resolve.lcg_compiler("PLATFORM: x\nCOMPILER: gcc;13.1.0\n") == ("gcc", "13.1.0")
+    assert resolve.lcg_compiler("COMPILER: GNU 4.8.2\n") == ("gcc", "4.8.2")
+    assert resolve.lcg_compiler("VERSION: 105\n") is None

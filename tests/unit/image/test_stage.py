@@ -85,7 +85,7 @@ def test_adjacent_tag_reuses_the_store(on_fixture: Path, tmp_path: Path) -> None
     elf_paths = {e["path"] for e in again.elf}
     assert "el9-x86_64/Packages/AliPhysics/vAN-20250402_ROOT6-1/bin/aliphysics-check" in elf_paths
     check = next(e for e in again.elf if e["path"].endswith("bin/aliphysics-check"))
-    assert {"libCore.so", "libgridbase.so", "libgcctoolchain.so"} <= set(check["needed"])
+    assert {"libCore.so", "libgcctoolchain.so"} <= set(check["needed"])
 
 
 def test_failure_mid_copy_leaves_the_store_consistent(

@@ -25,18 +25,6 @@ Exit codes: the builder's (0 ok, 1 build failed, 2 usage, 3 prerequisite missing
 USAGE
 }
 
-# ci_afkit : the afkit command (on PATH, else the venv's).
-ci_afkit() {
-  local venv=${AFKIT_VENV:-$(ci_repo)/.venv}
-  if command -v afkit >/dev/null 2>&1; then
-    command -v afkit
-  elif [[ -x $venv/bin/afkit ]]; then
-    printf '%s\n' "$venv/bin/afkit"
-  else
-    die "$AFKIT_EX_PREREQ" "the afkit command is not on PATH" "install the project (pip install -e .) or set AFKIT_VENV"
-  fi
-}
-
 main() {
   local profile='' tag='' output='' base=${AFKIT_BASE:-} name=''
   while (($#)); do

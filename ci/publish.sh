@@ -24,6 +24,13 @@ and pulls it back and compares the sha256 with the local file.
     and the job fails (exit 1).
   --dry-run   check the stamp, the registry and the credentials, print what would be pushed.
 
+Signing: with \$AFKIT_SIGNING_KEY (a GitLab file variable: the path of an armored PGP private key,
+'apptainer key export --secret --armor') a copy of IMAGE is signed ('afkit image sign', the key's
+passphrase from \$AFKIT_SIGNING_PASSPHRASE on stdin, never on a command line) and the signed copy is
+pushed; the image pulled back must carry that signature ('afkit image verify'), and IMAGE.published
+records the fingerprint. A signature carries its time, so a signed re-publish pushes again.
+Without the key the image is published unsigned, with a warning.
+
 Credentials: \$AFKIT_REGISTRY_USER and \$AFKIT_REGISTRY_PASSWORD when set; else GitLab's
 \$CI_REGISTRY_USER and \$CI_JOB_TOKEN, but only for the project's own registry (R is
 \$CI_REGISTRY_IMAGE or below it, on host \$CI_REGISTRY): the job token is never sent to another
@@ -31,11 +38,13 @@ registry (exit 4). They go to 'apptainer registry login --password-stdin' and to
 into a private temporary auth file removed at exit; never on a command line, never printed.
 No credentials at all: anonymous access.
 AFKIT_REGISTRY_INSECURE=1: plain HTTP (apptainer --no-https), for a test registry on localhost only.
-Prints the reference and digest on stdout; writes IMAGE.published (reference, digest).
+Prints the reference and digest on stdout; writes IMAGE.published (reference, digest,
+signer fingerprint when signed).
 
 Exit codes: 0 published or already there, 1 push or verification failed, 2 usage,
 3 registry unreachable / credentials refused / apptainer missing, 4 refused (the job token for
-another registry), 5 no such image, 6 not validated.
+another registry), 5 no such image or signing key, 6 not validated, or the signature could not be
+made or checked.
 USAGE
 }
 
@@ -157,6 +166,7 @@ main() {
 
   sha=$(ci_sha256 "$image")
   check_validated "$image" "$sha"
+  local record_for=$image
   need_cmd curl
   need_cmd jq
   ((dry_run)) || need_cmd apptainer "the publish job runs on a runner with apptainer (tags: apptainer)"
@@ -175,11 +185,20 @@ main() {
     *) die "$AFKIT_EX_PREREQ" "the registry $REG_SCHEME://$REG_HOST is unreachable or not an OCI registry (HTTP $REG_CODE)" "check CI_REGISTRY_IMAGE and the runner's network" ;;
   esac
 
+  local fingerprint=''
+  if [[ -n ${AFKIT_SIGNING_KEY:-} ]] && ((!dry_run)); then
+    sign_copy "$image" "$WORK/signed.sif"
+    image=$WORK/signed.sif
+    sha=$(ci_sha256 "$image")
+  elif [[ -z ${AFKIT_SIGNING_KEY:-} ]]; then
+    warn "AFKIT_SIGNING_KEY is not set: publishing $image unsigned"
+  fi
+
   local before
   before=$(remote_digest "$ref")
   if [[ $before == "sha256:$sha" ]]; then
     log "$ref already holds this image (sha256:$sha): nothing to push"
-    write_record "$image" "$ref" "$sha"
+    write_record "$record_for" "$ref" "$sha" "$fingerprint"
     return 0
   fi
   [[ -z $before ]] || log "$ref holds $before; replacing it with sha256:$sha"
@@ -212,14 +231,36 @@ main() {
     undo_push "$ref"
     die "$AFKIT_EX_FAILURE" "the image pulled back from $ref differs (sha256 $pulled_sha, pushed $sha)"
   fi
-  log "published $ref (sha256:$sha), pulled back and verified"
-  write_record "$image" "$ref" "$sha"
+  if [[ -n $fingerprint ]]; then
+    "$(ci_afkit)" image verify --fingerprint "$fingerprint" --key "$WORK/signer.asc" "$WORK/pulled.sif" >/dev/null || {
+      undo_push "$ref"
+      die "$AFKIT_EX_INVALID" "the image pulled back from $ref does not carry the signature by $fingerprint"
+    }
+  fi
+  log "published $ref (sha256:$sha${fingerprint:+, signed by $fingerprint}), pulled back and verified"
+  write_record "$record_for" "$ref" "$sha" "$fingerprint"
 }
 
-# write_record IMAGE REF SHA : IMAGE.published and the result on stdout.
+# sign_copy IMAGE COPY : copy IMAGE to COPY, sign COPY with $AFKIT_SIGNING_KEY; sets fingerprint and
+# exports the signer's public key to $WORK/signer.asc (to verify the image pulled back with).
+sign_copy() {
+  local src=$1 copy=$2 afkit
+  afkit=$(ci_afkit)
+  [[ -f $AFKIT_SIGNING_KEY ]] ||
+    die "$AFKIT_EX_NOT_FOUND" "AFKIT_SIGNING_KEY=$AFKIT_SIGNING_KEY is not a file" "make AFKIT_SIGNING_KEY a CI variable of type 'File' holding the armored private key"
+  cp -- "$src" "$copy"
+  log "signing a copy of $src"
+  fingerprint=$("$afkit" image sign --key "$AFKIT_SIGNING_KEY" --export-public "$WORK/signer.asc" "$copy") ||
+    die "$AFKIT_EX_INVALID" "could not sign $src with AFKIT_SIGNING_KEY" "check the key file and AFKIT_SIGNING_PASSPHRASE"
+}
+
+# write_record IMAGE REF SHA [FINGERPRINT] : IMAGE.published and the result on stdout.
 write_record() {
-  local image=$1 ref=$2 sha=$3 record=${1%.sif}.published
-  printf 'ref %s\ndigest sha256:%s\n' "$ref" "$sha" >"$record.tmp.$$"
+  local image=$1 ref=$2 sha=$3 fingerprint=${4:-} record=${1%.sif}.published
+  {
+    printf 'ref %s\ndigest sha256:%s\n' "$ref" "$sha"
+    [[ -z $fingerprint ]] || printf 'fingerprint %s\n' "$fingerprint"
+  } >"$record.tmp.$$"
   mv -f -- "$record.tmp.$$" "$record"
   printf '%s sha256:%s\n' "$ref" "$sha"
 }

@@ -9,13 +9,19 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/ci.sh"
 
 usage() {
   cat <<USAGE
-Usage: ci/validate.sh [--profile P] [--junit FILE] IMAGE.sif
+Usage: ci/validate.sh [--profile P] [--junit FILE] [--fingerprint FP [--key PUB.asc]] IMAGE.sif
 
 Runs 'afkit image validate' on IMAGE.sif (the image runs, the tag's environment is set inside,
 the profile's proof commands work) and writes its JUnit report to FILE (default IMAGE.junit.xml,
 published by GitLab as the job's test report). On success it writes IMAGE.validated, a stamp
 holding the image's sha256: ci/publish.sh publishes nothing without a matching stamp.
 On failure the stamp is removed, and the report is there even when the validator crashed.
+  --fingerprint FP  the image must also carry a valid signature by this PGP key ('afkit image
+                    verify'; unsigned, modified or signed by another key: exit 6). Used on images
+                    already published and signed by ci/publish.sh (a scheduled pipeline
+                    validating what the registry serves). Default: \$AFKIT_VERIFY_FINGERPRINT.
+  --key PUB.asc     the signer's armored public key (default: \$AFKIT_VERIFY_KEY, else the
+                    runner's apptainer keyring)
 
 Exit codes: 0 valid, 2 usage, 3 prerequisite missing, 5 no such image, 6 validation failed.
 USAGE
@@ -31,11 +37,13 @@ junit_failure() {
 }
 
 main() {
-  local profile='' junit='' image=''
+  local profile='' junit='' image='' fingerprint=${AFKIT_VERIFY_FINGERPRINT:-} key=${AFKIT_VERIFY_KEY:-}
   while (($#)); do
     case $1 in
       --profile) (($# > 1)) || die "$AFKIT_EX_USAGE" "--profile needs a value"; profile=$2; shift ;;
       --junit) (($# > 1)) || die "$AFKIT_EX_USAGE" "--junit needs a value"; junit=$2; shift ;;
+      --fingerprint) (($# > 1)) || die "$AFKIT_EX_USAGE" "--fingerprint needs a value"; fingerprint=$2; shift ;;
+      --key) (($# > 1)) || die "$AFKIT_EX_USAGE" "--key needs a value"; key=$2; shift ;;
       -h | --help) usage; return 0 ;;
       -*) die "$AFKIT_EX_USAGE" "unknown option '$1'" "see 'ci/validate.sh --help'" ;;
       *) [[ -z $image ]] || die "$AFKIT_EX_USAGE" "one image only ('$image' and '$1')"; image=$1 ;;
@@ -51,10 +59,18 @@ main() {
   local stamp=$base.validated
   rm -f -- "$stamp"
 
-  local afkit venv=${AFKIT_VENV:-$(ci_repo)/.venv}
-  afkit=$(command -v afkit || true)
-  [[ -n $afkit ]] || afkit=$venv/bin/afkit
-  [[ -x $afkit ]] || die "$AFKIT_EX_PREREQ" "the afkit command is not on PATH" "install the project or set AFKIT_VENV"
+  local afkit
+  afkit=$(ci_afkit)
+  if [[ -n $fingerprint ]]; then
+    local -a vcmd=("$afkit" image verify --fingerprint "$fingerprint")
+    [[ -z $key ]] || vcmd+=(--key "$key")
+    local vrc=0
+    "${vcmd[@]}" "$image" >/dev/null || vrc=$?
+    if ((vrc != 0)); then
+      junit_failure "$junit" "$(basename "$base")" "the signature by $fingerprint was not verified (exit $vrc)"
+      die "$vrc" "$image: the signature by $fingerprint was not verified (exit code $vrc)" "it will not be used"
+    fi
+  fi
   local -a cmd=("$afkit" image validate "$image" --junit "$junit")
   [[ -z $profile ]] || cmd+=(--profile "$profile")
   local sha rc=0

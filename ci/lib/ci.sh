@@ -65,3 +65,15 @@ ci_safe_dir() {
   esac
   [[ $dir != / ]] || die "$AFKIT_EX_UNSAFE" "refusing directory '/'"
 }
+
+# ci_afkit : the afkit command (on PATH, else the venv's).
+ci_afkit() {
+  local venv=${AFKIT_VENV:-$(ci_repo)/.venv}
+  if command -v afkit >/dev/null 2>&1; then
+    command -v afkit
+  elif [[ -x $venv/bin/afkit ]]; then
+    printf '%s\n' "$venv/bin/afkit"
+  else
+    die "$AFKIT_EX_PREREQ" "the afkit command is not on PATH" "install the project (pip install -e .) or set AFKIT_VENV"
+  fi
+}

@@ -15,7 +15,7 @@ setup() {
   cp "$REPO/images/alice/profile.yaml" "$T/images/alice/profile.yaml"
   printf 'profile: alice\ntags:\n  - AliPhysics/vAN-1\n  - O2Physics/daily-2\n' >"$T/images/alice/tags.yaml"
   unset AFKIT_TAGS AFKIT_PROFILE AFKIT_BASE CI_REGISTRY_IMAGE CI_REGISTRY_USER CI_JOB_TOKEN \
-    AFKIT_REGISTRY_USER AFKIT_REGISTRY_PASSWORD AFKIT_REGISTRY_INSECURE
+    AFKIT_REGISTRY_USER AFKIT_REGISTRY_PASSWORD AFKIT_REGISTRY_INSECURE AFKIT_SIGNING_KEY AFKIT_SIGNING_PASSPHRASE
 }
 
 # with_fakes : put the fake afkit/apptainer/curl first on PATH.
@@ -314,6 +314,24 @@ PY
   grep -q '^apptainer pull ' "$FAKE_LOG/argv"
   grep -qx "digest sha256:$sha" "$T/img.published"
   [[ $(cat "$FAKE_REG/manifests/afkit/afkit/alice/aliphysics/vAN-1") == "sha256:$sha" ]]
+}
+
+@test "publish.sh with AFKIT_SIGNING_KEY pushes a signed copy, verifies it pulled back, records the fingerprint" {
+  publish_env
+  a_validated_image img
+  export FAKE_FINGERPRINT=0123456789ABCDEF0123456789ABCDEF01234567 AFKIT_SIGNING_KEY=$T/signing.asc
+  printf 'private key\n' >"$AFKIT_SIGNING_KEY"
+  local unsigned pushed
+  unsigned=$(sha256sum "$T/img.sif" | cut -d' ' -f1)
+  run --separate-stderr "$REPO/ci/publish.sh" --profile alice --tag AliPhysics/vAN-1 "$T/img.sif"
+  [[ $status -eq 0 ]]
+  pushed=$(cat "$FAKE_REG/manifests/afkit/afkit/alice/aliphysics/vAN-1")
+  [[ $pushed != "sha256:$unsigned" ]]
+  grep -qx "signature $FAKE_FINGERPRINT" "$FAKE_REG/blobs/${pushed#sha256:}"
+  [[ $(sha256sum "$T/img.sif" | cut -d' ' -f1) == "$unsigned" ]]
+  grep -qx "digest $pushed" "$T/img.published"
+  grep -qx "fingerprint $FAKE_FINGERPRINT" "$T/img.published"
+  grep -q "^afkit image verify --fingerprint $FAKE_FINGERPRINT .*/pulled.sif$" "$FAKE_LOG/argv"
 }
 
 @test "publish.sh never puts the token on a command line or in its output" {

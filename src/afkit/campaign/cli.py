@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from afkit.campaign import aggregate as agg
-from afkit.campaign import config, extrapolate, locations, plan, report, retry, runner, scaling
+from afkit.campaign import config, extrapolate, image, locations, plan, report, retry, runner, scaling
 from afkit.errors import ExitCode, NotFoundError, UsageError
 
 
@@ -62,6 +62,9 @@ def _after_run(c: config.Campaign, code: int, *, always_report: bool) -> int:
     """Exit code of run/retry; the report made here when snakemake did not make it."""
     if code == ExitCode.INTERRUPTED:
         return ExitCode.INTERRUPTED
+    refused = image.refusal(c.results_dir) if code != 0 else None
+    if refused is not None:  # the image failed its signature check: no job ran
+        raise refused
     if code > 1:
         return code  # refused, invalid, not found: nothing ran
     mixed = len({s["executor"] for s in c.config["sites"].values()}) > 1
@@ -153,6 +156,28 @@ def cmd_extrapolate(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    from afkit.campaign import compare
+
+    base_csv, new_csv = compare.jobs_table(args.base), compare.jobs_table(args.new)
+    result = compare.compare(agg.read_csv(base_csv), agg.read_csv(new_csv), tolerance=args.tolerance,
+                             base_name=str(base_csv), new_name=str(new_csv))  # fmt: skip
+    print(compare.format_table(result))
+    if new_csv.parent.name == "aggregate":  # a results directory: the comparison goes into its report
+        report_dir = new_csv.parent.parent / "report"
+        meta = {"base": str(base_csv), "new": str(new_csv), "tolerance": args.tolerance}
+        compare.write(result, report_dir, meta)
+        intervals = new_csv.with_name("intervals.csv")
+        html = report.render(agg.read_csv(new_csv), agg.read_csv(intervals) if intervals.is_file() else [],
+                             report_dir)  # fmt: skip
+        print(f"report: {html}")
+    bad = compare.regressions(result)
+    if bad:
+        print(f"{len(bad)} cell(s) regressed: " + "; ".join(c.label for c in bad))
+        return ExitCode.FAILURE
+    return ExitCode.OK
+
+
 def _grouping_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--grouping",
@@ -209,6 +234,19 @@ def register(sub: Any) -> None:
     p.add_argument("--allow-mixed", action="store_true", help="allow records of other campaign hashes/images")
     _grouping_arg(p)
     p.set_defaults(func=cmd_report)
+    p = cs.add_parser(
+        "compare",
+        help="per cell NEW/BASE throughput with a bootstrap interval and a verdict (exit 1: a regression)",
+        description="Compare two runs of a campaign cell by cell (docs/campaigns.md, 'Comparing runs'). "
+        "Exit codes: 0 no cell worse, 1 a cell worse or without successful jobs in NEW, 5 no table, "
+        "6 no cell in common.",
+    )
+    p.add_argument("base", type=Path, help="the baseline: a results directory or its aggregate/jobs.csv")
+    p.add_argument("new", type=Path, help="the run to judge: a results directory (its report gets the "
+                   "comparison section) or a jobs.csv")  # fmt: skip
+    p.add_argument("--tolerance", type=float, default=0.10,
+                   help="relative change within which a cell is 'same' (default 0.10)")  # fmt: skip
+    p.set_defaults(func=cmd_compare)
     p = cs.add_parser("extrapolate", help="jobs and servers needed for a target rate")
     p.add_argument("--target", default="10PB/24h", help="target rate, e.g. 115GB/s or 10PB/24h (default)")
     p.add_argument("--per-job", help="measured rate per job, e.g. 12.5MB/s")

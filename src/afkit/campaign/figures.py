@@ -158,3 +158,22 @@ def step_ranges(rows: list[dict[str, str]]) -> list[dict[str, Any]]:
             entry[step] = (min(vals), max(vals)) if vals else None
         out.append(entry)
     return out
+
+
+def comparison(cells: list[Any], path: Path) -> Path | None:
+    """NEW/BASE throughput ratio per cell with its 95 % bootstrap interval, coloured by verdict."""
+    if not cells:
+        return None
+    colours = {"worse": "tab:red", "better": "tab:green", "same": "tab:gray", "lost": "black"}
+    fig = Figure(figsize=(7, 1.5 + 0.35 * len(cells)))
+    ax = fig.subplots()
+    for y, c in enumerate(cells):
+        err = [[max(c.ratio - c.low, 0.0)], [max(c.high - c.ratio, 0.0)]]
+        ax.errorbar([c.ratio], [y], xerr=err, fmt="o", color=colours.get(c.verdict, "tab:blue"), capsize=3)
+    ax.axvline(1.0, color="black", lw=0.8)
+    ax.set_yticks(range(len(cells)), [f"{c.label} ({c.verdict})" for c in cells], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("throughput NEW / BASE (median, 95 % bootstrap interval)")
+    ax.set_title("Comparison with the baseline")
+    ax.grid(alpha=0.3, axis="x")
+    return _save(fig, path)

@@ -1,7 +1,10 @@
 """The campaign image: a SIF path, an ``oras://`` reference, or a tag built with ``afkit image build``.
 
-Writes ``image.json`` with the image's absolute path, sha256 and tag: the provenance every job record
-carries (results from different images are never mixed silently).
+Writes ``image.json`` with the image's absolute path, sha256, tag and signer fingerprint: the
+provenance every job record carries (results from different images are never mixed silently).
+With ``image.fingerprint`` the image must carry a valid signature by that key before any job runs
+(``apptainer verify``, afkit.image.apptainer.verify); a refusal is also written to
+``<results>/image/refused.json`` so that ``afkit campaign run`` can exit 6 with its message.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from afkit.errors import AfkitError, InvalidError, NotFoundError, PrereqError
+from afkit.errors import AfkitError, ExitCode, InvalidError, NotFoundError, PrereqError
 from afkit.image import apptainer
 from afkit.image.workdir import MARKER
 
@@ -142,6 +145,41 @@ def _from_oras(ref: str, workdir: Path, log: Path) -> dict[str, Any]:
     return {"path": str(sif.resolve()), "sha256": sha256_of(sif), "tag": "", "source": ref}
 
 
+REFUSED = "refused.json"
+
+
+def check_signature(image: dict[str, Any], info: dict[str, Any], base_dir: str, workdir: Path) -> str:
+    """The verified signer fingerprint ('' when the campaign names none). A refusal (InvalidError,
+    exit 6) is written to WORKDIR/refused.json first; a pass removes an earlier one."""
+    refused = workdir / REFUSED
+    if not image.get("fingerprint"):
+        refused.unlink(missing_ok=True)
+        return ""
+    key = image.get("key")
+    if key and not Path(key).is_absolute():
+        key = str(Path(base_dir) / key)
+    try:
+        fingerprint = apptainer.verify(info["path"], image["fingerprint"], public_key=key)
+    except AfkitError as err:
+        fd, tmp = tempfile.mkstemp(prefix=f".{REFUSED}.", dir=workdir)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump({"error": str(err), "hint": err.hint or "", "code": int(err.code)}, fh)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, refused)
+        raise
+    refused.unlink(missing_ok=True)
+    return fingerprint
+
+
+def refusal(results_dir: Path) -> AfkitError | None:
+    """The image refusal the last run recorded (message, hint, exit code), if any."""
+    path = results_dir / "image" / REFUSED
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return AfkitError(data["error"], hint=data["hint"] or None, code=ExitCode(data["code"]))
+
+
 def resolve_image(
     image: dict[str, Any], *, base_dir: str, workdir: str, output: str, log: str
 ) -> dict[str, Any]:
@@ -149,6 +187,7 @@ def resolve_image(
     wd.mkdir(parents=True, exist_ok=True)
     if "build" in image:
         info = _from_build(image["build"], base_dir, wd, logp)
+        info["fingerprint"] = check_signature(image, info, base_dir, wd)
         _write_info(info, image, output, logp)
         return info
     logp.write_text("", encoding="utf-8")
@@ -171,6 +210,7 @@ def resolve_image(
             "tag": image.get("tag", ""),
             "source": "sif",
         }
+    info["fingerprint"] = check_signature(image, info, base_dir, wd)
     _write_info(info, image, output, logp)
     return info
 
@@ -184,3 +224,5 @@ def _write_info(info: dict[str, Any], image: dict[str, Any], output: str, logp: 
     os.replace(tmp, output)
     with logp.open("a", encoding="utf-8") as fh:
         fh.write(f"image {info['path']} sha256 {info['sha256']}\n")
+        if info.get("fingerprint"):
+            fh.write(f"signature by {info['fingerprint']} verified\n")

@@ -145,6 +145,7 @@ def run(
         "image_path": image["path"],
         "image_sha256": image["sha256"],
         "image_tag": image.get("tag", ""),
+        "image_fingerprint": image.get("fingerprint", ""),
         "submit_host": socket.gethostname(),
     }
     record["executor"], record["batch_job_id"] = batch_identity()

@@ -62,6 +62,17 @@ def extrapolation(points: list[WavePoint], target: str) -> str:
     )
 
 
+def compare_section(out_dir: Path) -> dict[str, Any] | None:
+    """``afkit campaign compare``'s result beside the report (compare.json, compare.png), if any."""
+    from afkit.campaign.compare import load_section
+
+    section = load_section(out_dir)
+    png = out_dir / "compare.png"
+    if section is not None:
+        section["figure"] = base64.b64encode(png.read_bytes()).decode() if png.is_file() else ""
+    return section
+
+
 def render(
     rows: list[dict[str, str]],
     intervals: list[dict[str, str]],
@@ -88,6 +99,7 @@ def render(
     figs = [
         {"title": title, "data": base64.b64encode(path.read_bytes()).decode()} for title, path in made if path
     ]
+    comparison = compare_section(out_dir)
     first = next((r for r in rows if r["status"] == "ok"), rows[0] if rows else {})
     counts = {s: sum(1 for r in rows if r["status"] == s) for s in ("ok", "failed", "missing")}
     env = jinja2.Environment(
@@ -111,6 +123,7 @@ def render(
         first_window=first_window,
         plan=extrapolation(points, target),
         steps=figures.step_ranges(rows),
+        comparison=comparison,
     )
     path = out_dir / "report.html"
     fd, tmp = tempfile.mkstemp(prefix=".report.", suffix=".html", dir=out_dir)

@@ -1,18 +1,23 @@
 """Apptainer (or SingularityCE): finding it, deciding how this user may build (root or --fakeroot),
-and every command line afkit runs it with (build, exec/test, pull), so that they all use the same
-binary: ``$AFKIT_APPTAINER``, else ``apptainer``, else ``singularity`` on PATH."""
+and every command line afkit runs it with (build, exec/test, pull, key import/export, sign,
+verify), so that they all use the same binary: ``$AFKIT_APPTAINER``, else ``apptainer``, else
+``singularity`` on PATH."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from afkit.errors import PrereqError
+from afkit.errors import AfkitError, InvalidError, NotFoundError, PrereqError
 
 COMPRESSIONS = ("gzip", "zstd", "lz4", "xz")
 NAMES = ("apptainer", "singularity")
@@ -49,6 +54,11 @@ def command_name() -> str | None:
     return next((name for name in NAMES if shutil.which(name)), None)
 
 
+def _binary(binary: str | None) -> str:
+    """BINARY when given, else the runtime's command name (``apptainer`` when there is none yet)."""
+    return binary or command_name() or NAMES[0]
+
+
 def exec_command(
     image: str | Path,
     command: Sequence[str],
@@ -62,7 +72,7 @@ def exec_command(
     """``apptainer GLOBAL VERB OPTIONS --bind B... IMAGE COMMAND`` (VERB exec, run or test;
     GLOBAL e.g. ``-q``, which apptainer only accepts before the verb)."""
     return [
-        binary or command_name() or NAMES[0], *global_options, verb, *options,
+        _binary(binary), *global_options, verb, *options,
         *[arg for bind in binds for arg in ("--bind", bind)], str(image), *command,
     ]  # fmt: skip
 
@@ -70,7 +80,7 @@ def exec_command(
 def pull_command(ref: str, dest: Path, *, insecure: bool = False, binary: str | None = None) -> list[str]:
     """``apptainer pull [--no-https] DEST REF`` (``--no-https``: a plain-HTTP test registry)."""
     flags = ["--no-https"] if insecure else []
-    return [binary or command_name() or NAMES[0], "pull", *flags, str(dest), ref]
+    return [_binary(binary), "pull", *flags, str(dest), ref]
 
 
 def find_binary() -> str:
@@ -127,3 +137,204 @@ def squashfs_args(compression: str | None) -> list[str]:
     if not compression:
         return []
     return ["--mksquashfs-args", f"-comp {compression}"]
+
+
+# --- signing and verification (PGP keys, ``apptainer sign`` / ``apptainer verify``) -------------
+#
+# Upstream behaviour this relies on (apptainer/apptainer, cmd/internal/cli/sign.go, verify.go and
+# pgp.go): ``sign --keyidx N`` picks the N-th private key of the keyring ($APPTAINER_KEYSDIR) and
+# reads the key's passphrase from stdin when stdin is not a terminal; ``key import`` reads an
+# encrypted private key's password the same way; ``verify --json`` always prints
+# ``{"Signatures": N, "SignerKeys": [{"Signer": {"Partition", "Name", "Fingerprint", "KeyLocal",
+# "KeyCheck", "DataCheck"}}]}`` (Fingerprint in lower-case hex, empty when the signing key is not
+# known) and exits non-zero when verification fails; ``--local`` never asks a key server;
+# ``key export`` asks for the key's index on stdin (internal/pkg/sypgp/sypgp.go, selectPubKey).
+
+KEYSDIR_ENV = "APPTAINER_KEYSDIR"
+# SingularityCE's keyring directory (sylabs/singularity internal/pkg/sypgp/sypgp.go, dirPath)
+SINGULARITY_KEYSDIR_ENV = "SINGULARITY_SYPGPDIR"
+
+
+def normalise_fingerprint(text: str) -> str:
+    """Upper-case hex without blanks or colons (as ``apptainer key list`` prints it)."""
+    return "".join(ch for ch in str(text) if ch not in " :").upper()
+
+
+def key_import_command(key_file: str | os.PathLike[str], *, binary: str | None = None) -> list[str]:
+    """``apptainer key import KEY_FILE``."""
+    return [_binary(binary), "key", "import", str(key_file)]
+
+
+def key_export_command(output: str | os.PathLike[str], *, binary: str | None = None) -> list[str]:
+    """Export a public key; apptainer asks for its index in the keyring on stdin (key/sypgp.go)."""
+    return [_binary(binary), "key", "export", "--armor", str(output)]
+
+
+def sign_command(image: str | os.PathLike[str], keyidx: int = 0, *, binary: str | None = None) -> list[str]:
+    """``apptainer sign --keyidx N IMAGE``."""
+    return [_binary(binary), "sign", "--keyidx", str(keyidx), str(image)]
+
+
+def verify_command(image: str | os.PathLike[str], *, binary: str | None = None) -> list[str]:
+    """``apptainer verify --local --json IMAGE`` (never a key server)."""
+    return [_binary(binary), "verify", "--local", "--json", str(image)]
+
+
+def keysdir_env(binary: str, keysdir: str) -> dict[str, str]:
+    """The variables that point BINARY at the keyring KEYSDIR: ``$APPTAINER_KEYSDIR``, and for a
+    binary named singularity also SingularityCE's ``$SINGULARITY_SYPGPDIR`` (it may be either
+    SingularityCE or Apptainer's compatibility link)."""
+    env = {KEYSDIR_ENV: keysdir}
+    if os.path.basename(binary).startswith("singularity"):
+        env[SINGULARITY_KEYSDIR_ENV] = keysdir
+    return env
+
+
+@dataclass(frozen=True)
+class Verification:
+    """What ``apptainer verify --json`` said: the fingerprints whose key and data checks passed,
+    and the partitions whose data check failed."""
+
+    signatures: int
+    good: frozenset[str]
+    unknown_keys: int
+    bad_data: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, stdout: str) -> Verification:
+        try:
+            data: Any = json.loads(stdout) if stdout.strip() else {}
+        except json.JSONDecodeError:
+            data = {}
+        if not isinstance(data, dict):
+            data = {}
+        good: set[str] = set()
+        unknown = 0
+        bad: list[str] = []
+        for entry in data.get("SignerKeys") or []:
+            s = entry.get("Signer", {}) if isinstance(entry, dict) else {}
+            if not s.get("DataCheck"):
+                bad.append(str(s.get("Partition", "?")))
+            elif not s.get("KeyCheck") or not s.get("Fingerprint"):
+                unknown += 1
+            else:
+                good.add(normalise_fingerprint(str(s["Fingerprint"])))
+        return cls(int(data.get("Signatures") or 0), frozenset(good), unknown, tuple(bad))
+
+
+def _run(cmd: list[str], keysdir: str | None, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """CMD with its keyring in KEYSDIR (unless None); STDIN (a passphrase) or nothing on stdin."""
+    env = dict(os.environ)
+    if keysdir is not None:
+        env.update(keysdir_env(cmd[0], keysdir))
+    if stdin is None:
+        return subprocess.run(
+            cmd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False
+        )
+    return subprocess.run(cmd, env=env, input=stdin, capture_output=True, text=True, check=False)
+
+
+def verify(
+    image: str | os.PathLike[str],
+    fingerprint: str,
+    *,
+    binary: str | None = None,
+    public_key: str | os.PathLike[str] | None = None,
+) -> str:
+    """Check that IMAGE carries a valid signature by FINGERPRINT; return the fingerprint.
+
+    PUBLIC_KEY (an armored public key file) is imported into a private temporary keyring first;
+    without it the user's keyring ($APPTAINER_KEYSDIR, else ~/.apptainer/keys) is used. Unsigned,
+    modified or signed by another key: InvalidError (exit 6)."""
+    want = normalise_fingerprint(fingerprint)
+    if len(want) != 40 or any(ch not in "0123456789ABCDEF" for ch in want):
+        raise InvalidError(
+            f"bad fingerprint {fingerprint!r}", hint="give the 40 hex digits 'apptainer key list' shows"
+        )
+    binary = binary or find_binary()
+    with tempfile.TemporaryDirectory(prefix="afkit-keys.") as tmp:
+        keysdir: str | None = None
+        if public_key is not None:
+            if not Path(public_key).is_file():
+                raise NotFoundError(f"no such public key file: {public_key}", hint=_EXPORT_HINT)
+            keysdir = tmp
+            imp = _run(key_import_command(public_key, binary=binary), keysdir)
+            if imp.returncode != 0:
+                raise InvalidError(f"cannot import the public key {public_key}: {_last_error(imp.stderr)}")
+        proc = _run(verify_command(image, binary=binary), keysdir)
+    result = Verification.parse(proc.stdout)
+    if proc.returncode == 0 and want in result.good:
+        return want
+    raise InvalidError(_refusal(str(image), want, result, proc.stderr), hint=_REFUSAL_HINT)
+
+
+_EXPORT_HINT = "export it with 'apptainer key export [--secret] --armor FINGERPRINT FILE'"
+_REFUSAL_HINT = (
+    "run only images signed by the expected key: check the fingerprint, import the signer's "
+    "public key (apptainer key import, or image.key in a campaign), or sign the image again "
+    "with 'afkit image sign'"
+)
+
+
+def _last_error(stderr: str) -> str:
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    errs = [ln for ln in lines if ln.startswith(("FATAL", "ERROR"))]
+    return (errs or lines or ["no message"])[-1]
+
+
+def _refusal(image: str, want: str, result: Verification, stderr: str) -> str:
+    if result.signatures == 0:
+        return f"{image} is not signed (expected a signature by {want})"
+    if result.bad_data:
+        parts = ", ".join(result.bad_data)
+        return f"{image}: the signature does not match the content ({parts} modified after signing)"
+    if result.good:
+        return f"{image} is signed by {', '.join(sorted(result.good))}, not by the expected {want}"
+    if result.unknown_keys or "unknown entity" in stderr:
+        return f"{image} is signed by a key that is not in the keyring (expected {want})"
+    return f"{image}: signature verification failed: {_last_error(stderr)}"
+
+
+_IMPORTED = re.compile(r"fingerprint ([0-9A-Fa-f]{40}) successfully added to the private keyring")
+
+
+def sign(
+    image: str | os.PathLike[str],
+    key_file: str | os.PathLike[str],
+    *,
+    passphrase: str = "",
+    binary: str | None = None,
+    export_public: str | os.PathLike[str] | None = None,
+) -> str:
+    """Sign IMAGE in place with the (armored, possibly passphrase-protected) private key in
+    KEY_FILE, imported into a private temporary keyring; verify it; return the fingerprint.
+    EXPORT_PUBLIC: also write the signer's armored public key there (to verify with elsewhere).
+
+    The passphrase goes to apptainer on stdin, never on a command line."""
+    binary = binary or find_binary()
+    if not Path(key_file).is_file():
+        raise NotFoundError(f"no such signing key file: {key_file}", hint=_EXPORT_HINT)
+    with tempfile.TemporaryDirectory(prefix="afkit-keys.") as keysdir:
+        imp = _run(key_import_command(key_file, binary=binary), keysdir, passphrase + "\n")
+        fps = [normalise_fingerprint(m) for m in _IMPORTED.findall(imp.stdout)]
+        if imp.returncode != 0 or not fps:
+            raise InvalidError(
+                f"cannot import the signing key {key_file}: {_last_error(imp.stderr)}",
+                hint="check that the file holds an armored private key and its passphrase",
+            )
+        proc = _run(sign_command(image, binary=binary), keysdir, passphrase + "\n")
+        if proc.returncode != 0:
+            raise AfkitError(
+                f"{os.path.basename(binary)} sign {image} failed: {_last_error(proc.stderr)}",
+                hint="check the key's passphrase and that the image is writable",
+            )
+        check = _run(verify_command(image, binary=binary), keysdir)
+        if export_public is not None:
+            Path(export_public).unlink(missing_ok=True)  # apptainer refuses to overwrite
+            exp = _run(key_export_command(export_public, binary=binary), keysdir, "0\n")  # the only key
+            if exp.returncode != 0:
+                raise AfkitError(f"cannot export the public key {fps[0]}: {_last_error(exp.stderr)}")
+    result = Verification.parse(check.stdout)
+    if check.returncode != 0 or fps[0] not in result.good:
+        raise InvalidError(_refusal(str(image), fps[0], result, check.stderr))
+    return fps[0]

@@ -77,6 +77,39 @@ def register(sub: Any) -> None:
     what.add_argument("--resource-group", action="store_true", help="print the publish job's resource_group")
     n.set_defaults(func=_name)
 
+    s = isub.add_parser(
+        "sign",
+        help="sign IMAGE.sif in place with a PGP private key (apptainer sign); print the fingerprint",
+        epilog=EPILOG,
+    )
+    s.add_argument("image", type=Path)
+    s.add_argument(
+        "--key",
+        default=os.environ.get("AFKIT_SIGNING_KEY"),
+        help="armored private key file (default $AFKIT_SIGNING_KEY); its passphrase is read from "
+        "$AFKIT_SIGNING_PASSPHRASE (never an option), empty when unset",
+    )
+    s.add_argument("--export-public", type=Path, help="also write the signer's armored public key here")
+    s.set_defaults(func=_sign)
+
+    vf = isub.add_parser(
+        "verify",
+        help="check IMAGE.sif is signed by FINGERPRINT (exit 6: unsigned, modified, other signer)",
+        epilog=EPILOG,
+    )
+    vf.add_argument("image", type=Path)
+    vf.add_argument(
+        "--fingerprint",
+        default=os.environ.get("AFKIT_SIGNING_FINGERPRINT"),
+        help="the expected signer's fingerprint, 40 hex digits (default $AFKIT_SIGNING_FINGERPRINT)",
+    )
+    vf.add_argument(
+        "--key",
+        help="armored public key file to verify with (default: the keyring, $APPTAINER_KEYSDIR or "
+        "~/.apptainer/keys)",
+    )
+    vf.set_defaults(func=_verify)
+
     t = isub.add_parser("tags", help="list the tags of a profile's repository", epilog=EPILOG)
     t.add_argument("--profile", required=True)
     t.add_argument("pattern", nargs="?", help="only tags containing this text")
@@ -121,6 +154,39 @@ def _name(args: argparse.Namespace) -> int:
         print(tag.resource_group(args.profile))
     else:
         print(tag.slug)
+    return 0
+
+
+def _sign(args: argparse.Namespace) -> int:
+    from afkit.errors import NotFoundError, UsageError
+    from afkit.image import apptainer
+
+    if not args.key:
+        raise UsageError("no signing key", hint="pass --key FILE or set AFKIT_SIGNING_KEY")
+    if not args.image.is_file():
+        raise NotFoundError(f"no such image: {args.image}")
+    fingerprint = apptainer.sign(
+        args.image,
+        args.key,
+        passphrase=os.environ.get("AFKIT_SIGNING_PASSPHRASE", ""),
+        export_public=args.export_public,
+    )
+    print(f"{args.image}: signed by {fingerprint}", file=sys.stderr)
+    print(fingerprint)
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from afkit.errors import NotFoundError, UsageError
+    from afkit.image import apptainer
+
+    if not args.fingerprint:
+        raise UsageError("no fingerprint", hint="pass --fingerprint FP or set AFKIT_SIGNING_FINGERPRINT")
+    if not args.image.is_file():
+        raise NotFoundError(f"no such image: {args.image}")
+    fingerprint = apptainer.verify(args.image, args.fingerprint, public_key=args.key)
+    print(f"{args.image}: signature by {fingerprint} verified", file=sys.stderr)
+    print(fingerprint)
     return 0
 
 

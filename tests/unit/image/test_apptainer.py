@@ -82,6 +82,21 @@ def test_exec_and_pull_fall_back_to_singularity(tmp_path: Path, monkeypatch: pyt
     assert apptainer.pull_command("oras://r/a:b", Path("x.sif"))[:2] == ["singularity", "pull"]
 
 
+def test_signing_commands_fall_back_to_singularity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _only_singularity(tmp_path, monkeypatch)
+    assert apptainer.sign_command("i.sif")[:2] == ["singularity", "sign"]
+    assert apptainer.verify_command("i.sif")[:2] == ["singularity", "verify"]
+    assert apptainer.key_import_command("k.asc")[:3] == ["singularity", "key", "import"]
+
+
+def test_a_singularity_keyring_is_also_named_for_singularityce() -> None:
+    assert apptainer.keysdir_env("/usr/bin/singularity", "/k") == {
+        "APPTAINER_KEYSDIR": "/k",
+        "SINGULARITY_SYPGPDIR": "/k",
+    }
+    assert apptainer.keysdir_env("/usr/bin/apptainer", "/k") == {"APPTAINER_KEYSDIR": "/k"}
+
+
 def test_afkit_apptainer_names_the_binary_of_every_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,0 +1,183 @@
+"""``afkit campaign compare BASE NEW``: per cell, NEW/BASE throughput with a bootstrap uncertainty.
+
+A cell is (bench, site, dataset, scenario, access, clients); its samples are the ``throughput_MBps``
+of its successful jobs (one per repetition and per job of a wave). The ratio is median(NEW) /
+median(BASE); its 95 % interval comes from a percentile bootstrap (both samples resampled with
+replacement, ``RESAMPLES`` times, fixed seed: the same tables always give the same numbers).
+A bootstrap rather than a rank test: it gives an interval on the ratio itself (what a site admin
+reads: "30 % slower, between 25 and 35 %"), needs nothing beyond numpy, and works with the 3-5
+repetitions a functional campaign has, where a Mann-Whitney test cannot reach p < 0.05 at all
+below 4 samples per side.
+
+Verdict per cell (TOLERANCE default 0.10):
+  worse   ratio < 1 - TOLERANCE and the interval lies below 1 (with < 2 samples on a side: the
+          ratio alone), or NEW has no successful job where BASE had one ("lost")
+  better  ratio > 1 + TOLERANCE and the interval lies above 1 (same rule for few samples)
+  same    otherwise: within the tolerance, or the interval reaches 1 (noise)
+Exit code (for CI): 0 no cell worse or lost, 1 at least one (a regression), 5 a table not found,
+6 no cell in common or a table without the needed columns.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from afkit.errors import InvalidError, NotFoundError
+
+CELL = ("bench", "site", "dataset", "scenario", "access", "clients")
+METRIC = "throughput_MBps"
+RESAMPLES = 2000
+SEED = 20261123
+TOLERANCE = 0.10
+
+
+@dataclass(frozen=True)
+class CellComparison:
+    bench: str
+    site: str
+    dataset: str
+    scenario: str
+    access: str
+    clients: str
+    n_base: int
+    n_new: int
+    base_MBps: float
+    new_MBps: float
+    ratio: float
+    low: float
+    high: float
+    verdict: str
+
+    @property
+    def label(self) -> str:
+        return " ".join(
+            (self.bench, self.site, self.dataset, self.scenario, self.access, f"{self.clients}cl")
+        )
+
+
+def jobs_table(path: Path) -> Path:
+    """PATH itself (a jobs.csv) or PATH/aggregate/jobs.csv (a results directory)."""
+    for cand in (path, path / "aggregate" / "jobs.csv"):
+        if cand.is_file():
+            return cand
+    raise NotFoundError(
+        f"no jobs table at {path}",
+        hint="give a jobs.csv or a results directory (afkit campaign results CAMPAIGN.yaml) "
+        "after 'afkit campaign aggregate'",
+    )
+
+
+def samples(rows: list[dict[str, str]], source: str) -> dict[tuple[str, ...], list[float]]:
+    """Successful-job throughputs per cell (a cell whose jobs all failed has an empty list)."""
+    if rows and any(c not in rows[0] for c in (*CELL, METRIC, "status")):
+        raise InvalidError(f"{source}: not a jobs.csv (needs columns {', '.join((*CELL, METRIC, 'status'))})")
+    out: dict[tuple[str, ...], list[float]] = {}
+    for r in rows:
+        vals = out.setdefault(tuple(r[k] for k in CELL), [])
+        if r["status"] == "ok" and r[METRIC] not in ("", None):
+            vals.append(float(r[METRIC]))
+    return out
+
+
+def bootstrap_ratio(
+    base: list[float], new: list[float], rng: np.random.Generator
+) -> tuple[float, float, float]:
+    """(median ratio, 2.5 %, 97.5 % bootstrap percentiles)."""
+    b, n = np.asarray(base), np.asarray(new)
+    ratio = float(np.median(n) / np.median(b))
+    if len(b) < 2 or len(n) < 2:
+        return ratio, ratio, ratio
+    mb = np.median(rng.choice(b, size=(RESAMPLES, len(b))), axis=1)
+    mn = np.median(rng.choice(n, size=(RESAMPLES, len(n))), axis=1)
+    low, high = np.percentile(mn / mb, [2.5, 97.5])
+    return ratio, float(low), float(high)
+
+
+def verdict(ratio: float, low: float, high: float, tolerance: float) -> str:
+    if ratio < 1 - tolerance and high < 1:
+        return "worse"
+    if ratio > 1 + tolerance and low > 1:
+        return "better"
+    return "same"
+
+
+def compare(
+    base_rows: list[dict[str, str]], new_rows: list[dict[str, str]], *, tolerance: float = TOLERANCE,
+    base_name: str = "BASE", new_name: str = "NEW",
+) -> list[CellComparison]:  # fmt: skip
+    base, new = samples(base_rows, base_name), samples(new_rows, new_name)
+    common = sorted(set(base) & set(new), key=lambda k: (*k[:5], int(k[5] or 0)))
+    if not common:
+        raise InvalidError(
+            f"{base_name} and {new_name} have no cell in common",
+            hint=f"compare runs of the same campaign; a cell is {', '.join(CELL)}",
+        )
+    rng = np.random.default_rng(SEED)
+    out = []
+    for key in common:
+        b, n = base[key], new[key]
+        bench, site, dataset, scenario, access, clients = key
+        cell = (bench, site, dataset, scenario, access, clients)
+        if not b:
+            continue  # nothing to compare with: BASE failed there too
+        if not n:
+            out.append(CellComparison(*cell, len(b), 0, float(np.median(b)), 0.0, 0.0, 0.0, 0.0, "lost"))
+            continue
+        ratio, low, high = bootstrap_ratio(b, n, rng)
+        out.append(CellComparison(*cell, len(b), len(n), float(np.median(b)), float(np.median(n)),
+                                  ratio, low, high, verdict(ratio, low, high, tolerance)))  # fmt: skip
+    return out
+
+
+def regressions(result: list[CellComparison]) -> list[CellComparison]:
+    return [c for c in result if c.verdict in ("worse", "lost")]
+
+
+def format_table(result: list[CellComparison]) -> str:
+    lines = [f"{'cell':<48} {'base MB/s':>10} {'new MB/s':>10} {'ratio':>6} {'95% interval':>15}  verdict"]
+    for c in result:
+        interval = f"{c.low:.3f}-{c.high:.3f}" if c.n_new else "-"
+        lines.append(f"{c.label:<48} {c.base_MBps:>10.2f} {c.new_MBps:>10.2f} {c.ratio:>6.3f} "
+                     f"{interval:>15}  {c.verdict} (n={c.n_base}/{c.n_new})")  # fmt: skip
+    return "\n".join(lines)
+
+
+def write(result: list[CellComparison], out_dir: Path, meta: dict[str, Any]) -> Path:
+    """OUT_DIR/compare.csv, compare.json (read by the report) and compare.png; atomically."""
+    from afkit.campaign.figures import comparison as figure
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fields = list(asdict(result[0])) if result else ["verdict"]
+    _atomic(out_dir / "compare.csv", lambda fh: _csv(fh, fields, result))
+    figure(result, out_dir / "compare.png")
+    _atomic(out_dir / "compare.json",
+            lambda fh: json.dump({**meta, "cells": [asdict(c) for c in result]}, fh, indent=1))  # fmt: skip
+    return out_dir / "compare.json"
+
+
+def _csv(fh: Any, fields: list[str], result: list[CellComparison]) -> None:
+    w = csv.DictWriter(fh, fieldnames=fields)
+    w.writeheader()
+    w.writerows(asdict(c) for c in result)
+
+
+def _atomic(path: Path, fill: Any) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
+        fill(fh)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
+def load_section(report_dir: Path) -> dict[str, Any] | None:
+    """The comparison the report shows (compare.json + compare.png beside report.html), if any."""
+    path = report_dir / "compare.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None

@@ -129,3 +129,19 @@ def test_image_environment_is_the_hosts(built: dict[str, Path], prof: str, tag: 
     assert (missing, extra, differ) == ([], [], []), {
         n: (host.get(n), image.get(n)) for n in missing + extra + differ
     }
+
+
+def test_a_toolchain_without_a_link_falls_back_as_under_alienv(tmp_path: Path) -> None:
+    """el8 has no Toolchain/GCC-v12.2.0 link: alienv's Modules 3.2 carries on and GCC-Toolchain
+    falls back on itself; the builder does the same, says so, and the tag resolves."""
+    args = ["image", "build", "--profile", "alice", "-t", "AliPhysics/vAN-20230301_ROOT6-1", "--plan"]
+    proc = afkit(*args, "-o", str(tmp_path / "plan"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Toolchain/GCC-v12.2.0 not published for el8-x86_64" in proc.stderr
+    spec = (tmp_path / "plan" / "AliPhysics_vAN-20230301_ROOT6-1.spec").read_text()
+    assert "/el8-x86_64/Packages/GCC-Toolchain/v12.2.0-alice1-1/*" in spec.splitlines()
+    host = _host_environment("alice", "AliPhysics/vAN-20230301_ROOT6-1")  # alienv agrees
+    assert (
+        "/cvmfs/alice.cern.ch/el8-x86_64/Packages/GCC-Toolchain/v12.2.0-alice1-1/lib64"
+        in host["LD_LIBRARY_PATH"]
+    )

@@ -18,10 +18,15 @@ from afkit.image.tags import Tag, nearest
 IMAGE_CVMFS = "/cvmfs"
 
 _MODULES_SCRIPT = r"""set -e
-if [ "$#" -gt 0 ]; then
+if [ "$#" -gt 0 ] && [ -n "${AFKIT_MODULES_FORCE:-}" ]; then
+  # a requirement that cannot be found is a warning, as with alienv's Modules 3.2
+  code=$("$AFKIT_MODULECMD" bash load --force "$@") || true
+  eval "$code" || true
+elif [ "$#" -gt 0 ]; then
   code=$("$AFKIT_MODULECMD" bash load "$@")
   eval "$code"
 fi
+unset AFKIT_MODULES_FORCE
 env -0
 """
 
@@ -285,13 +290,22 @@ def _resolve_modules(profile: Profile, tag: Tag, src: Path) -> Resolution:
     modulepath = ":".join(str(src / mp.format(arch=arch)) for mp in mods["modulepath"])
     extra = {"MODULEPATH": modulepath, "AFKIT_MODULECMD": cmd}
     clean = envcapture.capture(_MODULES_SCRIPT, [], extra)
+    warnings: list[str] = []
     try:
         loaded = envcapture.capture(_MODULES_SCRIPT, list(tag.items), extra)
     except AfkitError as err:
-        raise load_error(str(err), list(tag.items), modulepath) from None
+        missing = missing_toolchains(str(err))
+        if not missing:
+            raise load_error(str(err), list(tag.items), modulepath) from None
+        # alienv's modulecmd (Modules 3.2) carries on when Toolchain/GCC-<v> is not published for
+        # the platform, and alidist's GCC-Toolchain module then falls back on itself: do the same.
+        loaded = envcapture.capture(_MODULES_SCRIPT, list(tag.items), {**extra, "AFKIT_MODULES_FORCE": "1"})
+        warnings.append(
+            f"{', '.join(missing)} not published for {arch} (no link in etc/toolchain/modulefiles/{arch}): "
+            "GCC-Toolchain falls back on its own revision, as under alienv"
+        )
     globs = [g.format(arch=arch) for g in mods.get("unit_globs", [])]
     units: dict[str, Unit] = {}
-    warnings: list[str] = []
     modules = [m for m in loaded.get("LOADEDMODULES", "").split(":") if m]
     lmfiles = [f for f in loaded.get("_LMFILES_", "").split(":") if f]
     for module in modules:
@@ -331,6 +345,15 @@ def _resolve_modules(profile: Profile, tag: Tag, src: Path) -> Resolution:
 _LOADING = re.compile(r"^\s*Loading (\S+)")
 _ERROR = re.compile(r"ERROR: (.*)")
 _LOCATE = re.compile(r"Unable to locate a modulefile for '([^']+)'")
+
+
+def missing_toolchains(stderr: str) -> list[str]:
+    """The Toolchain/<v> modules a failed load could not find, when that is its only error."""
+    errors = [m.group(1).strip() for m in map(_ERROR.search, stderr.splitlines()) if m]
+    missing = [m.group(1) for m in map(_LOCATE.search, errors) if m and m.group(1).startswith("Toolchain/")]
+    tolerated = ("Unable to locate a modulefile for 'Toolchain/", "Load of requirement")
+    others = [e for e in errors if not e.startswith(tolerated)]
+    return sorted(set(missing)) if missing and not others else []
 
 
 def load_error(stderr: str, items: list[str], modulepath: str) -> AfkitError:

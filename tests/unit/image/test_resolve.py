@@ -150,3 +150,16 @@ def test_lcg_compiler_header_forms() -> None:
     assert resolve.lcg_compiler("PLATFORM: x\nCOMPILER: gcc;13.1.0\n") == ("gcc", "13.1.0")
     assert resolve.lcg_compiler("COMPILER: GNU 4.8.2\n") == ("gcc", "4.8.2")
     assert resolve.lcg_compiler("VERSION: 105\n") is None
+
+
+def test_only_a_missing_toolchain_is_tolerated() -> None:
+    missing = (
+        "Loading GCC-Toolchain/v12.2.0-alice1-1\n"
+        "  ERROR: Unable to locate a modulefile for 'Toolchain/GCC-v12.2.0'\n"
+        "  ERROR: Load of requirement Toolchain/GCC-v12.2.0 failed\n"
+        "Loading ROOT/v6-28-04-alice3-1\n  ERROR: Load of requirement GCC-Toolchain/v12.2.0-alice1-1 failed\n"
+    )
+    assert resolve.missing_toolchains(missing) == ["Toolchain/GCC-v12.2.0"]
+    other = missing + "  ERROR: Unable to locate a modulefile for 'boost/v1.83.0-alice2-3'\n"
+    assert resolve.missing_toolchains(other) == []
+    assert resolve.missing_toolchains('  ERROR: invalid command name "setenvv"\n') == []

@@ -1,7 +1,8 @@
 """Host monitor: one psutil sample per wall-clock second, written as JSON lines.
 
-Each record has the CPU use (percent of all cores, and per core), the load average, and the
-network and disk throughput over the second before it (bytes/s). It runs in a daemon thread that
+Each record has the CPU use (percent of all cores, and per core), the load average, the
+network and disk throughput over the second before it (bytes/s) and how busy the busiest block
+device was (percent of the second it had I/O in flight, Linux ``busy_time``). It runs in a daemon thread that
 sleeps between samples: its cost is a few system calls per second.
 """
 
@@ -17,21 +18,34 @@ from afkit.bench.records import JsonlWriter
 from afkit.errors import AfkitError
 
 
-def _counters() -> tuple[Any, Any]:
+def _counters() -> tuple[Any, Any, dict[str, Any]]:
     import psutil
 
     disk = psutil.disk_io_counters()
-    return psutil.net_io_counters(), disk
+    perdisk = psutil.disk_io_counters(perdisk=True) or {}
+    return psutil.net_io_counters(), disk, perdisk
 
 
-def sample(prev: tuple[Any, Any], dt: float) -> tuple[dict[str, Any], tuple[Any, Any]]:
+def busiest_device_percent(prev: dict[str, Any], now: dict[str, Any], dt: float) -> float | None:
+    """Percent of DT the busiest block device had I/O in flight (None without ``busy_time``)."""
+    busy = [
+        (now[d].busy_time - prev[d].busy_time) / (dt * 1000) * 100
+        for d in now
+        if d in prev and hasattr(now[d], "busy_time")
+    ]
+    return round(min(max(busy), 100.0), 1) if busy else None
+
+
+def sample(
+    prev: tuple[Any, Any, dict[str, Any]], dt: float
+) -> tuple[dict[str, Any], tuple[Any, Any, dict[str, Any]]]:
     """One record from the counters now and ``prev`` taken ``dt`` seconds before."""
     import os
 
     import psutil
 
-    net, disk = _counters()
-    pnet, pdisk = prev
+    net, disk, perdisk = _counters()
+    pnet, pdisk, pperdisk = prev
     rec: dict[str, Any] = {
         "type": "monitor",
         "t": round(time.time(), 3),
@@ -45,7 +59,10 @@ def sample(prev: tuple[Any, Any], dt: float) -> tuple[dict[str, Any], tuple[Any,
     if disk is not None and pdisk is not None:
         rec["disk_read_bps"] = round((disk.read_bytes - pdisk.read_bytes) / dt, 1)
         rec["disk_write_bps"] = round((disk.write_bytes - pdisk.write_bytes) / dt, 1)
-    return rec, (net, disk)
+    busy = busiest_device_percent(pperdisk, perdisk, dt)
+    if busy is not None:
+        rec["disk_busy_percent"] = busy
+    return rec, (net, disk, perdisk)
 
 
 class HostMonitor:

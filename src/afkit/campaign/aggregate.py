@@ -1,9 +1,10 @@
 """Per-job JSON records → tidy CSV tables carrying provenance.
 
 ``jobs.csv``: one row per job (its sweep parameters, step durations, bytes, events, rates, status,
-campaign hash, image digest, tag and signer fingerprint, site, host). ``intervals.csv``: one row per
-per-interval sample (bytes read in that interval) for time series. Records from different campaign
-hashes or image digests are refused unless explicitly allowed: results are never mixed silently.
+campaign hash, image digest, tag and signer fingerprint, site, host, bottleneck verdict and its
+reason). ``intervals.csv``: one row per per-interval sample (bytes read in that interval) for
+time series. Records from different campaign hashes or image digests are refused unless explicitly
+allowed: results are never mixed silently.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ JOB_COLUMNS = [
     "error", "start", "end",
     "processing_start", "setup_s", "stage_in_s", "processing_s", "stage_out_s", "wall_s", "bytes",
     "bytes_staged", "events", "throughput_MBps", "events_per_s", "image_fingerprint",
+    "bottleneck", "bottleneck_reason",
 ]  # fmt: skip
 INTERVAL_COLUMNS = ["campaign_hash", "bench", "id", "site", "dataset", "scenario", "access", "clients",
                     "repetition", "time", "t", "bytes"]  # fmt: skip

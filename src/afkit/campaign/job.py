@@ -8,6 +8,10 @@ and the report marks the cell; a wrapper that is killed (eviction, wall time) or
 killed by a signal (Ctrl-C, SIGTERM, condor_rm, scancel) leaves no record: Snakemake retries it, or,
 after an interrupt, the rerun does.
 
+While the payload runs, the wrapper samples the worker node once a second (afkit.bench.monitor)
+and the record says what bounded the job: ``bottleneck`` and ``bottleneck_reason``
+(afkit.campaign.bottleneck, docs/campaigns.md).
+
 The record's ``executor`` is the one that really ran the job, read from the job's own environment
 (HTCondor's job ad ``$_CONDOR_JOB_AD``, SLURM's ``$SLURM_JOB_ID``), with the batch job id.
 """
@@ -24,7 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from afkit.campaign import interrupt
+from afkit.bench.monitor import HostMonitor
+from afkit.campaign import bottleneck, interrupt
 from afkit.errors import AfkitError, ExitCode, NotFoundError, PrereqError
 from afkit.image import apptainer
 
@@ -108,6 +113,23 @@ def batch_identity(env: dict[str, str] | None = None) -> tuple[str, str]:
     return "local", ""
 
 
+def job_bottleneck(record: dict[str, Any], monitor: Path, site: dict[str, Any]) -> tuple[str, str]:
+    """The verdict from MONITOR's samples inside the record's processing step."""
+    steps = record.get("steps") or {}
+    start = float(record.get("processing_start") or 0)
+    counters = {
+        "status": record.get("status"),
+        "bytes": record.get("bytes", 0),
+        "processing_s": steps.get("processing", 0),
+    }
+    samples: list[dict[str, Any]] = []
+    if monitor.is_file():
+        lines = monitor.read_text(encoding="utf-8").splitlines()
+        samples = [json.loads(ln) for ln in lines if ln.strip()]
+    window = bottleneck.in_window(samples, start, start + float(counters["processing_s"] or 0))
+    return bottleneck.verdict(window, counters, bottleneck.link_rate(site))
+
+
 def _run_payload(cmd: list[str]) -> subprocess.CompletedProcess[str]:
     """The payload in its own process group (so an interrupt can stop exactly it)."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, process_group=0)
@@ -166,7 +188,8 @@ def run(
         if site.get("netns"):  # a federation site: the job's network is the site's (docs/federation.md)
             cmd = ["nsenter", f"--net=/run/netns/{site['netns']}", "--", *cmd]
         record["start"] = spec["t_launch"]
-        proc = _run_payload(cmd)
+        with HostMonitor(scratch / "monitor.jsonl"):
+            proc = _run_payload(cmd)
         record["end"] = time.time()
         log.parent.mkdir(parents=True, exist_ok=True)
         with log.open("a", encoding="utf-8") as fh:
@@ -193,6 +216,9 @@ def run(
             record.update(
                 status="failed", error=f"payload exited {proc.returncode}: {root_cause(proc.stderr)}"
             )
+        record["bottleneck"], record["bottleneck_reason"] = job_bottleneck(
+            record, scratch / "monitor.jsonl", site
+        )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)  # the directory mkdtemp made for this job
     _write_atomic(output, record)

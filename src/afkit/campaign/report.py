@@ -1,4 +1,5 @@
-"""The campaign's HTML report: figures (embedded PNG), cells with failures marked, tables."""
+"""The campaign's HTML report: figures (embedded PNG), cells with failures marked, tables (the
+bottleneck verdict of every job among them)."""
 
 from __future__ import annotations
 
@@ -60,6 +61,19 @@ def extrapolation(points: list[WavePoint], target: str) -> str:
         f"{p.describe()} (per-server rate = that wave's aggregate / the servers its jobs read from, "
         f"{servers})."
     )
+
+
+def bottlenecks(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The jobs that ran, with their verdict ('unknown' in tables written before there was one)."""
+    ran = [r for r in rows if r["status"] != "missing"]
+    return [
+        {
+            **r,
+            "bottleneck": r.get("bottleneck") or "unknown",
+            "bottleneck_reason": r.get("bottleneck_reason", ""),
+        }
+        for r in ran
+    ]
 
 
 def compare_section(out_dir: Path) -> dict[str, Any] | None:
@@ -124,6 +138,7 @@ def render(
         plan=extrapolation(points, target),
         steps=figures.step_ranges(rows),
         comparison=comparison,
+        bottlenecks=bottlenecks(rows),
     )
     path = out_dir / "report.html"
     fd, tmp = tempfile.mkstemp(prefix=".report.", suffix=".html", dir=out_dir)

@@ -117,3 +117,11 @@ def test_load_sets_base_dir(raw: dict[str, Any], tmp_path: Path, write: Any) -> 
 def test_example_campaigns_are_valid(name: str) -> None:
     c = config.load(WORKFLOWS / "config" / name)
     assert c.name == name.removesuffix(".yaml")
+
+
+def test_a_sites_link_rate_must_be_bytes_per_second(raw: dict[str, Any], make: Any) -> None:
+    raw["sites"]["here"]["link_rate"] = "1.25GB/s"
+    assert make(raw).config["sites"]["here"]["link_rate"] == "1.25GB/s"
+    raw["sites"]["here"]["link_rate"] = "10Gbit"
+    with pytest.raises(InvalidError, match="link_rate"):
+        config.validate(raw)

@@ -7,6 +7,7 @@ integration tests.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -113,6 +114,31 @@ def test_unreadable_input_gives_a_failed_record(
     assert rec["status"] == "failed"
     assert "uproot-HZZ.root" in rec["error"] and "No such file" in rec["error"]
     assert (tmp_path / "out" / f"{rec['id']}.json").is_file()
+    assert rec["bottleneck"] == "unknown"
+
+
+def test_a_job_sampled_while_processing_has_a_bottleneck_verdict(
+    raw: dict[str, Any], make: Any, fake_apptainer: Path, tmp_path: Path
+) -> None:
+    for i in range(2):
+        (Path(raw["storage"]["disk"]["path"]) / f"afkit-gen-{i:04d}.dat").write_bytes(os.urandom(1 << 20))
+    raw["benchmarks"][0].update(duration=2.2, interval=0.5)
+    rec = run_one(make(raw), "read", fake_apptainer, tmp_path)
+    assert rec["status"] == "ok", rec.get("error")
+    assert rec["bottleneck"] in ("network", "disk", "cpu", "none")  # a sample fell inside the step
+    assert rec["bottleneck_reason"]
+
+
+def test_the_verdict_reads_only_the_samples_of_the_processing_step(tmp_path: Path) -> None:
+    mon = tmp_path / "monitor.jsonl"
+    busy = {"net_recv_bps": 0, "net_sent_bps": 0, "cpu_percent_per_core": [10.0]}
+    times = (101.0, 102.0, 201.0, 202.0)
+    lines = [dict(busy, t=t, disk_busy_percent=99.0 if t > 200 else 1.0) for t in times]
+    mon.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    rec = {"status": "ok", "bytes": 10, "processing_start": 100.2, "steps": {"processing": 2.0}}
+    assert job.job_bottleneck(rec, mon, {"link_rate": "125MB/s"})[0] == "none"
+    rec["processing_start"] = 200.2
+    assert job.job_bottleneck(rec, mon, {"link_rate": "125MB/s"})[0] == "disk"
 
 
 def test_missing_image_is_a_failed_record_with_apptainer_message(

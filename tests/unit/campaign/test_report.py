@@ -105,3 +105,32 @@ def test_read_time_series_keep_sites_apart() -> None:
     series = figures.rate_series(rows, intervals)
     assert {k[0] for k in series} == {"condor <- local", "slurm <- se:1094"}
     assert all(v == 0.8 for pts in series.values() for v in pts.values())  # 1e8 B/s each = 0.8 Gbit/s
+
+
+def test_the_demo_campaign_report_has_a_bottleneck_per_job(tmp_path: Path) -> None:
+    from afkit.campaign import config, plan
+    from afkit.paths import workflows_dir
+
+    demo = config.load(workflows_dir() / "config" / "demo.yaml")
+    jobs = [j.as_dict() for j in plan.expand(demo)]
+    verdicts = ["network", "disk", "cpu", "none"]
+    records = [
+        rec(i, **{k: v for k, v in j.items() if k != "urls"}, campaign_hash=demo.hash,
+            bottleneck=verdicts[i % 4], bottleneck_reason=f"reason {i}")
+        for i, j in enumerate(jobs)
+    ]  # fmt: skip
+    agg.aggregate(records, tmp_path / "jobs.csv", tmp_path / "intervals.csv")
+    rows = agg.read_csv(tmp_path / "jobs.csv")
+    assert sorted(r["bottleneck"] for r in rows) == sorted(verdicts[i % 4] for i in range(len(jobs)))
+    html = report.render(rows, agg.read_csv(tmp_path / "intervals.csv"), tmp_path / "r").read_text()
+    table = html.split("What bounded each job</h2>", 1)[1].split("</table>", 1)[0]
+    assert table.count("<tr><td>") == len(jobs) > 0
+    assert all(f"reason {i}" in table for i in range(len(jobs)))
+
+
+def test_a_jobs_table_without_the_bottleneck_column_reports_unknown(tmp_path: Path) -> None:
+    agg.aggregate([rec(0)], tmp_path / "jobs.csv", tmp_path / "intervals.csv")
+    rows = agg.read_csv(tmp_path / "jobs.csv")
+    rows = [{k: v for k, v in r.items() if not k.startswith("bottleneck")} for r in rows]
+    html = report.render(rows, [], tmp_path / "r").read_text()
+    assert "<td>unknown</td>" in html.split("What bounded each job</h2>", 1)[1]

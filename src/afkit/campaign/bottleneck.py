@@ -1,0 +1,95 @@
+"""What bounded a job: ``network``, ``disk``, ``cpu``, ``none`` (or ``unknown``), and why.
+
+From the host monitor's samples taken while the job's processing step ran
+(afkit.bench.monitor: one per second) and the job's own counters (bytes read, processing time),
+with the rules rootreadspeed's README teaches for telling them apart, checked in this order:
+
+- ``network``: the median network rate (the larger of received and sent) is at least
+  ``NET_NEAR`` (80 %) of the link rate;
+- ``disk``: the median busy time of the busiest block device is at least ``DISK_BUSY`` (80 %);
+- ``cpu`` (decompression or other CPU work): the median of the busiest core's use is at least
+  ``CORE_BUSY`` (90 %) while the job's bytes/s is low, i.e. below ``LOW_RATE`` (50 %) of the link
+  rate (when the link rate is unknown, the core alone decides);
+- ``none``: none of these;
+- ``unknown``: the job did not succeed, or no sample fell inside its processing step (a step
+  shorter than the sampling interval).
+
+Medians rather than peaks: one busy second does not make a job bound. The samples are
+host-wide: concurrent jobs on the same worker node share the link, the disk and the cores.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+NET_NEAR = 0.80
+DISK_BUSY = 80.0
+CORE_BUSY = 90.0
+LOW_RATE = 0.50
+VERDICTS = ("network", "disk", "cpu", "none", "unknown")
+
+
+def _median(values: Iterable[float | None]) -> float | None:
+    vals = [float(v) for v in values if v is not None]
+    return statistics.median(vals) if vals else None
+
+
+def _mb(rate: float) -> str:
+    return f"{rate / 1e6:.1f} MB/s"
+
+
+def in_window(samples: Iterable[Mapping[str, Any]], start: float, end: float) -> list[Mapping[str, Any]]:
+    """The samples whose second (t-1, t] lies mostly inside [START, END] (its midpoint is inside)."""
+    return [s for s in samples if start <= float(s["t"]) - 0.5 <= end]
+
+
+def verdict(
+    samples: list[Mapping[str, Any]], counters: Mapping[str, Any], link_rate: float | None
+) -> tuple[str, str]:
+    """(verdict, reason) for one job.
+
+    SAMPLES: monitor records from the processing step (``net_recv_bps``, ``net_sent_bps``,
+    ``disk_busy_percent``, ``cpu_percent_per_core``); COUNTERS: the job's ``status``, ``bytes``
+    and ``processing_s``; LINK_RATE: bytes/s of the worker node's link, None when unknown.
+    """
+    if counters.get("status", "ok") != "ok":
+        return "unknown", "the job did not succeed"
+    if not samples:
+        return "unknown", "no monitor sample during the processing step"
+    net = _median(max(float(s.get("net_recv_bps", 0)), float(s.get("net_sent_bps", 0))) for s in samples)
+    busy = _median(s.get("disk_busy_percent") for s in samples)
+    core = _median(max(s["cpu_percent_per_core"]) for s in samples if s.get("cpu_percent_per_core"))
+    proc = float(counters.get("processing_s") or 0)
+    rate = float(counters.get("bytes") or 0) / proc if proc > 0 else 0.0
+    if link_rate and net is not None and net >= NET_NEAR * link_rate:
+        return "network", f"network {_mb(net)} is {net / link_rate:.0%} of the link's {_mb(link_rate)}"
+    if busy is not None and busy >= DISK_BUSY:
+        return "disk", f"busiest block device busy {busy:.0f} % of the time"
+    if core is not None and core >= CORE_BUSY:
+        if not link_rate:
+            return "cpu", f"busiest core at {core:.0f} % ({_mb(rate)}; link rate unknown)"
+        if rate < LOW_RATE * link_rate:
+            share = f"{rate / link_rate:.0%} of the link"
+            return "cpu", f"busiest core at {core:.0f} % while reading {_mb(rate)} ({share})"
+    net = net or 0.0
+    parts = [f"network {_mb(net)}" + (f" ({net / link_rate:.0%} of the link)" if link_rate else "")]
+    if busy is not None:
+        parts.append(f"disk busy {busy:.0f} %")
+    if core is not None:
+        parts.append(f"busiest core {core:.0f} %")
+    return "none", ", ".join(parts)
+
+
+def link_rate(site: Mapping[str, Any]) -> float | None:
+    """Bytes/s of the worker node's link: the site's ``link_rate`` (e.g. ``1.25GB/s``), else the
+    fastest interface that is up and reports a speed (psutil; loopback reports none)."""
+    if site.get("link_rate"):
+        from afkit.campaign.extrapolate import parse_rate
+
+        return parse_rate(str(site["link_rate"]))
+    import psutil
+
+    speeds = [st.speed for st in psutil.net_if_stats().values() if st.isup and st.speed > 0]
+    return max(speeds) * 1e6 / 8 if speeds else None

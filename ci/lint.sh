@@ -14,7 +14,9 @@ Usage: ci/lint.sh CHECK...
 Checks (each one CI job of the lint stage; run them by hand from the checkout):
   code       shellcheck on every shell script, ruff and mypy on the Python code (scripts/run-tests lint;
              JUnit reports in \$AFKIT_REPORTS, default build/test-reports)
-  snakemake  'snakemake --lint' on workflows/Snakefile with every campaign in workflows/config/
+  snakemake  'snakefmt --check' on workflows/Snakefile and workflows/rules/*.smk; 'snakemake --lint'
+             from workflows/ with no campaign (the default config/config.yaml, as the Snakemake
+             workflow catalog runs it) and with every campaign in workflows/config/
              (says so and passes when the repository has no workflows/Snakefile)
   config     images/*/profile.yaml against the builder's schema (src/afkit/image/profile.schema.json),
              images/*/tags.yaml against ci/schema/tags.schema.json and the profile's tag pattern;
@@ -32,15 +34,15 @@ lint_code() {
   "$repo/scripts/run-tests" lint
 }
 
-# snakemake_cmd : snakemake on PATH, else the venv's.
-snakemake_cmd() {
-  local venv=${AFKIT_VENV:-$(ci_repo)/.venv}
-  if command -v snakemake >/dev/null 2>&1; then
-    command -v snakemake
-  elif [[ -x $venv/bin/snakemake ]]; then
-    printf '%s\n' "$venv/bin/snakemake"
+# venv_cmd NAME EXTRA : NAME on PATH, else the venv's (EXTRA: the pyproject extra that installs it).
+venv_cmd() {
+  local name=$1 extra=$2 venv=${AFKIT_VENV:-$(ci_repo)/.venv}
+  if command -v "$name" >/dev/null 2>&1; then
+    command -v "$name"
+  elif [[ -x $venv/bin/$name ]]; then
+    printf '%s\n' "$venv/bin/$name"
   else
-    die "$AFKIT_EX_PREREQ" "snakemake not found" "install the project with the [workflow] extra, or set AFKIT_VENV"
+    die "$AFKIT_EX_PREREQ" "$name not found" "install the project with the [$extra] extra, or set AFKIT_VENV"
   fi
 }
 
@@ -52,9 +54,18 @@ lint_snakemake() {
     log "snakemake: there is no workflows/Snakefile: nothing to lint"
     return 0
   fi
-  local smk cfg failed=0 n=0 dir
-  smk=$(snakemake_cmd)
+  local smk fmt cfg failed=0 n=0 dir
+  smk=$(venv_cmd snakemake workflow)
+  fmt=$(venv_cmd snakefmt dev)
+  log "snakefmt --check"
+  "$fmt" --check "$snakefile" "$repo"/workflows/rules/*.smk || die "$AFKIT_EX_FAILURE" \
+    "snakefmt would reformat the workflow (above)" "run snakefmt on workflows/Snakefile workflows/rules/*.smk"
   dir=$(mktemp -d "${TMPDIR:-/tmp}/afkit-lint.XXXXXX")
+  log "snakemake --lint with the default campaign (no --configfile)"
+  if ! (cd "$repo/workflows" && "$smk" --lint --directory "$dir"); then
+    warn "snakemake --lint failed with the default campaign"
+    failed=1
+  fi
   for cfg in "$repo"/workflows/config/*.yaml; do
     [[ -f $cfg ]] || continue
     n=$((n + 1))

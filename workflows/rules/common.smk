@@ -9,6 +9,14 @@ from afkit.campaign import rules as afkit_rules
 from afkit.campaign.config import Campaign, validate as afkit_validate
 from afkit.errors import AfkitError, UsageError
 
+# The default campaign (the Snakemake workflow catalog's config/config.yaml): used when no
+# --configfile is given, so `snakemake --profile profiles/local -n` from workflows/ plans it;
+# --config KEY=VALUE still overrides its keys. Loaded only then, not with the `configfile:`
+# directive: that would deep-merge the default into every --configfile campaign.
+DEFAULT_CAMPAIGN = Path(workflow.main_snakefile).parent / "config" / "config.yaml"
+if not workflow.configfiles and DEFAULT_CAMPAIGN.is_file():
+    workflow.configfile(str(DEFAULT_CAMPAIGN))
+
 # Run-control keys (not part of the campaign): --config afkit_site=SITE makes the default target that
 # site's job records (a campaign over sites with different executors runs once per site).
 CONTROL = {k: config.pop(k) for k in list(config) if k.startswith("afkit_")}
@@ -20,10 +28,16 @@ def _campaign_dir():
 
 
 if not config:
-    afkit_rules.exit_with(UsageError("no campaign given",
-        hint="snakemake -s workflows/Snakefile --configfile CAMPAIGN.yaml (examples: workflows/config/)"))
+    afkit_rules.exit_with(
+        UsageError(
+            f"no campaign given and no default campaign {DEFAULT_CAMPAIGN}",
+            hint="snakemake -s workflows/Snakefile --configfile CAMPAIGN.yaml (examples: workflows/config/)",
+        )
+    )
 try:
-    CAMPAIGN = Campaign(afkit_validate(dict(config), source="campaign"), _campaign_dir())
+    CAMPAIGN = Campaign(
+        afkit_validate(dict(config), source="campaign"), _campaign_dir()
+    )
     JOBS = afkit_plan.expand(CAMPAIGN)
 except AfkitError as err:
     afkit_rules.exit_with(err)
@@ -33,7 +47,11 @@ CFG = CAMPAIGN.config
 RESULTS = str(CAMPAIGN.results_dir)
 SITE_FILTER = CONTROL.get("afkit_site")
 if SITE_FILTER is not None and SITE_FILTER not in CFG["sites"]:
-    afkit_rules.exit_with(UsageError(f"--config afkit_site={SITE_FILTER}: unknown site; allowed: {', '.join(CFG['sites'])}"))
+    afkit_rules.exit_with(
+        UsageError(
+            f"--config afkit_site={SITE_FILTER}: unknown site; allowed: {', '.join(CFG['sites'])}"
+        )
+    )
 JOB_BY_ID = afkit_plan.by_id(JOBS)
 PREVIOUS = afkit_plan.previous_waves(JOBS)
 WAVES = afkit_plan.wave_members(JOBS)
@@ -58,13 +76,16 @@ def all_job_records(site=None):
 def the_job(wildcards):
     key = (wildcards.bench, wildcards.job)
     if key not in JOB_BY_ID:
-        raise ValueError(f"no job {wildcards.job} in benchmark {wildcards.bench} of this campaign")
+        raise ValueError(
+            f"no job {wildcards.job} in benchmark {wildcards.bench} of this campaign"
+        )
     return JOB_BY_ID[key]
 
 
 def default_targets():
     """The whole campaign: every job record and the report (a deleted record is redone, and the
-    tables after it); with afkit_site: that site's job records only (afkit makes the report)."""
+    tables after it); with afkit_site: that site's job records only (afkit makes the report).
+    """
     if SITE_FILTER is not None:
         return all_job_records(SITE_FILTER)
     return [*all_job_records(), f"{RESULTS}/report/report.html"]
@@ -76,9 +97,11 @@ def job_inputs(wildcards):
         "image": f"{RESULTS}/image/image.json",
         "dataset": f"{RESULTS}/dataset/{job.dataset}.json",
         # ancient: a wave redone later (retry) does not make the waves after it rerun
-        "previous_wave": [ancient(wave_done(job.bench, PREVIOUS[(job.bench, job.wave)]))]
-        if (job.bench, job.wave) in PREVIOUS
-        else [],
+        "previous_wave": (
+            [ancient(wave_done(job.bench, PREVIOUS[(job.bench, job.wave)]))]
+            if (job.bench, job.wave) in PREVIOUS
+            else []
+        ),
     }
 
 

@@ -18,13 +18,13 @@ rule job:
         f"{RESULTS}/job/{{bench}}/{{job}}.json",
     log:
         f"{RESULTS}/job/{{bench}}/{{job}}.log",
-    params:
-        job=lambda wc: the_job(wc).as_dict(),
-        campaign=job_context,
     threads: lambda wc: job_site(wc)["resources"]["cores"]
     resources:
         mem_mb=lambda wc: job_site(wc)["resources"]["mem_mb"],
         runtime=lambda wc: job_site(wc)["resources"]["runtime"],
+    params:
+        job=lambda wc: the_job(wc).as_dict(),
+        campaign=job_context,
     run:
         afkit_rules.job(input, output, params, log)
 

@@ -178,6 +178,24 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def cmd_config_doc(args: argparse.Namespace) -> int:
+    from afkit.campaign import schemadoc
+    from afkit.errors import InvalidError
+    from afkit.image.build import write_atomic
+
+    path: Path = args.output or schemadoc.readme_path()
+    text = schemadoc.current()
+    if args.check:
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            raise InvalidError(f"{path} does not match the campaign schema",
+                               hint="run 'afkit campaign config-doc' and commit the result")  # fmt: skip
+        print(f"{path}: matches the campaign schema")
+        return ExitCode.OK
+    write_atomic(path, text)
+    print(path)
+    return ExitCode.OK
+
+
 def _grouping_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--grouping",
@@ -247,6 +265,15 @@ def register(sub: Any) -> None:
     p.add_argument("--tolerance", type=float, default=0.10,
                    help="relative change within which a cell is 'same' (default 0.10)")  # fmt: skip
     p.set_defaults(func=cmd_compare)
+    p = cs.add_parser(
+        "config-doc",
+        help="write workflows/config/README.md (every campaign key) from the campaign schema",
+        description="Write the campaign keys' reference, workflows/config/README.md, from "
+        "workflows/schemas/campaign.schema.yaml. Exit codes: 0 written or matching, 6 --check: differs.",
+    )
+    p.add_argument("--check", action="store_true", help="only compare; exit 6 when the file differs")
+    p.add_argument("-o", "--output", type=Path, help="write here (default: workflows/config/README.md)")
+    p.set_defaults(func=cmd_config_doc)
     p = cs.add_parser("extrapolate", help="jobs and servers needed for a target rate")
     p.add_argument("--target", default="10PB/24h", help="target rate, e.g. 115GB/s or 10PB/24h (default)")
     p.add_argument("--per-job", help="measured rate per job, e.g. 12.5MB/s")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import os
+import shutil
 import tempfile
 from collections import defaultdict
 from pathlib import Path
@@ -95,11 +96,13 @@ def render(
     target: str = "10PB/24h",
     first_window: float = 60.0,
     grouping: str = "target",
+    figures_dir: Path | None = None,
 ) -> Path:
     """Write OUT_DIR/report.html (and the figure PNGs beside it); return the HTML path.
 
     GROUPING: the train-scaling series, per storage ``target``, per ``server`` or ``all``
-    (afkit.campaign.scaling)."""
+    (afkit.campaign.scaling). FIGURES_DIR: a copy of exactly the figures made here (the workflow's
+    report() directory for ``snakemake --report``)."""
     points = scaling_series(rows, intervals, first_window=first_window, grouping=grouping)
     out_dir.mkdir(parents=True, exist_ok=True)
     made = [
@@ -110,6 +113,11 @@ def render(
          figures.vs_clients(rows, out_dir / "analysis_vs_clients.png", "analysis")),
         ("Throughput vs concurrent jobs", figures.train_scaling(points, out_dir / "train_scaling.png")),
     ]  # fmt: skip
+    if figures_dir is not None:
+        figures_dir.mkdir(parents=True, exist_ok=True)
+        for _, made_path in made:
+            if made_path:
+                shutil.copy2(made_path, figures_dir / made_path.name)
     figs = [
         {"title": title, "data": base64.b64encode(path.read_bytes()).decode()} for title, path in made if path
     ]

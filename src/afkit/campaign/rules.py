@@ -80,5 +80,7 @@ def report(input: Any, output: Any, log: Any) -> None:
     from afkit.campaign.aggregate import read_csv
     from afkit.campaign.report import render
 
-    html = render(read_csv(Path(input.jobs)), read_csv(Path(input.intervals)), Path(output[0]).parent)
+    html = Path(output.html)
+    render(read_csv(Path(input.jobs)), read_csv(Path(input.intervals)), html.parent,
+           figures_dir=Path(output.figures))  # fmt: skip
     Path(log[0]).write_text(f"wrote {html}\n", encoding="utf-8")

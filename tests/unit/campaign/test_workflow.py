@@ -52,10 +52,21 @@ def test_invalid_campaign_stops_with_the_key(tmp_path: Path, raw: dict[str, Any]
     assert '"local", "htcondor", "slurm"' in proc.stderr
 
 
-def test_no_campaign_given(tmp_path: Path) -> None:
-    proc = snakemake("-n", cwd=tmp_path)
-    assert proc.returncode != 0
-    assert "no campaign given" in proc.stderr
+def test_without_a_configfile_the_default_campaign_is_planned_from_the_workflow_directory() -> None:
+    # as docs/campaigns.md says: no -s, no --configfile (the workflow catalog's standardized usage)
+    cmd = [sys.executable, "-m", "snakemake", "--profile", "profiles/local", "-n"]
+    proc = subprocess.run(cmd, cwd=REPO / "workflows", capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "results/demo-" in proc.stdout + proc.stderr  # config/config.yaml is the demo campaign
+
+
+def test_a_configfile_campaign_is_not_merged_with_the_default(
+    tmp_path: Path, raw: dict[str, Any], write: Any
+) -> None:
+    proc = snakemake("-n", "--configfile", str(write(raw)), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout + proc.stderr
+    assert "results/unit-" in out and "demo" not in out and "blobs" not in out
 
 
 def test_tiny_campaign_runs_reports_and_resumes(tmp_path: Path, raw: dict[str, Any], write: Any) -> None:
@@ -193,3 +204,19 @@ def test_an_interrupt_cuts_the_local_job_off_without_a_record_and_exits_130(
     assert not list(tmp_path.glob("results/*/job/*/*.json"))  # neither failed nor ok
     payloads = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True, check=False)
     assert payloads.stdout == ""  # the payload is gone too
+
+
+def test_snakemake_report_of_a_finished_campaign_has_the_tables_figures_and_captions(
+    tmp_path: Path, raw: dict[str, Any], write: Any
+) -> None:
+    raw = two_jobs(raw, tmp_path)
+    raw["benchmarks"].append({"name": "read", "type": "read", "sites": ["here"], "datasets": ["hzz"],
+                              "duration": 1, "interval": 0.5})  # fmt: skip
+    args = ("--configfile", str(write(raw)), "--profile", LOCAL)
+    assert snakemake(*args, cwd=tmp_path, env=fake_env()).returncode == 0
+    proc = snakemake(*args, "--report", "report.html", cwd=tmp_path, env=fake_env())
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    html = (tmp_path / "report.html").read_text()
+    for shown in ("jobs.csv", "intervals.csv", "rate_vs_time.png", "report.html"):  # tables, figure, afkit
+        assert shown in html, shown
+    assert "One row per planned job of the campaign" in html  # a caption (workflows/report/jobs.rst)

@@ -32,6 +32,8 @@ JOB_COLUMNS = [
 INTERVAL_COLUMNS = ["campaign_hash", "bench", "id", "site", "dataset", "scenario", "access", "clients",
                     "repetition", "time", "t", "bytes"]  # fmt: skip
 STEPS = ("setup", "stage_in", "processing", "stage_out")
+# the jobs of a wave are released together: goal for the spread of their start times (issue 10)
+SKEW_GOAL_S = 2.0
 
 
 def load_records(paths: Iterable[Path]) -> list[dict[str, Any]]:
@@ -119,6 +121,36 @@ def aggregate(
     _write_csv(jobs_csv, JOB_COLUMNS, rows)
     _write_csv(intervals_csv, INTERVAL_COLUMNS, (i for r in records for i in interval_rows(r)))
     return rows
+
+
+def wave_skews(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Start skew of each wave of two or more jobs: max(start) - min(start) over its jobs that
+    started (failed ones too: they were launched), with ``within_goal`` (<= SKEW_GOAL_S).
+
+    ``start`` is when the job wrapper launched the payload on the worker (afkit.campaign.job), so
+    the skew covers the batch system's and the executor's release of the wave, not the payload's
+    own set-up."""
+    waves: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        if r.get("wave") and int(r.get("wave_size") or 1) > 1 and r.get("start") not in ("", None):
+            waves.setdefault((str(r["bench"]), str(r["wave"])), []).append(r)
+    out = []
+    for (bench, wave), rs in sorted(waves.items()):
+        starts = [float(r["start"]) for r in rs]
+        skew = round(max(starts) - min(starts), 3)
+        out.append(
+            {
+                "bench": bench,
+                "wave": wave,
+                "site": rs[0]["site"],
+                "dataset": rs[0]["dataset"],
+                "wave_size": int(rs[0]["wave_size"]),
+                "started": len(rs),
+                "skew_s": skew,
+                "within_goal": skew <= SKEW_GOAL_S,
+            }
+        )
+    return out
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:

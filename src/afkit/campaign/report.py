@@ -15,6 +15,7 @@ from typing import Any
 import jinja2
 
 from afkit.campaign import figures
+from afkit.campaign.aggregate import SKEW_GOAL_S, wave_skews
 from afkit.campaign.extrapolate import parse_rate, plan
 from afkit.campaign.scaling import WavePoint, scaling_series
 from afkit.paths import workflows_dir
@@ -145,6 +146,8 @@ def render(
         first_window=first_window,
         plan=extrapolation(points, target),
         steps=figures.step_ranges(rows),
+        skews=wave_skews(rows),
+        skew_goal=SKEW_GOAL_S,
         comparison=comparison,
         bottlenecks=bottlenecks(rows),
     )

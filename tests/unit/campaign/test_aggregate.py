@@ -94,3 +94,24 @@ def test_unreadable_record(tmp_path: Path) -> None:
     assert len(agg.load_records([good])) == 1
     with pytest.raises(InvalidError, match="unreadable job record"):
         agg.load_records([good, bad])
+
+
+def test_wave_start_skew_is_the_spread_of_the_wave_jobs_starts() -> None:
+    def job(wave: str, start: float | str, size: int = 3, **kw: Any) -> dict[str, Any]:
+        return {"bench": "t", "wave": wave, "wave_size": size, "site": "gsi", "dataset": "d",
+                "start": start, **kw}  # fmt: skip
+
+    rows = [
+        job("w3.r0", 100.0),
+        job("w3.r0", 101.5, status="failed"),  # launched, then failed: it counts
+        job("w3.r0", 100.4),
+        job("w3.r1", 200.0),
+        job("w3.r1", 203.25),
+        job("w3.r1", ""),  # never started (missing): not counted
+        job("w1.r0", 50.0, size=1),  # a wave of one job has no skew
+    ]
+    skews = {w["wave"]: w for w in agg.wave_skews(rows)}
+    assert set(skews) == {"w3.r0", "w3.r1"}
+    assert skews["w3.r0"]["skew_s"] == 1.5 and skews["w3.r0"]["within_goal"]
+    assert skews["w3.r1"]["skew_s"] == 3.25 and not skews["w3.r1"]["within_goal"]
+    assert skews["w3.r1"]["started"] == 2 and skews["w3.r1"]["wave_size"] == 3

@@ -134,3 +134,19 @@ def test_a_jobs_table_without_the_bottleneck_column_reports_unknown(tmp_path: Pa
     rows = [{k: v for k, v in r.items() if not k.startswith("bottleneck")} for r in rows]
     html = report.render(rows, [], tmp_path / "r").read_text()
     assert "<td>unknown</td>" in html.split("What bounded each job</h2>", 1)[1]
+
+
+def test_report_shows_the_start_skew_of_each_wave_against_the_goal(tmp_path: Path) -> None:
+    records = [
+        rec(10 + i, bench="t", type="train", id=f"t{i}", wave="w2.r0", wave_size=2, start=s, end=s + 10)
+        for i, s in enumerate((100.0, 100.75))
+    ] + [
+        rec(20 + i, bench="t", type="train", id=f"u{i}", wave="w2.r1", wave_size=2, start=s, end=s + 10)
+        for i, s in enumerate((200.0, 203.5))
+    ]
+    agg.aggregate(records, tmp_path / "jobs.csv", tmp_path / "intervals.csv")
+    rows, intervals = agg.read_csv(tmp_path / "jobs.csv"), agg.read_csv(tmp_path / "intervals.csv")
+    html = report.render(rows, intervals, tmp_path / "report").read_text()
+    assert "Wave start skew" in html and "Goal: at most 2 s" in html
+    assert re.search(r"<td>w2\.r0</td>.*?<td class=\"ok\">0\.75</td>", html, re.S)
+    assert re.search(r"<td>w2\.r1</td>.*?<td class=\"failed\">3\.50</td>", html, re.S)

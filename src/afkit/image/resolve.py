@@ -182,27 +182,14 @@ def _add(units: dict[str, Unit], rel: str, label: str) -> None:
         units[rel] = Unit(rel, label)
 
 
-def _hidden(
-    profile: Profile, src: Path, arch: str, units: dict[str, Unit], globs: list[str] | None = None
-) -> None:
-    """The profile's hidden dependencies; a symlink brings its target (chains followed) and,
-    when the target lies in a package (a unit glob), that whole package."""
+def _hidden(profile: Profile, src: Path, arch: str, units: dict[str, Unit]) -> None:
+    """The profile's hidden dependencies (globs); a symlink among them brings its target through
+    _expand_links, which both resolvers run on every unit afterwards."""
     for pattern in profile.hidden:
         for match in sorted(src.glob(pattern.format(arch=arch))):
             rel = _rel(match, src)
-            if rel is None:
-                continue
-            _add(units, rel, "hidden")
-            seen = 0
-            cur = match
-            while cur.is_symlink() and seen < 40:
-                seen += 1
-                cur = Path(os.path.normpath(cur.parent / os.readlink(cur)))
-                target_rel = _rel(cur, src)
-                if target_rel is None or (not cur.exists() and not cur.is_symlink()):
-                    break
-                unit, matched = _unit_for(target_rel, globs or [])
-                _add(units, unit, _last_two(unit) if matched else "hidden")
+            if rel is not None:
+                _add(units, rel, "hidden")
 
 
 def _last_two(unit: str) -> str:
@@ -325,7 +312,7 @@ def _resolve_modules(profile: Profile, tag: Tag, src: Path) -> Resolution:
             _add(units, rel, "modulefile")
     values = [v for k, v in loaded.items() if k not in ("MODULEPATH", "_LMFILES_") and clean.get(k) != v]
     _env_units(values, src, globs, units, warnings)
-    _hidden(profile, src, arch, units, globs)
+    _hidden(profile, src, arch, units)
     _expand_links(units, src, globs)
     _placement_warning(profile, src, warnings)
     env = envcapture.diff(clean, loaded, exclude=profile.env_exclude, rewrite=_rewrite_map(src, profile))

@@ -6,6 +6,11 @@ different processes and nodes line up; a second in which nothing completed is re
 bytes (a stall shows as a gap, it is not hidden). ``covered`` is the part of that second during
 which the client was running (below 1 only for its first and last second): the rate of a second
 is ``bytes / covered``.
+
+``width`` makes the intervals another length than one second (a campaign's ``interval``, e.g.
+0.5 s): interval ``k`` is ``[k * width, (k + 1) * width)`` of wall-clock time, ``t`` its start and
+the rate ``bytes / (covered * width)``. Standard library only: the campaign job imports this
+module inside images that have nothing but Python.
 """
 
 from __future__ import annotations
@@ -19,16 +24,24 @@ from afkit.bench.units import gbit_per_s, mbit_per_s
 Record = dict[str, Any]
 
 
-def _interval_record(t: int, nbytes: int, ops: int, events: int, covered: float) -> Record:
+def _interval_record(
+    t: float, nbytes: int, ops: int, events: int, covered: float, width: float = 1.0
+) -> Record:
     covered = round(min(max(covered, 0.0), 1.0), 6)
+    seconds = covered * width
     rec: Record = {"type": "interval", "t": t, "bytes": nbytes, "ops": ops}
     if events:
         rec["events"] = events
-        rec["events_per_s"] = round(events / covered, 3) if covered > 0 else 0.0
+        rec["events_per_s"] = round(events / seconds, 3) if seconds > 0 else 0.0
     rec["covered"] = covered
-    rec["gbps"] = round(gbit_per_s(nbytes, covered), 6)
-    rec["mbps"] = round(mbit_per_s(nbytes, covered), 3)
+    rec["gbps"] = round(gbit_per_s(nbytes, seconds), 6)
+    rec["mbps"] = round(mbit_per_s(nbytes, seconds), 3)
     return rec
+
+
+def interval_start(index: int, width: float) -> float:
+    """``t`` of interval INDEX: whole seconds stay ints (the per-second records' format)."""
+    return index if width == 1.0 else round(index * width, 6)
 
 
 @dataclass
@@ -36,13 +49,15 @@ class IntervalCounter:
     """Counts work per wall-clock second and hands each finished second to ``emit``.
 
     ``add`` is on the benchmark's hot path: within a second it only adds to three counters.
+    ``width``: the length of an interval in seconds (module docstring).
     """
 
     emit: Callable[[Record], None]
     start: float = 0.0
     end: float = 0.0
     records: list[Record] = field(default_factory=list)
-    _sec: int = 0
+    width: float = 1.0
+    _sec: int = 0  # index of the current interval (the second itself when width is 1)
     _next: float = 0.0  # start of the next second
     _bytes: int = 0
     _ops: int = 0
@@ -53,13 +68,14 @@ class IntervalCounter:
 
     def begin(self, now: float) -> None:
         self.start = self.end = now
-        self._sec = int(now)
-        self._next = float(self._sec + 1)
+        self._sec = int(now // self.width)
+        self._next = (self._sec + 1) * self.width
 
     def _flush(self, upto: float) -> None:
-        lo = max(self.start, float(self._sec))
-        hi = min(upto, float(self._sec + 1))
-        rec = _interval_record(self._sec, self._bytes, self._ops, self._events, hi - lo)
+        lo = max(self.start, self._sec * self.width)
+        hi = min(upto, (self._sec + 1) * self.width)
+        t = interval_start(self._sec, self.width)
+        rec = _interval_record(t, self._bytes, self._ops, self._events, (hi - lo) / self.width, self.width)
         self.records.append(rec)
         self.emit(rec)
         self._done_bytes += self._bytes
@@ -69,11 +85,11 @@ class IntervalCounter:
 
     def _advance(self, now: float) -> None:
         """Close the current second and any empty ones skipped over."""
-        sec = int(now)
+        sec = int(now // self.width)
         while sec > self._sec:
             self._flush(now)
             self._sec += 1
-        self._next = float(self._sec + 1)
+        self._next = (self._sec + 1) * self.width
 
     def add(self, now: float, nbytes: int, ops: int = 1, events: int = 0) -> None:
         """Account work that completed at wall-clock time ``now``."""
@@ -91,7 +107,7 @@ class IntervalCounter:
         """
         self.add(now, 0, 0)
         self.end = now
-        if now > self._sec or not self.records:
+        if now > self._sec * self.width or not self.records:
             self._flush(now)
 
     @property
@@ -111,21 +127,19 @@ class IntervalCounter:
         return max(self.end - self.start, 0.0)
 
 
-def sum_series(series: Iterable[Iterable[Record]]) -> list[Record]:
+def sum_series(series: Iterable[Iterable[Record]], width: float = 1.0) -> list[Record]:
     """Sum several clients' interval records second by second (aligned on ``t``).
 
     Clients that start late or end early simply contribute to fewer seconds; ``clients`` says
     how many contributed to each second. The rate of a second is the summed bytes over the
-    largest ``covered`` of its clients.
+    largest ``covered`` of its clients. WIDTH: the intervals' length when it is not one second.
     """
-    acc: dict[int, dict[str, float]] = {}
+    acc: dict[float, dict[str, float]] = {}
     for records in series:
         for rec in records:
             if rec.get("type") != "interval":
                 continue
-            slot = acc.setdefault(
-                int(rec["t"]), {"bytes": 0, "ops": 0, "events": 0, "clients": 0, "covered": 0.0}
-            )
+            slot = acc.setdefault(rec["t"], {"bytes": 0, "ops": 0, "events": 0, "clients": 0, "covered": 0.0})
             slot["bytes"] += int(rec["bytes"])
             slot["ops"] += int(rec.get("ops", 0))
             slot["events"] += int(rec.get("events", 0))
@@ -134,7 +148,9 @@ def sum_series(series: Iterable[Iterable[Record]]) -> list[Record]:
     out = []
     for t in sorted(acc):
         slot = acc[t]
-        rec = _interval_record(t, int(slot["bytes"]), int(slot["ops"]), int(slot["events"]), slot["covered"])
+        rec = _interval_record(
+            t, int(slot["bytes"]), int(slot["ops"]), int(slot["events"]), slot["covered"], width
+        )
         rec["clients"] = int(slot["clients"])
         out.append(rec)
     return out

@@ -4,6 +4,9 @@ Each client is its own process (``spawn``: no state shared with the parent) and 
 files, so no client profits from another's page cache. All clients open their files first, then
 wait on one barrier and start measuring at the same instant. The per-client results are summed
 second by second (:func:`afkit.bench.intervals.sum_series`).
+
+``run_threads`` runs the same clients as threads of one process (the campaign job's builtin
+payload, afkit.bench.payload). Analysis clients import uproot (afkit.bench.analysis) only when run.
 """
 
 from __future__ import annotations
@@ -11,14 +14,19 @@ from __future__ import annotations
 import multiprocessing
 import sys
 import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from afkit.bench.analysis import AnalysisConfig, run_analysis
 from afkit.bench.intervals import Record, series_summary, sum_series
 from afkit.bench.readbench import ReadConfig, run_read
 from afkit.bench.records import JsonlWriter, provenance, read_jsonl
+from afkit.bench.sources import ReadError
 from afkit.errors import AfkitError, ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from afkit.bench.analysis import AnalysisConfig
 
 BARRIER_TIMEOUT = 120.0
 
@@ -41,16 +49,22 @@ def client_path(outdir: Path, index: int) -> Path:
     return outdir / f"client-{index:03d}.jsonl"
 
 
+def run_client(cfg: ReadConfig | AnalysisConfig, writer: JsonlWriter, wait: Callable[[], None]) -> Record:
+    """One client: the read or the analysis benchmark, measuring once WAIT returns."""
+    if isinstance(cfg, ReadConfig):
+        return run_read(cfg, writer, barrier=wait)
+    from afkit.bench.analysis import run_analysis
+
+    return run_analysis(cfg, writer, barrier=wait)
+
+
 def _client_main(index: int, cfg: ReadConfig | AnalysisConfig, path: str, barrier: Any) -> None:
     def wait() -> None:
         barrier.wait(timeout=BARRIER_TIMEOUT)
 
     try:
         with JsonlWriter(path) as writer:
-            if isinstance(cfg, AnalysisConfig):
-                summary = run_analysis(cfg, writer, barrier=wait)
-            else:
-                summary = run_read(cfg, writer, barrier=wait)
+            summary = run_client(cfg, writer, wait)
             summary["client"] = index
             summary["provenance"] = provenance(cfg.args | {"client": index})
             writer.write(summary)
@@ -94,6 +108,38 @@ def run_multi(configs: list[ReadConfig] | list[AnalysisConfig], outdir: Path) ->
     # the first real error (not the "another client failed" knock-on) decides the exit code
     code = next((c for c in failed if c != int(ExitCode.FAILURE)), failed[0] if failed else 0)
     return code, summaries
+
+
+def run_threads(configs: Sequence[ReadConfig | AnalysisConfig], outdir: Path) -> list[Record]:
+    """Run one client thread per config, released together, into ``OUTDIR/client-NNN.jsonl``;
+    return their summaries. The first real failure (not a client's knock-on "another client
+    failed before the start") is raised, a failed read as ReadError."""
+    outdir.mkdir(parents=True, exist_ok=True)
+    barrier = threading.Barrier(len(configs))
+
+    def wait() -> None:
+        barrier.wait(BARRIER_TIMEOUT)
+
+    def client(index: int) -> Record:
+        try:
+            with JsonlWriter(client_path(outdir, index)) as writer:
+                summary = run_client(configs[index], writer, wait)
+                writer.write(summary)
+        except BaseException:
+            barrier.abort()
+            raise
+        return summary
+
+    with ThreadPoolExecutor(max_workers=len(configs)) as pool:
+        futures = [pool.submit(client, i) for i in range(len(configs))]
+    errors = [err for err in (f.exception() for f in futures) if err is not None]
+    if errors:
+        raise next((e for e in errors if not isinstance(e, threading.BrokenBarrierError)), errors[0])
+    summaries = [f.result() for f in futures]
+    failed = next((s for s in summaries if s.get("status") != "ok"), None)
+    if failed is not None:
+        raise ReadError(str(failed.get("error", "a client failed")))
+    return summaries
 
 
 def write_sum(outputs: list[Path], dest: Path, kind: str, extra: dict[str, Any]) -> Record:

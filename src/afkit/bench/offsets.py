@@ -3,6 +3,9 @@
 Every plan yields *requests*: a list of ``(offset, length)`` chunks that the client issues as
 one call (one chunk: a plain read; several: a vector read). Plans never ask for the same byte
 twice, so nothing a plan reads can be served from the client's own earlier reads.
+
+numpy is imported only by the random orders: sequential plans (the campaign job's) need nothing
+but the standard library.
 """
 
 from __future__ import annotations
@@ -10,8 +13,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-
-import numpy as np
 
 from afkit.errors import UsageError
 
@@ -45,6 +46,8 @@ class BlockPlan:
             return
         if self.stride is None:
             count = math.ceil((size - self.start) / self.block)
+            import numpy as np
+
             order = np.random.default_rng(self.seed).permutation(count)
             for k in order.tolist():
                 yield self.start + self.block * k
@@ -83,6 +86,8 @@ class RootLikePlan:
             raise UsageError(f"invalid read sizes {self.min_read}..{self.max_read}")
 
     def requests(self, size: int) -> Iterator[Request]:
+        import numpy as np
+
         rng = np.random.default_rng(self.seed)
         bounds = [(size * r // self.regions, size * (r + 1) // self.regions) for r in range(self.regions)]
         cursors = [lo for lo, _hi in bounds]

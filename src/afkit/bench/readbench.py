@@ -1,4 +1,8 @@
-"""The read benchmark: issue a plan's requests against files and count bytes per second."""
+"""The read benchmark: issue a plan's requests against files and count bytes per second.
+
+Standard library only (with a sequential plan): ``afkit bench read|multi`` and the campaign job
+(afkit.bench.payload, inside the image) run this one read loop.
+"""
 
 from __future__ import annotations
 
@@ -30,6 +34,8 @@ class ReadConfig:
     trace_out: Path | None = None
     drop_cache: bool = False
     args: dict[str, Any] = field(default_factory=dict)
+    repeat: bool = False  # read the files over and over until `duration` (campaign read jobs)
+    interval: float = 1.0  # seconds per interval record
 
 
 @dataclass
@@ -86,7 +92,7 @@ def run_read(
     open_seconds = time.time() - t_open
     if barrier is not None:
         barrier()
-    counter = IntervalCounter(writer.write)
+    counter = IntervalCounter(writer.write, width=cfg.interval)
     trace: list[tuple[float, int, int]] = []
     errors: list[Record] = []
     ended_by = "end-of-data"
@@ -95,7 +101,7 @@ def run_read(
     deadline = now + cfg.duration if cfg.duration else float("inf")
     trace_list = trace if cfg.trace_out is not None else None
     try:
-        for state in files:
+        for state in _in_turn(files, cfg.repeat, deadline):
             if _read_file(state, cfg, counter, writer, errors, trace_list, deadline, opener):
                 ended_by = "duration"
                 break
@@ -135,6 +141,13 @@ def run_read(
         file=sys.stderr,
     )
     return summary
+
+
+def _in_turn(files: list[_FileState], repeat: bool, deadline: float) -> Iterator[_FileState]:
+    """The files one after the other: once, or (REPEAT, with a deadline) again until the deadline."""
+    yield from files
+    while repeat and files and deadline != float("inf") and time.time() < deadline:
+        yield from files
 
 
 def _drop_page_cache(path: str) -> None:

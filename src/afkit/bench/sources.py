@@ -2,20 +2,26 @@
 
 The XRootD Python bindings are imported only when a ``root://`` URL is opened, so the host
 (which lacks them) can run everything else. Client time-outs are set (unless the caller set
-them already) so that an unreachable server fails within seconds instead of minutes.
+them already) so that an unreachable server fails within seconds instead of minutes: these are
+afkit's only XRootD client settings (``afkit bench``, the campaign job, the preflight check).
+Standard library only: the campaign job imports this module inside images that have nothing but
+Python (and the bindings).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import stat
 from typing import Any, Protocol
 
 from afkit.bench.offsets import Chunk
 from afkit.errors import AfkitError, ExitCode, InvalidError, NotFoundError, PrereqError
 
-# XrdCl environment defaults (env names are XrdCl's own; an explicit setting wins).
+# XrdCl environment defaults (env names are XrdCl's own; an explicit setting wins). XrdCl's own
+# (xrootd src/XrdCl/XrdClConstants.hh: 5 connection attempts in windows of 120 s, requests time
+# out after 1800 s) let a dead endpoint hang a client for minutes; why these: docs/benchmarks.md.
 XRD_DEFAULTS: dict[str, str] = {
     "XRD_CONNECTIONRETRY": "1",
     "XRD_CONNECTIONWINDOW": "5",
@@ -180,3 +186,21 @@ class XRootDSource:
         # closing after a dropped connection must not mask the real error
         with contextlib.suppress(Exception):
             self._file.close(timeout=5)
+
+
+def fetch(url: str, dest: str) -> int:
+    """Copy URL (``root://`` by XrdCl's copy engine, else a local path) to DEST; its size in bytes."""
+    if is_xrootd_url(url):
+        client = import_xrootd_client()
+        process = client.CopyProcess()
+        process.add_job(url, dest, force=True)
+        status = process.prepare()
+        if status.ok:
+            status, results = process.run()
+            if status.ok and results and not results[0]["status"].ok:
+                status = results[0]["status"]
+        if not status.ok:
+            raise _status_error(status, url, "copying")
+    else:
+        shutil.copyfile(url.removeprefix("file://"), dest)
+    return os.path.getsize(dest)

@@ -1,4 +1,9 @@
-"""Parse and format byte sizes and rates the same way in every benchmark."""
+"""Parse and format byte sizes and rates the same way in every benchmark.
+
+The one size grammar of afkit: the bench options, the campaign's block sizes and strides (checked
+when the campaign is validated, read by the job in the image), the extrapolation's rates.
+Standard library only.
+"""
 
 from __future__ import annotations
 
@@ -17,16 +22,19 @@ _UNITS: dict[str, int] = {
     "gib": 1024**3,
     "t": 1024**4,
     "tib": 1024**4,
+    "p": 1024**5,
+    "pib": 1024**5,
     "kb": 1000,
     "mb": 1000**2,
     "gb": 1000**3,
     "tb": 1000**4,
+    "pb": 1000**5,
 }
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+_SIZE_RE = re.compile(r"^\s*(\d*\.?\d+)\s*([a-zA-Z]*)\s*$")
 
 
 def parse_size(text: str, *, what: str = "size") -> int:
-    """``"8MiB"`` → 8388608. ``K/M/G`` and ``KiB/MiB/GiB`` are binary, ``kB/MB/GB`` decimal."""
+    """``"8MiB"`` → 8388608. ``K/M/G/T/P`` and ``KiB/MiB/…`` are binary, ``kB/MB/GB/TB/PB`` decimal."""
     match = _SIZE_RE.match(str(text))
     unit = match.group(2).lower() if match else ""
     if not match or unit not in _UNITS:

@@ -83,3 +83,30 @@ def test_summing_already_summed_series_counts_their_clients() -> None:
 
 def test_empty_summary() -> None:
     assert series_summary([])["bytes"] == 0
+
+
+def test_half_second_intervals_lie_on_the_half_second_grid() -> None:
+    out: list[Record] = []
+    counter = IntervalCounter(out.append, width=0.5)
+    counter.begin(100.25)
+    for t, n in [(100.3, 10), (100.6, 20_000_000), (101.7, 5)]:
+        counter.add(t, n)
+    counter.finish(101.8)
+    assert [(r["t"], r["bytes"]) for r in out] == [(100.0, 10), (100.5, 20_000_000), (101.0, 0), (101.5, 5)]
+    assert out[0]["covered"] == pytest.approx(0.5)  # 100.25..100.5 of 100.0..100.5
+    assert out[1]["mbps"] == pytest.approx(320.0)  # 160 Mbit in the interval's 0.5 s
+    assert out[-1]["covered"] == pytest.approx(0.6)
+
+
+def test_sum_of_half_second_series() -> None:
+    def run(n: int) -> list[Record]:
+        out: list[Record] = []
+        c = IntervalCounter(out.append, width=0.5)
+        c.begin(10.0)
+        c.add(10.2, n)
+        c.finish(10.5)
+        return out
+
+    (rec,) = sum_series([run(1_000_000), run(2_000_000)], width=0.5)
+    assert (rec["t"], rec["bytes"], rec["clients"]) == (10.0, 3_000_000, 2)
+    assert rec["mbps"] == pytest.approx(48.0)  # 24 Mbit in 0.5 s

@@ -110,3 +110,19 @@ def test_analysis_client_with_a_missing_branch_stops_all(tmp_path: Path, data_di
         "Jet_Px",
     ]
     assert cli.main([*argv, *files]) == ExitCode.NOT_FOUND
+
+
+def test_thread_clients_report_the_real_failure_not_the_broken_barrier(
+    tmp_path: Path, pattern_file: Path
+) -> None:
+    from afkit.bench.multi import run_threads
+    from afkit.bench.offsets import BlockPlan
+    from afkit.bench.readbench import ReadConfig
+    from afkit.errors import NotFoundError
+
+    good = ReadConfig([str(pattern_file)], BlockPlan(block=65536))
+    summaries = run_threads([good, good], tmp_path / "ok")
+    assert [s["bytes"] for s in summaries] == [pattern_file.stat().st_size] * 2
+    gone = ReadConfig([str(tmp_path / "gone.bin")], BlockPlan(block=65536))
+    with pytest.raises(NotFoundError, match=r"gone\.bin"):
+        run_threads([good, gone], tmp_path / "failed")

@@ -152,3 +152,12 @@ def test_output_is_json_lines(tmp_path: Path, pattern_file: Path) -> None:
     for line in (tmp_path / "out.jsonl").read_text().splitlines():
         assert isinstance(json.loads(line), dict)
     assert not list(tmp_path.glob(".*.part")), "temporary file left behind"
+
+
+def test_repeat_reads_the_files_again_until_the_duration(tmp_path: Path, pattern_file: Path) -> None:
+    size = pattern_file.stat().st_size
+    cfg = ReadConfig([str(pattern_file)], BlockPlan(block=1 << 20), duration=0.3, repeat=True)
+    summary, recs = _run(tmp_path, cfg)
+    assert summary["bytes"] > 2 * size and summary["files"][0]["bytes_read"] == summary["bytes"]
+    assert summary["seconds"] >= 0.3
+    assert sum(r["bytes"] for r in recs if r["type"] == "interval") == summary["bytes"]

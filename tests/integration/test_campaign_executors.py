@@ -10,6 +10,7 @@ image (`scripts/mkbase bench`, or $AFKIT_BENCH_SIF).
 from __future__ import annotations
 
 import csv
+import json
 import os
 import shutil
 import subprocess
@@ -122,6 +123,9 @@ def test_campaign_through_executor(executor: str, user: str, bench_sif: Path, da
         assert int(by_bench["xrd"]["bytes"]) > 0
         assert int(by_bench["ab-read"]["bytes"]) > 0
         assert int(by_bench["ab-ana"]["events"]) == 2 * 2421
+        for path in (results / "job").glob("*/*.json"):  # the campaign's afkit, bound into the image
+            rec = json.loads(path.read_text(encoding="utf-8"))
+            assert rec["status"] == "failed" or rec["engine"].endswith("(/afkit)"), (path.name, rec)
         down = by_bench["down"]
         assert down["status"] == "failed"
         assert "127.0.0.1:9" in down["error"]

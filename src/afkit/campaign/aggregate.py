@@ -17,34 +17,29 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from afkit.campaign import record as jobrecord
 from afkit.errors import InvalidError
 
-JOB_COLUMNS = [
-    "campaign", "campaign_hash", "image_sha256", "image_tag", "image_path", "bench", "type", "id", "wave",
-    "site", "executor", "batch_job_id", "host", "dataset", "scenario", "access", "clients", "block_size",
-    "stride",
-    "wave_size", "index", "repetition", "duration", "interval", "template", "url", "files", "status",
-    "error", "start", "end",
-    "processing_start", "setup_s", "stage_in_s", "processing_s", "stage_out_s", "wall_s", "bytes",
-    "bytes_staged", "events", "throughput_MBps", "events_per_s", "image_fingerprint",
-    "bottleneck", "bottleneck_reason",
-]  # fmt: skip
-INTERVAL_COLUMNS = ["campaign_hash", "bench", "id", "site", "dataset", "scenario", "access", "clients",
-                    "repetition", "time", "t", "bytes"]  # fmt: skip
-STEPS = ("setup", "stage_in", "processing", "stage_out")
+JOB_COLUMNS = jobrecord.COLUMNS  # derived from the job-record contract (afkit.campaign.record)
+INTERVAL_COLUMNS = jobrecord.INTERVAL_COLUMNS
+STEPS = jobrecord.STEPS
 # the jobs of a wave are released together: goal for the spread of their start times (issue 10)
 SKEW_GOAL_S = 2.0
 
 
 def load_records(paths: Iterable[Path]) -> list[dict[str, Any]]:
+    """The job records at PATHS, each checked against the job-record contract (an error names the
+    job and the file)."""
     out = []
     for p in paths:
         try:
-            out.append(json.loads(Path(p).read_text(encoding="utf-8")))
+            rec = json.loads(Path(p).read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as err:
             raise InvalidError(
                 f"unreadable job record {p}: {err}", hint="delete it and rerun that job"
             ) from err
+        jobrecord.check(rec, job=Path(p).stem, where=str(p))
+        out.append(rec)
     return out
 
 
@@ -74,7 +69,7 @@ def job_row(rec: dict[str, Any]) -> dict[str, Any]:
 
 
 def interval_rows(rec: dict[str, Any]) -> list[dict[str, Any]]:
-    base = {c: rec.get(c, "") for c in INTERVAL_COLUMNS if c not in ("time", "t", "bytes")}
+    base = {c: rec.get(c, "") for c in INTERVAL_COLUMNS if c not in jobrecord.INTERVAL_KEYS}
     return [
         {**base, "time": s.get("time", ""), "t": s["t"], "bytes": s["bytes"]}
         for s in rec.get("intervals", [])

@@ -16,7 +16,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from afkit.errors import InvalidError, NotFoundError
+from afkit.errors import AfkitError, InvalidError, NotFoundError
 from afkit.paths import workflows_dir
 
 
@@ -90,6 +90,24 @@ def _best_errors(errors: list[jsonschema.ValidationError]) -> list[jsonschema.Va
     return out
 
 
+def _check_sizes(where: str, sweep: dict[str, Any]) -> list[str]:
+    """Block sizes and strides in the one size grammar the job reads them with (afkit.bench.units)."""
+    from afkit.bench.offsets import parse_stride
+    from afkit.bench.units import parse_size
+
+    problems = []
+    for key, parse in (("block_size", parse_size), ("stride", parse_stride)):
+        for j, text in enumerate(sweep.get(key, [])):
+            try:
+                value = parse(text)
+            except AfkitError as err:
+                problems.append(f"{where}.{key}[{j}]: {err}; {err.hint}")
+                continue
+            if key == "block_size" and value == 0:
+                problems.append(f"{where}.{key}[{j}]: a block size must be more than 0 bytes")
+    return problems
+
+
 def _check_references(cfg: dict[str, Any]) -> list[str]:
     """Cross-references the schema cannot express: names that must exist."""
     problems: list[str] = []
@@ -132,6 +150,7 @@ def _check_references(cfg: dict[str, Any]) -> list[str]:
                         f"(the cache endpoint in front of {store})"
                     )
     for i, bench in enumerate(cfg["benchmarks"]):
+        problems += _check_sizes(f"benchmarks[{i}].sweep", bench["sweep"])
         if bench["payload"] == "afkit-bench" and bench["type"] == "analysis":
             for ds in bench["datasets"]:
                 if ds in cfg["datasets"] and not cfg["datasets"][ds]["branches"]:

@@ -11,18 +11,10 @@ import math
 import re
 from dataclasses import dataclass
 
+from afkit.bench.units import parse_size
 from afkit.errors import UsageError
 
-_SIZE = {"": 1, "B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "PB": 1e15,
-         "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40, "PIB": 2**50}  # fmt: skip
 _TIME = {"s": 1, "min": 60, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_size(text: str) -> float:
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMGTP]i?B|B)?\s*", text, re.IGNORECASE)
-    if not m:
-        raise UsageError(f"not a size: {text!r}", hint="write e.g. 10PB, 500GB, 12.5MB")
-    return float(m.group(1)) * _SIZE[(m.group(2) or "").upper()]
 
 
 def parse_duration(text: str) -> float:
@@ -37,7 +29,8 @@ def parse_rate(text: str) -> float:
     if "/" not in text:
         raise UsageError(f"not a rate: {text!r}", hint="write e.g. 115GB/s or 10PB/24h")
     size, per = text.rsplit("/", 1)
-    return parse_size(size) / parse_duration(per if re.match(r"\s*[0-9.]", per) else "1" + per.strip())
+    amount = parse_size(size, what="amount of data")
+    return amount / parse_duration(per if re.match(r"\s*[0-9.]", per) else "1" + per.strip())
 
 
 def human_rate(bps: float) -> str:

@@ -1,8 +1,11 @@
 """One campaign job on the worker node: run the payload inside the image, write the job record.
 
-The payload (``workflows/scripts/job_steps.py``) runs under ``apptainer exec``; this wrapper times
-the container start (part of the ``setup`` step), adds provenance (campaign hash, image digest and
-tag, site, host) and writes the record atomically. A payload that fails (unreachable storage, a bad
+The payload (afkit.campaign.steps, on afkit's own package bound into the image: images built from
+CVMFS tags do not contain afkit) runs under ``apptainer exec``; this wrapper times the container
+start (part of the ``setup`` step), adds provenance (campaign hash, image digest and tag, site,
+host) and writes the record atomically. What the payload prints and what the wrapper writes are
+checked against the job-record contract (afkit.campaign.record): a mismatch is an error naming the
+job, and no record is written. A payload that fails (unreachable storage, a bad
 file) gives a record with ``status: failed`` and the message, so the rest of the campaign continues
 and the report marks the cell; a wrapper that is killed (eviction, wall time) or whose payload is
 killed by a signal (Ctrl-C, SIGTERM, condor_rm, scancel) leaves no record: Snakemake retries it, or,
@@ -28,18 +31,21 @@ import time
 from pathlib import Path
 from typing import Any
 
+import afkit
 from afkit.bench.monitor import HostMonitor
 from afkit.campaign import bottleneck, interrupt
+from afkit.campaign import record as jobrecord
 from afkit.errors import AfkitError, ExitCode, NotFoundError, PrereqError
 from afkit.image import apptainer
 
-CONTAINER_SCRIPTS = "/afkit-job"
+# afkit's package inside the image: `python -m afkit.campaign.steps` from the working directory /
+CONTAINER_PACKAGE = "/afkit"
+PAYLOAD_MODULE = "afkit.campaign.steps"
 
 
-def scripts_dir() -> Path:
-    from afkit.paths import workflows_dir
-
-    return workflows_dir() / "scripts"
+def package_dir() -> Path:
+    """afkit's package directory on this host: bound into the job, so the job runs this afkit."""
+    return Path(afkit.__file__).resolve().parent
 
 
 # python: auto = the afkit bench image's venv when the image has one, else the image's python3
@@ -55,12 +61,13 @@ def apptainer_command(
     python: str = "auto",
 ) -> list[str]:
     """``apptainer exec`` of the payload; BINDS are extra host paths (local storage mounts)."""
-    binds = [f"{scripts_dir()}:{CONTAINER_SCRIPTS}:ro", f"{scratch}:{scratch}", *(binds or [])]
+    binds = [f"{package_dir()}:{CONTAINER_PACKAGE}:ro", f"{scratch}:{scratch}", *(binds or [])]
     interp = ["/bin/sh", "-c", AUTO_PYTHON, "python"] if python == "auto" else [python]
     # -q: no INFO chatter in the job logs (e.g. "gocryptfs not found"); --pwd /: the submit
-    # directory or home does not exist inside the contained image ("chdir ...: no such file")
+    # directory or home does not exist inside the contained image ("chdir ...: no such file"),
+    # and `python -m` puts the working directory first on the module path: /afkit is found there
     options = ["--cleanenv", "--no-home", "--contain", "--pwd", "/", *site.get("apptainer_args", [])]
-    command = [*interp, f"{CONTAINER_SCRIPTS}/job_steps.py", str(spec_path)]
+    command = [*interp, "-m", PAYLOAD_MODULE, str(spec_path)]
     return apptainer.exec_command(image, command, options=options, binds=binds, global_options=["-q"])
 
 
@@ -211,6 +218,7 @@ def run(
                 "status": "failed",
                 "error": f"payload exited {proc.returncode}: {root_cause(proc.stderr)}",
             }
+        jobrecord.check(payload, part="payload", job=str(job.get("id", "")), where="its payload's output")
         record.update(payload)
         if record["status"] == "ok" and proc.returncode != 0:
             record.update(
@@ -221,5 +229,6 @@ def run(
         )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)  # the directory mkdtemp made for this job
+    jobrecord.check(record, where=str(output))
     _write_atomic(output, record)
     return record

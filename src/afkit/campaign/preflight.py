@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import os
 import posixpath
 import sys
 from pathlib import Path
@@ -51,9 +50,9 @@ def check_executor(campaign: Campaign, executor: str, site: str | None = None) -
 
 def _xrd_stat(url: str, path: str) -> tuple[bool, str, bool]:
     """(exists, message, the server said "not found") for PATH on the XRootD server URL."""
-    os.environ.setdefault("XRD_CONNECTIONRETRY", "1")  # an unreachable endpoint: seconds, not minutes
-    os.environ.setdefault("XRD_REQUESTTIMEOUT", str(STAT_TIMEOUT))
-    from XRootD import client
+    from afkit.bench.sources import import_xrootd_client
+
+    client = import_xrootd_client()  # afkit's client settings: an unreachable endpoint fails in seconds
 
     status, _ = client.FileSystem(url).stat(path, timeout=STAT_TIMEOUT)
     if status.ok:

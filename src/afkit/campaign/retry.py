@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from afkit.campaign import plan
+from afkit.campaign import record as jobrecord
 from afkit.campaign.config import Campaign
 
 
@@ -19,14 +20,16 @@ def record_path(c: Campaign, job: plan.Job) -> Path:
 
 
 def status(c: Campaign, job: plan.Job) -> str:
-    """ok | failed | missing (an unreadable record counts as failed: it is redone)."""
+    """ok | failed | missing (an unreadable record, or one that breaks the job-record contract,
+    counts as failed: it is redone)."""
     path = record_path(c, job)
     if not path.is_file():
         return "missing"
     try:
-        return "ok" if json.loads(path.read_text(encoding="utf-8")).get("status") == "ok" else "failed"
+        rec = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return "failed"
+    return "ok" if not jobrecord.problems(rec) and rec.get("status") == "ok" else "failed"
 
 
 def select(c: Campaign, want: set[str]) -> list[tuple[plan.Job, str]]:

@@ -1,9 +1,17 @@
-"""What resolving a tag yields: the closure (units to stage) and the environment to set."""
+"""What resolving a tag yields: the closure (units to stage) and the environment to set.
+
+Standard library only: the campaign job checks the image's environment with ``EnvVar.holds``
+inside the image (afkit.campaign.steps).
+"""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+# what an image built by afkit says about itself (tag, environment, ELF files): written by the
+# definition (templates/apptainer/image.def.j2), read by `afkit image validate` and the campaign job
+INFO_PATH = "/.afkit/image.json"
 
 
 @dataclass(frozen=True)
@@ -25,6 +33,15 @@ class EnvVar:
     name: str
     value: str
     inherit: bool = False
+
+    def holds(self, got: str | None) -> bool:
+        """Does GOT, the variable as the running image has it, carry this value? Apptainer may
+        append to path lists (LD_LIBRARY_PATH gets :/.singularity.d/libs)."""
+        if got is None:
+            return False
+        if self.inherit:
+            return got.startswith(self.value)
+        return got == self.value or got.startswith(self.value + ":")
 
 
 @dataclass

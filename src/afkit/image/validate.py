@@ -19,9 +19,8 @@ from xml.etree import ElementTree as ET
 from afkit.errors import InvalidError, NotFoundError
 from afkit.image import apptainer
 from afkit.image import profile as profiles
-from afkit.image.model import EnvVar
+from afkit.image.model import INFO_PATH, EnvVar
 
-INFO_PATH = "/.afkit/image.json"
 LDSO_CANDIDATES = ("/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1", "/lib/ld-linux.so.2")
 _ELF_SCRIPT = r"""
 ldso=""
@@ -86,12 +85,7 @@ def check_env(runner: Runner, env: list[EnvVar], required: list[str]) -> list[Ch
     checks = []
     for var in env:
         got = actual.get(var.name)
-        # Apptainer may append to path lists (LD_LIBRARY_PATH gets :/.singularity.d/libs).
-        ok = got is not None and (
-            got.startswith(var.value)
-            if var.inherit
-            else got in (var.value,) or got.startswith(var.value + ":")
-        )
+        ok = var.holds(got)
         checks.append(Check("env", var.name, ok, "" if ok else f"expected {var.value!r}, got {got!r}"))
     for name in required:
         if name not in {v.name for v in env}:

@@ -35,7 +35,13 @@ def record(i: int, **kw: Any) -> dict[str, Any]:
         "bytes": 50_000_000,
         "events": 2000,
         "intervals": [{"t": 1.0, "time": 102.0, "bytes": 5_000_000}, {"t": 2.0, "time": 103.0, "bytes": 7}],
-    }
+        # the rest of a complete record (afkit.campaign.record)
+        "image_path": "/i.sif", "image_fingerprint": "", "wave": f"w{i}", "executor": "local",
+        "batch_job_id": "", "block_size": "8M", "stride": "0", "wave_size": 1, "index": 0, "repetition": 0,
+        "duration": 10.0, "interval": 1.0, "template": "redirlocal", "url": "/d/f", "files": 1,
+        "bottleneck": "none", "bottleneck_reason": "-", "payload": "builtin", "branches": [],
+        "submit_host": "sub", "container_start": 100.5, "bytes_staged": 0, "bytes_out": 20,
+    }  # fmt: skip
     rec.update(kw)
     return rec
 

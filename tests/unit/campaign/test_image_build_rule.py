@@ -3,7 +3,6 @@ provenance taken from the builder's manifest, and the job payload's check of the
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -16,7 +15,6 @@ from afkit.campaign import image as campaign_image
 from afkit.campaign.image import build_base, build_command, resolve_image
 from afkit.errors import AfkitError, NotFoundError
 
-REPO = Path(__file__).resolve().parents[3]
 TAG = "AliPhysics/vAN-20201018_ROOT6-1"
 
 # Stands in for `afkit image build`: refuses a foreign non-empty directory like the real one, cleans
@@ -148,13 +146,10 @@ def test_build_without_manifest_is_not_found(tmp_path: Path, monkeypatch: pytest
 
 
 def _job_steps() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "job_steps", REPO / "workflows" / "scripts" / "job_steps.py"
-    )
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    """The job inside the image (afkit.campaign.steps; it was workflows/scripts/job_steps.py)."""
+    from afkit.campaign import steps
+
+    return steps
 
 
 def test_software_env_compares_the_job_environment_with_the_tag(

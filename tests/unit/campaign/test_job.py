@@ -26,6 +26,7 @@ def fake_apptainer(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.setenv("PATH", f"{FIXTURES}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_APPTAINER_PYTHON", sys.executable)
     monkeypatch.setenv("FAKE_APPTAINER_LOG", str(tmp_path / "apptainer.calls"))
+    monkeypatch.setenv("FAKE_APPTAINER_ROOT", str(tmp_path / "container"))
     sif = tmp_path / "fake.sif"
     sif.write_bytes(b"#!/usr/bin/env run-singularity\n\0SIF_MAGIC fake")
     return sif
@@ -246,3 +247,39 @@ def test_an_analysis_error_is_one_line_and_the_full_text_is_in_the_log(
     assert "\n" not in rec["error"] and "uproot-HZZ.root" in rec["error"]  # uproot's usage text is not
     assert "Files may be specified as" not in rec["error"]
     assert "Traceback" in (tmp_path / "out" / f"{rec['id']}.log").read_text()
+
+
+def test_the_job_runs_the_campaigns_own_afkit_bound_into_the_image(
+    raw: dict[str, Any], make: Any, fake_apptainer: Path, tmp_path: Path
+) -> None:
+    rec = run_one(make(steps_campaign(raw, ["direct"])), "s", fake_apptainer, tmp_path)
+    assert rec["status"] == "ok", rec.get("error")
+    # the container's /afkit (the fake's root stands for /), not the afkit of the test's venv
+    assert rec["engine"] == f"afkit {job.afkit.__version__} ({tmp_path / 'container' / 'afkit'})"
+    calls = (tmp_path / "apptainer.calls").read_text()
+    assert f"--bind {job.package_dir()}:/afkit:ro" in calls and " -m afkit.campaign.steps " in calls
+
+
+def test_read_intervals_have_the_campaigns_interval(
+    raw: dict[str, Any], make: Any, fake_apptainer: Path, tmp_path: Path
+) -> None:
+    (Path(raw["storage"]["disk"]["path"]) / "afkit-gen-0000.dat").write_bytes(os.urandom(1 << 20))
+    (Path(raw["storage"]["disk"]["path"]) / "afkit-gen-0001.dat").write_bytes(os.urandom(1 << 20))
+    raw["benchmarks"][0].update(duration=1.0, interval=0.25)
+    rec = run_one(make(raw), "read", fake_apptainer, tmp_path)
+    ends = [s["time"] for s in rec["intervals"][:-1]]  # all but the last end on the 0.25 s grid
+    assert len(ends) >= 3 and all(abs(t * 4 - round(t * 4)) < 1e-6 for t in ends), ends
+    assert all(0 < s["t"] <= rec["steps"]["processing"] + 1e-3 for s in rec["intervals"])
+
+
+def test_a_payload_output_that_breaks_the_record_contract_is_an_error_naming_the_job(
+    raw: dict[str, Any], make: Any, fake_apptainer: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+
+    out = json.dumps({"status": "ok", "bytes": "many"})
+    monkeypatch.setattr(job, "_run_payload", lambda cmd: subprocess.CompletedProcess(cmd, 0, out, ""))
+    c = make(steps_campaign(raw, ["direct"]))
+    with pytest.raises(job.AfkitError, match=r"job here\.hzz\.origin\.direct.*bytes: 'many' is not int"):
+        run_one(c, "s", fake_apptainer, tmp_path)
+    assert not list((tmp_path / "out").glob("*.json"))  # no record written

@@ -53,7 +53,10 @@ def test_a_netns_site_runs_its_job_in_that_namespace(
 
     def fake_run(cmd: list[str], **_kw: Any) -> subprocess.CompletedProcess[str]:
         calls.append(cmd)
-        return subprocess.CompletedProcess(cmd, 0, json.dumps({"status": "ok"}) + "\n", "")
+        out = {"status": "ok", "host": "wn", "container_start": 1.0, "processing_start": 1.5, "bytes": 1,
+               "bytes_staged": 0, "events": 0, "bytes_out": 2, "steps": {"processing": 0.5},
+               "intervals": []}  # fmt: skip  # a payload's part of the job record (afkit.campaign.record)
+        return subprocess.CompletedProcess(cmd, 0, json.dumps(out) + "\n", "")
 
     monkeypatch.setattr(job, "_run_payload", fake_run)
     monkeypatch.setattr(shutil, "which", lambda _name: "/usr/bin/apptainer")

@@ -1,0 +1,131 @@
+"""The processing step of a campaign job: N clients of afkit's benchmark engine read the inputs.
+
+Two payloads, one engine (docs/campaigns.md, "What a job does"):
+
+- ``builtin``: N client threads of the job's own process (afkit.bench.multi.run_threads), released
+  together; every client reads every input, in rotated order so that N clients work with fewer
+  files. Read jobs: afkit.bench.readbench over and over for ``duration``; train and steps jobs:
+  once; analysis jobs: afkit.bench.analysis over every branch.
+- ``afkit-bench``: ``python -m afkit bench read|multi|analysis|multi-analysis``: N client
+  processes that split the files and stop at the end of their data (docs/benchmarks.md).
+
+Either way the clients' interval records are summed and become the job's ``intervals``
+(afkit.campaign.record): ``time`` is the end of an interval, ``t`` that time since the start of
+processing. Standard library only: uproot (analysis) and the XRootD bindings (``root://``) are
+imported when a client needs them.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from afkit.bench.intervals import Record, sum_series
+from afkit.bench.multi import client_path, run_threads
+from afkit.bench.offsets import BlockPlan, parse_stride
+from afkit.bench.readbench import ReadConfig
+from afkit.bench.records import read_jsonl
+from afkit.bench.units import parse_size
+
+if TYPE_CHECKING:
+    from afkit.bench.analysis import AnalysisConfig
+
+
+def client_config(spec: dict[str, Any], urls: list[str], width: float) -> ReadConfig | AnalysisConfig:
+    """What one builtin client does with URLS (SPEC: the job's spec, afkit.campaign.job)."""
+    if spec["type"] == "analysis":
+        from afkit.bench.analysis import AnalysisConfig
+
+        return AnalysisConfig(files=urls, branches=[], tree=spec["tree"], library="np", interval=width)
+    plan = BlockPlan(
+        block=parse_size(spec["block_size"], what="block size"), stride=parse_stride(spec["stride"])
+    )
+    loop = spec["type"] == "read"
+    duration = float(spec["duration"]) if loop else None
+    return ReadConfig(urls=urls, plan=plan, duration=duration, repeat=loop, interval=width)
+
+
+def builtin(
+    spec: dict[str, Any], inputs: list[str], out_dir: Path, width: float
+) -> tuple[list[Record], Record]:
+    """(summed interval records, totals) of the builtin payload's client threads."""
+    n = int(spec["clients"])
+    configs = [
+        client_config(spec, inputs[k % len(inputs) :] + inputs[: k % len(inputs)], width) for k in range(n)
+    ]
+    summaries = run_threads(configs, out_dir)
+    series = sum_series((read_jsonl(client_path(out_dir, k)) for k in range(n)), width)
+    totals = {
+        "bytes": sum(int(s["bytes"]) for s in summaries),
+        "events": sum(int(s.get("events", 0)) for s in summaries),
+    }
+    return series, totals
+
+
+def afkit_bench_command(spec: dict[str, Any], inputs: list[str], out_dir: Path) -> tuple[list[str], Path]:
+    """(command, JSON-lines file with the interval records and the summary) of `afkit bench`."""
+    bench = [sys.executable, "-m", "afkit", "bench"]
+    n = int(spec["clients"])
+    if spec["type"] == "analysis":
+        kind = ["analysis"] if n == 1 else ["multi-analysis", "-n", str(n)]
+        opts = [a for b in spec["branches"] for a in ("-b", b)] + ["-t", spec["tree"]]
+    else:
+        kind = ["read"] if n == 1 else ["multi", "-n", str(n)]
+        opts = ["--block", str(spec["block_size"]), "--stride", str(spec["stride"])]
+        opts += ["--duration", str(spec["duration"])] if spec["type"] == "read" else []
+    if n == 1:
+        return [
+            *bench,
+            *kind,
+            *opts,
+            "-o",
+            str(out_dir / "bench.jsonl"),
+            "--no-monitor",
+            *inputs,
+        ], out_dir / "bench.jsonl"
+    return [*bench, *kind, "--outdir", str(out_dir), "--no-monitor", *opts, *inputs], out_dir / "sum.jsonl"
+
+
+def afkit_bench(spec: dict[str, Any], inputs: list[str], out_dir: Path) -> tuple[list[Record], Record]:
+    """(interval records, summary) of `afkit bench` run as a command by the image's Python."""
+    cmd, out = afkit_bench_command(spec, inputs, out_dir)
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    records = read_jsonl(out) if out.is_file() else []
+    summary = next((r for r in reversed(records) if r.get("type") == "summary"), {})
+    if proc.returncode != 0 or summary.get("status", "ok") != "ok":
+        tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
+        raise RuntimeError(f"afkit bench exited {proc.returncode}: {summary.get('error') or tail}")
+    return records, summary
+
+
+def job_intervals(records: list[Record], width: float, start: float, end: float) -> list[Record]:
+    """The job record's intervals from interval records of WIDTH seconds (processing START..END)."""
+    out = []
+    for rec in records:
+        if rec.get("type") == "interval":
+            until = min(float(rec["t"]) + width, end)
+            out.append({"t": round(until - start, 3), "time": round(until, 6), "bytes": int(rec["bytes"])})
+    return out
+
+
+def process(spec: dict[str, Any], inputs: list[str], out_dir: Path) -> dict[str, Any]:
+    """The processing step: bytes, events and intervals (and ``afkit_bench``, the command's kind)."""
+    os.makedirs(out_dir, exist_ok=True)
+    start = time.time()
+    out: dict[str, Any] = {}
+    if spec.get("payload") == "afkit-bench":
+        width = 1.0
+        records, summary = afkit_bench(spec, inputs, out_dir)
+        out["afkit_bench"] = str(summary.get("kind", ""))
+    else:
+        width = float(spec["interval"])
+        records, summary = builtin(spec, inputs, out_dir, width)
+    intervals = job_intervals(records, width, start, time.time())
+    out["bytes"] = int(summary.get("bytes", sum(i["bytes"] for i in intervals)))
+    out["events"] = int(summary.get("events", 0))
+    out["intervals"] = intervals
+    return out

@@ -1,0 +1,140 @@
+"""A campaign job inside the image: time each step of the job, HammerCloud-style.
+
+The job wrapper (afkit.campaign.job) runs ``python -m afkit.campaign.steps SPEC.json`` inside the
+image with afkit's package bound read-only at ``/afkit`` and ``/`` as the working directory, where
+``-m`` finds it: images built from CVMFS tags do not contain afkit. Steps: ``setup`` (container
+start + the software environment: the imports the processing needs), ``stage_in`` (copy mode: the
+inputs copied to the job's scratch; 0 in direct mode), ``processing`` (afkit.bench.payload: N
+clients of afkit's benchmark engine) and ``stage_out`` (the job's output written back).
+
+Prints the payload's part of the job record (afkit.campaign.record) as one JSON line; exit 1 when
+the job failed (the record says why). Standard library only, plus the image's XRootD bindings for
+``root://`` inputs and uproot for analysis jobs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import shutil
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import afkit
+from afkit.bench import payload
+from afkit.bench.sources import fetch, import_xrootd_client, is_xrootd_url
+from afkit.campaign import record
+from afkit.image.model import INFO_PATH, EnvVar
+
+
+def one_line(message: str, limit: int = 300) -> str:
+    """The root cause for the job record (jobs.csv): the message's first line, and the file it
+    names when that is on the next line (uproot: 'file not found' / 'path')."""
+    lines = [ln.strip() for ln in message.strip().splitlines() if ln.strip()]
+    if not lines:
+        return message.strip()
+    out = lines[0]
+    if len(lines) > 1 and (lines[1].startswith(("in file", "'", '"'))):
+        out += " " + lines[1]
+    return out if len(out) <= limit else out[: limit - 3] + "..."
+
+
+def describe(err: BaseException) -> str:
+    """'Type: message', with the system's reason when an OSError caused it (No such file ...)."""
+    text = f"{type(err).__name__}: {err}"
+    cause = err.__cause__
+    if isinstance(cause, OSError) and cause.strerror and cause.strerror not in text:
+        text += f" ({cause.strerror})"
+    return text
+
+
+def software_env(info_path: str = INFO_PATH) -> dict[str, Any]:
+    """The tag environment of an image built by `afkit image build`, as the job sees it: the tag,
+    how many of its variables there are, those the job's environment lacks (or has with another
+    value: the check of `afkit image validate`) and the values of the profile's required ones.
+    Empty for other images."""
+    try:
+        info = json.loads(Path(info_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    env = [EnvVar(str(v["name"]), str(v["value"]), bool(v.get("inherit"))) for v in info.get("env", [])]
+    return {
+        "tag": info.get("tag", ""),
+        "vars": len(env),
+        "missing": [v.name for v in env if not v.holds(os.environ.get(v.name))],
+        "required": {name: os.environ.get(name) for name in info.get("required", [])},
+    }
+
+
+def stage_in(spec: dict[str, Any]) -> tuple[list[str], int]:
+    """(the inputs to process, bytes copied): copy mode copies them into the job's scratch."""
+    if spec["access"] != "copy":
+        return list(spec["urls"]), 0
+    dest_dir = os.path.join(spec["scratch"], "input")
+    os.makedirs(dest_dir, exist_ok=True)
+    local = [
+        os.path.join(dest_dir, f"{i:04d}-{os.path.basename(u.rstrip('/'))}")
+        for i, u in enumerate(spec["urls"])
+    ]
+    return local, sum(fetch(url, local[i]) for i, url in enumerate(spec["urls"]))
+
+
+def stage_out(spec: dict[str, Any], result: dict[str, Any]) -> int:
+    src = os.path.join(spec["scratch"], "output.json")
+    with open(src, "w", encoding="utf-8") as fh:
+        json.dump(result, fh)
+    dest = spec["stage_out"]
+    tmp = dest + ".part"
+    shutil.copyfile(src, tmp)
+    os.replace(tmp, dest)
+    return os.path.getsize(dest)
+
+
+def run_steps(spec: dict[str, Any], steps: dict[str, float]) -> dict[str, Any]:
+    """Set up, stage in, process, stage out; STEPS gets each step's seconds as it ends."""
+    if spec["type"] == "analysis":
+        importlib.import_module("uproot")
+    if any(is_xrootd_url(u) for u in spec["urls"]):
+        import_xrootd_client()  # with afkit's XRootD client settings (afkit.bench.sources)
+    t = time.time()
+    steps["setup"] = t - float(spec["t_launch"])
+    inputs, staged = stage_in(spec)
+    steps["stage_in"] = time.time() - t
+    start = time.time()
+    out = payload.process(spec, inputs, Path(spec["scratch"]) / "bench")
+    steps["processing"] = time.time() - start
+    t = time.time()
+    out["bytes_out"] = stage_out(spec, {"bytes": out["bytes"], "events": out["events"]})
+    steps["stage_out"] = time.time() - t
+    return {**out, "bytes_staged": staged, "processing_start": start}
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1 or argv[0] in ("-h", "--help"):
+        print(f"usage: python -m afkit.campaign.steps SPEC.json\n{__doc__}", file=sys.stderr)
+        return 0 if argv in (["-h"], ["--help"]) else 2
+    spec = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
+    engine = f"afkit {afkit.__version__} ({os.path.dirname(afkit.__file__ or '')})"
+    rec: dict[str, Any] = {"host": os.uname().nodename, "container_start": time.time(), "engine": engine}
+    software = software_env()  # before the job's own settings change the environment
+    if software:
+        rec["software_env"] = software
+    os.environ.update({k: str(v) for k, v in spec.get("env", {}).items()})  # XRD_* of the job's
+    steps: dict[str, float] = {}
+    try:
+        rec.update(run_steps(spec, steps), status="ok")
+    except Exception as err:  # the record carries the failure; the wrapper decides what it means
+        traceback.print_exc(file=sys.stderr)  # the whole story goes to the job's log
+        rec.update(status="failed", error=one_line(describe(err)))
+    rec["steps"] = steps
+    record.check(rec, part="payload", job=str(spec.get("id", "")))
+    print(json.dumps(rec))
+    return 0 if rec["status"] == "ok" else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import os
 import shutil
-import tempfile
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
+from afkit.atomic import write_atomic
 from afkit.campaign import figures
 from afkit.campaign.aggregate import SKEW_GOAL_S, wave_skews
 from afkit.campaign.extrapolate import parse_rate, plan
@@ -151,10 +150,4 @@ def render(
         comparison=comparison,
         bottlenecks=bottlenecks(rows),
     )
-    path = out_dir / "report.html"
-    fd, tmp = tempfile.mkstemp(prefix=".report.", suffix=".html", dir=out_dir)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(html)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
-    return path
+    return write_atomic(out_dir / "report.html", html, mode=0o644)

@@ -32,14 +32,9 @@ from afkit.bench.monitor import HostMonitor
 from afkit.campaign import bottleneck, interrupt
 from afkit.errors import AfkitError, ExitCode, NotFoundError, PrereqError
 from afkit.image import apptainer
+from afkit.paths import workflow_files
 
 CONTAINER_SCRIPTS = "/afkit-job"
-
-
-def scripts_dir() -> Path:
-    from afkit.paths import workflows_dir
-
-    return workflows_dir() / "scripts"
 
 
 # python: auto = the afkit bench image's venv when the image has one, else the image's python3
@@ -55,12 +50,13 @@ def apptainer_command(
     python: str = "auto",
 ) -> list[str]:
     """``apptainer exec`` of the payload; BINDS are extra host paths (local storage mounts)."""
-    binds = [f"{scripts_dir()}:{CONTAINER_SCRIPTS}:ro", f"{scratch}:{scratch}", *(binds or [])]
+    files = workflow_files()
+    binds = [f"{files.scripts}:{CONTAINER_SCRIPTS}:ro", f"{scratch}:{scratch}", *(binds or [])]
     interp = ["/bin/sh", "-c", AUTO_PYTHON, "python"] if python == "auto" else [python]
     # -q: no INFO chatter in the job logs (e.g. "gocryptfs not found"); --pwd /: the submit
     # directory or home does not exist inside the contained image ("chdir ...: no such file")
     options = ["--cleanenv", "--no-home", "--contain", "--pwd", "/", *site.get("apptainer_args", [])]
-    command = [*interp, f"{CONTAINER_SCRIPTS}/job_steps.py", str(spec_path)]
+    command = [*interp, f"{CONTAINER_SCRIPTS}/{files.job_script.relative_to(files.scripts)}", str(spec_path)]
     return apptainer.exec_command(image, command, options=options, binds=binds, global_options=["-q"])
 
 

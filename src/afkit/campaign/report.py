@@ -17,7 +17,7 @@ from afkit.campaign import figures
 from afkit.campaign.aggregate import SKEW_GOAL_S, wave_skews
 from afkit.campaign.extrapolate import parse_rate, plan
 from afkit.campaign.scaling import WavePoint, scaling_series
-from afkit.paths import workflows_dir
+from afkit.paths import workflow_files
 
 CELL_KEYS = ("bench", "site", "dataset", "scenario", "access", "clients", "wave_size")
 
@@ -124,12 +124,13 @@ def render(
     comparison = compare_section(out_dir)
     first = next((r for r in rows if r["status"] == "ok"), rows[0] if rows else {})
     counts = {s: sum(1 for r in rows if r["status"] == s) for s in ("ok", "failed", "missing")}
+    files = workflow_files()
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(workflows_dir() / "report"),
+        loader=jinja2.FileSystemLoader(files.report_templates),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
     )
-    html = env.get_template("campaign.html.j2").render(
+    html = env.get_template(files.report_template).render(
         campaign=first.get("campaign", ""),
         hash=first.get("campaign_hash", ""),
         image_path=first.get("image_path", ""),

@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +25,7 @@ import yaml
 # The tag grammar, the image name and the publish resource group are afkit's (afkit.image.tags):
 # the checkout's own src/, whichever Python runs this file.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+from afkit.atomic import write_atomic
 from afkit.errors import UsageError
 from afkit.image import tags as afkit_tags
 
@@ -288,19 +287,6 @@ def pipeline_errors(path: Path) -> list[str]:
     return errors
 
 
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cicfg.py", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -332,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             tags = tag_list(args.images, args.profile, args.override)
             body = yaml.safe_dump(child_pipeline(args.profile, tags), sort_keys=False, width=200)
-            write_atomic(args.output, HEADER + body)
+            write_atomic(args.output, HEADER + body, mode=0o644)
             print("\n".join(tags))
     except CfgError as err:
         print(f"cicfg: error: {err}", file=sys.stderr)

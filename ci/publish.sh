@@ -254,14 +254,16 @@ sign_copy() {
     die "$AFKIT_EX_INVALID" "could not sign $src with AFKIT_SIGNING_KEY" "check the key file and AFKIT_SIGNING_PASSPHRASE"
 }
 
+# record_lines REF SHA [FINGERPRINT] : the lines of IMAGE.published.
+record_lines() {
+  printf 'ref %s\ndigest sha256:%s\n' "$1" "$2"
+  [[ -z ${3:-} ]] || printf 'fingerprint %s\n' "$3"
+}
+
 # write_record IMAGE REF SHA [FINGERPRINT] : IMAGE.published and the result on stdout.
 write_record() {
-  local image=$1 ref=$2 sha=$3 fingerprint=${4:-} record=${1%.sif}.published
-  {
-    printf 'ref %s\ndigest sha256:%s\n' "$ref" "$sha"
-    [[ -z $fingerprint ]] || printf 'fingerprint %s\n' "$fingerprint"
-  } >"$record.tmp.$$"
-  mv -f -- "$record.tmp.$$" "$record"
+  local image=$1 ref=$2 sha=$3 fingerprint=${4:-}
+  write_atomic "${image%.sif}.published" record_lines "$ref" "$sha" "$fingerprint"
   printf '%s sha256:%s\n' "$ref" "$sha"
 }
 

@@ -31,9 +31,8 @@ USAGE
 junit_failure() {
   local file=$1 name=$2 msg=$3
   msg=${msg//&/&amp;}; msg=${msg//</&lt;}; msg=${msg//>/&gt;}; msg=${msg//\"/&quot;}
-  printf '<?xml version="1.0" encoding="UTF-8"?>\n<testsuite name="afkit-image-validate" tests="1" failures="1">\n  <testcase classname="%s" name="validator"><failure message="%s"/></testcase>\n</testsuite>\n' \
-    "$name" "$msg" >"$file.tmp.$$"
-  mv -f -- "$file.tmp.$$" "$file"
+  write_atomic "$file" printf '<?xml version="1.0" encoding="UTF-8"?>\n<testsuite name="afkit-image-validate" tests="1" failures="1">\n  <testcase classname="%s" name="validator"><failure message="%s"/></testcase>\n</testsuite>\n' \
+    "$name" "$msg"
 }
 
 main() {
@@ -82,8 +81,7 @@ main() {
     die "$rc" "$image did not pass validation (exit code $rc); report: $junit" "it will not be published"
   fi
   [[ -s $junit ]] || die "$AFKIT_EX_INVALID" "the validator passed but wrote no JUnit report $junit"
-  printf 'sha256 %s\nimage %s\nvalidated %s\n' "$sha" "$(basename "$image")" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >"$stamp.tmp.$$"
-  mv -f -- "$stamp.tmp.$$" "$stamp"
+  write_atomic "$stamp" printf 'sha256 %s\nimage %s\nvalidated %s\n' "$sha" "$(basename "$image")" "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
   log "valid: $image; report $junit"
 }
 

@@ -50,8 +50,7 @@ main() {
     python3 -m venv --clear "$venv" >&2 || die "$AFKIT_EX_FAILURE" "python3 -m venv $venv failed" "install python3-venv"
     "$venv/bin/python" -m pip install -q --upgrade pip >&2
     "$venv/bin/python" -m pip install -q -e "${repo}[dev,workflow]" >&2 || die "$AFKIT_EX_FAILURE" "pip install into $venv failed"
-    printf '%s\n' "$want" >"$stamp.tmp"
-    mv -f -- "$stamp.tmp" "$stamp"
+    write_atomic "$stamp" printf '%s\n' "$want"
   fi
   printf '%s\n' "$venv"
 }

@@ -30,6 +30,23 @@ need_cmd() {
   command -v "$1" >/dev/null 2>&1 || die "$AFKIT_EX_PREREQ" "'$1' not found on PATH" "${2:-install it and retry}"
 }
 
+# write_atomic FILE CMD [ARG...] : CMD's stdout becomes FILE whole or not at all: written to a
+# temporary beside FILE, renamed over FILE when CMD succeeds, removed when it fails (CMD's exit
+# status is returned). The shell's counterpart of afkit.atomic.write_atomic.
+write_atomic() {
+  local file=$1 tmp rc=0
+  shift
+  tmp="$(dirname -- "$file")/.$(basename -- "$file").$$.part"
+  rm -f -- "$tmp"
+  "$@" >"$tmp" || rc=$?
+  if ((rc == 0)); then
+    mv -f -- "$tmp" "$file"
+  else
+    rm -f -- "$tmp"
+  fi
+  return "$rc"
+}
+
 # afkit_cache_dir : ${XDG_CACHE_HOME:-~/.cache}/afkit
 afkit_cache_dir() { printf '%s/afkit\n' "${XDG_CACHE_HOME:-$HOME/.cache}"; }
 

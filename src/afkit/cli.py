@@ -63,20 +63,30 @@ def build_parser(area: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def print_error(err: AfkitError) -> int:
+    """afkit's message for ERR on stderr (``afkit: error: ...``, then ``afkit: hint: ...``); its exit code."""
+    print(f"afkit: error: {err}", file=sys.stderr)
+    if err.hint:
+        print(f"afkit: hint: {err.hint}", file=sys.stderr)
+    return int(err.code)
+
+
+def guarded(call: Callable[[], int]) -> int:
+    """CALL's exit code, as the ``afkit`` command ends: an AfkitError printed and its code, Ctrl-C 130."""
+    try:
+        return int(call())
+    except AfkitError as err:
+        return print_error(err)
+    except KeyboardInterrupt:
+        print("afkit: interrupted", file=sys.stderr)
+        return int(ExitCode.INTERRUPTED)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(selected_area(argv))
     args = parser.parse_args(argv)
-    try:
-        return int(args.func(args))
-    except AfkitError as err:
-        print(f"afkit: error: {err}", file=sys.stderr)
-        if err.hint:
-            print(f"afkit: hint: {err.hint}", file=sys.stderr)
-        return int(err.code)
-    except KeyboardInterrupt:
-        print("afkit: interrupted", file=sys.stderr)
-        return int(ExitCode.INTERRUPTED)
+    return guarded(lambda: int(args.func(args)))
 
 
 if __name__ == "__main__":

@@ -4,85 +4,91 @@
 bats_require_minimum_version 1.5.0
 
 setup() {
+  load '/usr/lib/bats/bats-support/load'
+  load '/usr/lib/bats/bats-assert/load'
   REPO="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
   AFKIT="${AFKIT_VENV:-$REPO/.venv}/bin/afkit"
   DATA="$REPO/tests/data"
 }
 
-@test "bench read --help and storage up --help document the commands" {
+@test "bench read --help documents the access options" {
   run "$AFKIT" bench read --help
-  [[ $status -eq 0 ]]
-  [[ $output == *"--stride"* && $output == *"--pattern"* ]]
+  assert_success
+  assert_output --partial "--stride"
+  assert_output --partial "--pattern"
+}
+
+@test "storage up --help documents the scenarios" {
   run "$AFKIT" storage up --help
-  [[ $status -eq 0 ]]
-  [[ $output == *"xcache-dca"* ]]
+  assert_success
+  assert_output --partial "xcache-dca"
 }
 
 @test "bench read: unknown option is a usage error (2)" {
   run "$AFKIT" bench read --no-such-option /dev/null
-  [[ $status -eq 2 ]]
-  [[ $output == *"unrecognized arguments"* ]]
+  assert_failure 2
+  assert_output --partial "unrecognized arguments"
 }
 
 @test "bench read: invalid block size names the value (2)" {
   run "$AFKIT" bench read --block 8XB "$DATA/uproot-Zmumu.root"
-  [[ $status -eq 2 ]]
-  [[ $output == *"invalid block size '8XB'"* ]]
+  assert_failure 2
+  assert_output --partial "invalid block size '8XB'"
 }
 
 @test "bench read: a missing file is exit 5" {
   run "$AFKIT" bench read --no-monitor /nonexistent/afkit-file
-  [[ $status -eq 5 ]]
-  [[ $output == *"does not exist"* ]]
+  assert_failure 5
+  assert_output --partial "does not exist"
 }
 
 @test "bench read: a local file, JSON lines with an interval and a summary" {
   run --separate-stderr "$AFKIT" bench read --no-monitor --block 64k "$DATA/uproot-Zmumu.root"
-  [[ $status -eq 0 ]]
-  [[ $(head -n1 <<<"$output") == *'"type":"interval"'* ]]
-  [[ $(tail -n1 <<<"$output") == *'"type":"summary"'* ]]
-  [[ $(tail -n1 <<<"$output") == *"\"bytes\":$(stat -c %s "$DATA/uproot-Zmumu.root"),"* ]]
+  assert_success
+  assert_line --index 0 --partial '"type":"interval"'
+  assert_line --index -1 --partial '"type":"summary"'
+  assert_line --index -1 --partial "\"bytes\":$(stat -c %s "$DATA/uproot-Zmumu.root"),"
 }
 
 @test "bench read: a file shorter than one block is read and reported" {
   run --separate-stderr "$AFKIT" bench read --no-monitor "$DATA/uproot-Zmumu.root"
-  [[ $status -eq 0 ]]
+  assert_success
   # shellcheck disable=SC2154  # set by bats run --separate-stderr
-  [[ $stderr == *"less than one block"* ]]
+  assert_regex "$stderr" "less than one block"
 }
 
 @test "bench analysis: a missing branch names it and the available ones (5)" {
   run "$AFKIT" bench analysis --no-monitor -b nope "$DATA/uproot-Zmumu.root"
-  [[ $status -eq 5 ]]
-  [[ $output == *"no branch 'nope'"* ]]
-  [[ $output == *"px1"* ]]
+  assert_failure 5
+  assert_output --partial "no branch 'nope'"
+  assert_output --partial "px1"
 }
 
 @test "bench analysis: a non-ROOT file is invalid (6)" {
   run "$AFKIT" bench analysis --no-monitor -b x "$DATA/LICENSE.scikit-hep-testdata"
-  [[ $status -eq 6 ]]
-  [[ $output == *"not a ROOT file"* ]]
+  assert_failure 6
+  assert_output --partial "not a ROOT file"
 }
 
 @test "bench analysis: Zmumu has 2304 events" {
   run --separate-stderr "$AFKIT" bench analysis --no-monitor -b E1 "$DATA/uproot-Zmumu.root"
-  [[ $status -eq 0 ]]
-  [[ $(tail -n1 <<<"$output") == *'"events":2304,'* ]]
+  assert_success
+  assert_line --index -1 --partial '"events":2304,'
 }
 
 @test "bench multi: fewer files than clients is a usage error (2)" {
   run "$AFKIT" bench multi -n 2 --outdir "$BATS_TEST_TMPDIR/m" "$DATA/uproot-Zmumu.root"
-  [[ $status -eq 2 ]]
-  [[ $output == *"need at least 2 different files"* ]]
+  assert_failure 2
+  assert_output --partial "need at least 2 different files"
 }
 
 @test "storage: unknown scenario is a usage error (2)" {
   run "$AFKIT" storage url memcache /x
-  [[ $status -eq 2 ]]
+  assert_failure 2
 }
 
 @test "storage url: the client URL of a scenario" {
   run "$AFKIT" storage url xcache /data/f.root
-  [[ $status -eq 0 ]]
-  [[ $output == "root://127.0.0.1:11095//data/f.root" ]]
+  assert_success
+  assert_output "root://127.0.0.1:11095//data/f.root"
 }

@@ -6,6 +6,8 @@
 bats_require_minimum_version 1.5.0
 
 setup() {
+  load '/usr/lib/bats/bats-support/load'
+  load '/usr/lib/bats/bats-assert/load'
   REPO="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
   export AFKIT_PYTHON="${AFKIT_VENV:-$REPO/.venv}/bin/python"
   [[ -x $AFKIT_PYTHON ]] || AFKIT_PYTHON=python3
@@ -27,6 +29,16 @@ a_validated_image() {
   printf 'sha256 %s\nimage %s.sif\n' "$(sha256sum "$T/$1.sif" | cut -d' ' -f1)" "$1" >"$T/$1.validated"
 }
 
+# lcg_images : the lcg profile in T/images with a tag list holding a tag of another shape.
+lcg_images() {
+  mkdir -p "$T/images/lcg"
+  cp "$REPO/images/lcg/profile.yaml" "$T/images/lcg/"
+  printf 'profile: lcg\ntags: [LCG_105, AliPhysics/v1]\n' >"$T/images/lcg/tags.yaml"
+}
+
+# cicfg_check [ARGS...] : ci/cicfg.py check of T/images.
+cicfg_check() { "$AFKIT_PYTHON" "$REPO/ci/cicfg.py" check --images "$T/images" "$@"; }
+
 publish_env() {
   with_fakes
   export CI_REGISTRY_IMAGE=registry.example.org/afkit/afkit CI_REGISTRY_USER=ci-bot CI_JOB_TOKEN=tok-S3cr3t-value
@@ -41,119 +53,197 @@ publish_env() {
 @test "every ci script and scripts/ci-local answers --help with its usage and exit codes" {
   local s
   for s in ci/tags.sh ci/generate.sh ci/build.sh ci/validate.sh ci/publish.sh ci/lint.sh ci/venv.sh scripts/ci-local; do
+    echo "# $s --help"
     run "$REPO/$s" --help
-    [[ $status -eq 0 ]] || { echo "$s --help exited $status"; return 1; }
-    [[ $output == Usage:* ]] || { echo "$s: no usage"; return 1; }
-    [[ $output == *"Exit codes"* ]] || { echo "$s: exit codes undocumented"; return 1; }
+    assert_success
+    assert_output --regexp '^Usage:'
+    assert_output --partial "Exit codes"
   done
 }
 
 @test "unknown options are usage errors (2) naming the option" {
   local s
   for s in ci/tags.sh ci/generate.sh ci/build.sh ci/validate.sh ci/publish.sh ci/venv.sh scripts/ci-local; do
+    echo "# $s --no-such-option"
     run "$REPO/$s" --no-such-option
-    [[ $status -eq 2 ]] || { echo "$s exited $status"; return 1; }
-    [[ $output == *"--no-such-option"* ]] || { echo "$s: $output"; return 1; }
+    assert_failure 2
+    assert_output --partial "--no-such-option"
   done
+}
+
+@test "lint.sh: an unknown check is a usage error (2) naming it" {
   run "$REPO/ci/lint.sh" nonsense
-  [[ $status -eq 2 && $output == *"unknown check 'nonsense'"* ]]
+  assert_failure 2
+  assert_output --partial "unknown check 'nonsense'"
 }
 
-@test "missing required arguments are usage errors (2)" {
+@test "build.sh without --output is a usage error (2)" {
   run "$REPO/ci/build.sh" --profile alice --tag AliPhysics/vAN-1
-  [[ $status -eq 2 && $output == *"--output are required"* ]]
-  run "$REPO/ci/generate.sh"
-  [[ $status -eq 2 && $output == *"--output FILE is required"* ]]
-  run "$REPO/ci/validate.sh"
-  [[ $status -eq 2 && $output == *"no image given"* ]]
-  run "$REPO/ci/publish.sh" --profile alice --tag AliPhysics/vAN-1 "$T/x.sif"
-  [[ $status -eq 2 && $output == *"CI_REGISTRY_IMAGE"* ]]
-  run "$REPO/ci/lint.sh"
-  [[ $status -eq 2 ]]
-  run "$REPO/ci/build.sh" --profile alice --tag AliPhysics/vAN-1 --output
-  [[ $status -eq 2 && $output == *"--output needs a value"* ]]
+  assert_failure 2
+  assert_output --partial "--output are required"
 }
 
-@test "scripts/ci-local: bad port and contradictory tag options are usage errors" {
+@test "build.sh: --output without its value is a usage error (2)" {
+  run "$REPO/ci/build.sh" --profile alice --tag AliPhysics/vAN-1 --output
+  assert_failure 2
+  assert_output --partial "--output needs a value"
+}
+
+@test "generate.sh without --output is a usage error (2)" {
+  run "$REPO/ci/generate.sh"
+  assert_failure 2
+  assert_output --partial "--output FILE is required"
+}
+
+@test "validate.sh without an image is a usage error (2)" {
+  run "$REPO/ci/validate.sh"
+  assert_failure 2
+  assert_output --partial "no image given"
+}
+
+@test "publish.sh without CI_REGISTRY_IMAGE is a usage error (2)" {
+  run "$REPO/ci/publish.sh" --profile alice --tag AliPhysics/vAN-1 "$T/x.sif"
+  assert_failure 2
+  assert_output --partial "CI_REGISTRY_IMAGE"
+}
+
+@test "lint.sh without a check is a usage error (2)" {
+  run "$REPO/ci/lint.sh"
+  assert_failure 2
+}
+
+@test "scripts/ci-local: a privileged port is a usage error (2)" {
   run "$REPO/scripts/ci-local" --port 80
-  [[ $status -eq 2 && $output == *"bad port '80'"* ]]
+  assert_failure 2
+  assert_output --partial "bad port '80'"
+}
+
+@test "scripts/ci-local: a port that is not a number is a usage error (2)" {
   run "$REPO/scripts/ci-local" --port 5x
-  [[ $status -eq 2 ]]
+  assert_failure 2
+}
+
+@test "scripts/ci-local: --tags and --all-tags together are a usage error (2)" {
   run "$REPO/scripts/ci-local" --tags A/b --all-tags
-  [[ $status -eq 2 && $output == *"exclude each other"* ]]
+  assert_failure 2
+  assert_output --partial "exclude each other"
 }
 
 # --- tag lists --------------------------------------------------------------------------------
 
 @test "tags.sh prints the tag list of the profile in order" {
   run --separate-stderr "$REPO/ci/tags.sh" --images "$T/images" --profile alice
-  [[ $status -eq 0 ]]
-  [[ $output == $'AliPhysics/vAN-1\nO2Physics/daily-2' ]]
+  assert_success
+  assert_output $'AliPhysics/vAN-1\nO2Physics/daily-2'
 }
 
 @test "tags.sh: AFKIT_TAGS overrides the list (blanks, commas, newlines)" {
   AFKIT_TAGS=$'A/b, C/d\nE/f  G/h' run --separate-stderr "$REPO/ci/tags.sh" --images "$T/images" --profile alice
-  [[ $status -eq 0 ]]
-  [[ $output == $'A/b\nC/d\nE/f\nG/h' ]]
+  assert_success
+  assert_output $'A/b\nC/d\nE/f\nG/h'
+}
+
+@test "tags.sh: a blank AFKIT_TAGS means the profile's list" {
   AFKIT_TAGS='  ' run --separate-stderr "$REPO/ci/tags.sh" --images "$T/images" --profile alice
-  [[ $output == $'AliPhysics/vAN-1\nO2Physics/daily-2' ]]
+  assert_success
+  assert_output $'AliPhysics/vAN-1\nO2Physics/daily-2'
 }
 
-@test "tags.sh: a bad or duplicated tag in AFKIT_TAGS is invalid (6) and named" {
+@test "tags.sh: a tag outside the profile's pattern in AFKIT_TAGS is invalid (6) and named" {
   AFKIT_TAGS='A/b justaword' run "$REPO/ci/tags.sh" --images "$T/images"
-  [[ $status -eq 6 && $output == *"tag 'justaword' does not match the profile's pattern"* ]]
-  AFKIT_TAGS='A/b/c' run "$REPO/ci/tags.sh" --images "$T/images"
-  [[ $status -eq 6 && $output == *"bad tag 'A/b/c'"* ]]
-  AFKIT_TAGS='A/b A/b' run "$REPO/ci/tags.sh" --images "$T/images"
-  [[ $status -eq 6 && $output == *"listed twice"* ]]
-  AFKIT_TAGS='A/b;rm' run "$REPO/ci/tags.sh" --images "$T/images"
-  [[ $status -eq 6 ]]
+  assert_failure 6
+  assert_output --partial "tag 'justaword' does not match the profile's pattern"
 }
 
-@test "tags.sh: no tag list is not found (5); a wrong list is invalid (6)" {
+@test "tags.sh: a tag of three parts in AFKIT_TAGS is invalid (6) and named" {
+  AFKIT_TAGS='A/b/c' run "$REPO/ci/tags.sh" --images "$T/images"
+  assert_failure 6
+  assert_output --partial "bad tag 'A/b/c'"
+}
+
+@test "tags.sh: a tag listed twice in AFKIT_TAGS is invalid (6)" {
+  AFKIT_TAGS='A/b A/b' run "$REPO/ci/tags.sh" --images "$T/images"
+  assert_failure 6
+  assert_output --partial "listed twice"
+}
+
+@test "tags.sh: a tag with shell characters in AFKIT_TAGS is invalid (6)" {
+  AFKIT_TAGS='A/b;rm' run "$REPO/ci/tags.sh" --images "$T/images"
+  assert_failure 6
+}
+
+@test "tags.sh: no tag list is not found (5), naming AFKIT_TAGS" {
   run "$REPO/ci/tags.sh" --images "$T/images" --profile lcg
-  [[ $status -eq 5 && $output == *"no tag list for profile 'lcg'"* && $output == *AFKIT_TAGS* ]]
+  assert_failure 5
+  assert_output --partial "no tag list for profile 'lcg'"
+  assert_output --partial AFKIT_TAGS
+}
+
+@test "tags.sh: a tag list of another profile is invalid (6)" {
   printf 'profile: lcg\ntags: [A/b]\n' >"$T/images/alice/tags.yaml"
   run "$REPO/ci/tags.sh" --images "$T/images" --profile alice
-  [[ $status -eq 6 && $output == *"profile is 'lcg'"* ]]
+  assert_failure 6
+  assert_output --partial "profile is 'lcg'"
+}
+
+@test "tags.sh: an empty tag list is invalid (6)" {
   printf 'profile: alice\ntags: []\n' >"$T/images/alice/tags.yaml"
   run "$REPO/ci/tags.sh" --images "$T/images" --profile alice
-  [[ $status -eq 6 && $output == *"tags"* ]]
+  assert_failure 6
+  assert_output --partial "tags"
+}
+
+@test "tags.sh: an unknown key in the tag list is invalid (6) and named" {
   printf 'profile: alice\ntags: [A/b]\nextra: 1\n' >"$T/images/alice/tags.yaml"
   run "$REPO/ci/tags.sh" --images "$T/images" --profile alice
-  [[ $status -eq 6 && $output == *"extra"* ]]
+  assert_failure 6
+  assert_output --partial "extra"
+}
+
+@test "tags.sh: a tag list that is not YAML is invalid (6)" {
   printf 'profile: [alice\n' >"$T/images/alice/tags.yaml"
   run "$REPO/ci/tags.sh" --images "$T/images" --profile alice
-  [[ $status -eq 6 && $output == *"not valid YAML"* ]]
+  assert_failure 6
+  assert_output --partial "not valid YAML"
+}
+
+@test "tags.sh: a profile name that is a path is a usage error (2)" {
   run "$REPO/ci/tags.sh" --images "$T/images" --profile '../etc'
-  [[ $status -eq 2 ]]
+  assert_failure 2
 }
 
-@test "the repository's tag lists are valid and list fixture tags" {
+@test "the repository's alice tag list is valid and lists fixture tags" {
   run --separate-stderr "$REPO/ci/tags.sh" --profile alice
-  [[ $status -eq 0 ]]
-  [[ $output == *"AliPhysics/vAN-20201018_ROOT6-1"* ]]
-  run --separate-stderr "$REPO/ci/tags.sh" --profile lcg
-  [[ $status -eq 0 && $output == LCG_105 ]]
+  assert_success
+  assert_output --partial "AliPhysics/vAN-20201018_ROOT6-1"
 }
 
-@test "one-word tags (LCG): checked against the profile's pattern, named after the profile" {
-  mkdir -p "$T/images/lcg"
-  cp "$REPO/images/lcg/profile.yaml" "$T/images/lcg/"
-  printf 'profile: lcg\ntags: [LCG_105, AliPhysics/v1]\n' >"$T/images/lcg/tags.yaml"
+@test "the repository's lcg tag list is valid and lists LCG_105" {
+  run --separate-stderr "$REPO/ci/tags.sh" --profile lcg
+  assert_success
+  assert_output LCG_105
+}
+
+@test "one-word tags (LCG): a tag of another shape in the list is invalid (6) and named" {
+  lcg_images
   run "$REPO/ci/tags.sh" --images "$T/images" --profile lcg
-  [[ $status -eq 6 && $output == *"'AliPhysics/v1' does not match the profile's pattern"* ]]
+  assert_failure 6
+  assert_output --partial "'AliPhysics/v1' does not match the profile's pattern"
+}
+
+@test "one-word tags (LCG): their jobs are named after the profile" {
+  lcg_images
   AFKIT_TAGS=LCG_105 run "$REPO/ci/generate.sh" --images "$T/images" --profile lcg --output "$T/c.yml"
-  [[ $status -eq 0 ]]
-  grep -q '^build:lcg:LCG_105:' "$T/c.yml"
-  grep -q 'AFKIT_IMAGE_NAME: LCG_105' "$T/c.yml"
+  assert_success
+  assert grep -q '^build:lcg:LCG_105:' "$T/c.yml"
+  assert grep -q 'AFKIT_IMAGE_NAME: LCG_105' "$T/c.yml"
 }
 
 # --- child pipeline -----------------------------------------------------------------------------
 
 @test "generate.sh writes one independent build -> validate -> publish chain per tag" {
   run "$REPO/ci/generate.sh" --images "$T/images" --output "$T/out/child.yml"
-  [[ $status -eq 0 ]]
+  assert_success
   run "$AFKIT_PYTHON" - "$T/out/child.yml" <<'PY'
 import sys, yaml
 d = yaml.safe_load(open(sys.argv[1]))
@@ -172,30 +262,36 @@ for sfx in ("alice:AliPhysics:vAN-1", "alice:O2Physics:daily-2"):
 assert d["build:alice:AliPhysics:vAN-1"]["variables"]["AFKIT_IMAGE_NAME"] == "AliPhysics_vAN-1"
 print(len([k for k in d if ":" in k]))
 PY
-  [[ $status -eq 0 ]] || { echo "$output"; return 1; }
-  [[ $output == 6 ]]
+  assert_success
+  assert_output 6
   run ls -A "$T/out"
-  [[ $output == child.yml ]]
+  assert_output child.yml
 }
 
-@test "generate.sh: --tags (the pipeline's input) wins over AFKIT_TAGS; empty --tags and --profile mean the defaults" {
+@test "generate.sh: --tags (the pipeline's input) wins over AFKIT_TAGS" {
   AFKIT_TAGS='Env/one' run "$REPO/ci/generate.sh" --images "$T/images" --tags 'Input/one' --output "$T/a.yml"
-  [[ $status -eq 0 ]]
-  grep -q '^build:alice:Input:one:' "$T/a.yml"
-  run ! grep -q 'Env/one' "$T/a.yml"
-  AFKIT_TAGS='Env/one' run "$REPO/ci/generate.sh" --images "$T/images" --profile '' --tags '' --output "$T/b.yml"
-  [[ $status -eq 0 ]]
-  grep -q '^build:alice:Env:one:' "$T/b.yml"
+  assert_success
+  assert grep -q '^build:alice:Input:one:' "$T/a.yml"
+  refute grep -q 'Env/one' "$T/a.yml"
 }
 
-@test "generate.sh honours AFKIT_TAGS and leaves no file behind on a bad tag" {
+@test "generate.sh: empty --tags and --profile mean the defaults" {
+  AFKIT_TAGS='Env/one' run "$REPO/ci/generate.sh" --images "$T/images" --profile '' --tags '' --output "$T/b.yml"
+  assert_success
+  assert grep -q '^build:alice:Env:one:' "$T/b.yml"
+}
+
+@test "generate.sh honours AFKIT_TAGS" {
   AFKIT_TAGS='Only/one' run "$REPO/ci/generate.sh" --images "$T/images" --output "$T/out/child.yml"
-  [[ $status -eq 0 ]]
-  grep -q '^build:alice:Only:one:' "$T/out/child.yml"
-  run ! grep -q 'AliPhysics/vAN-1' "$T/out/child.yml"
+  assert_success
+  assert grep -q '^build:alice:Only:one:' "$T/out/child.yml"
+  refute grep -q 'AliPhysics/vAN-1' "$T/out/child.yml"
+}
+
+@test "generate.sh leaves no file behind on a bad tag (6)" {
   AFKIT_TAGS='Bad' run "$REPO/ci/generate.sh" --images "$T/images" --output "$T/out2/child.yml"
-  [[ $status -eq 6 ]]
-  [[ ! -e $T/out2/child.yml ]]
+  assert_failure 6
+  assert [ ! -e "$T/out2/child.yml" ]
 }
 
 @test "the repository's .gitlab-ci.yml: stages, one-line jobs calling ci/, trigger of the generated child" {
@@ -215,26 +311,36 @@ for name, job in jobs.items():
     assert all(s.startswith(("ci/", "scripts/")) for s in job["script"]), name
 print("ok")
 PY
-  [[ $status -eq 0 && $output == ok ]] || { echo "$output"; return 1; }
+  assert_success
+  assert_output ok
 }
 
 # --- lint config --------------------------------------------------------------------------------
 
-@test "cicfg check: valid profiles and tag lists pass; a tag outside the profile's pattern fails (6)" {
-  run "$AFKIT_PYTHON" "$REPO/ci/cicfg.py" check --images "$T/images" --profile-schema "$REPO/src/afkit/image/profile.schema.json"
-  [[ $status -eq 0 ]]
+@test "cicfg check: valid profiles and tag lists pass" {
+  run cicfg_check --profile-schema "$REPO/src/afkit/image/profile.schema.json"
+  assert_success
+}
+
+@test "cicfg check: a tag outside the profile's pattern fails (6) naming it" {
   printf 'profile: alice\ntags:\n  - AliPhysics/vAN-1\n  - A/b/c\n' >"$T/images/alice/tags.yaml"
-  run "$AFKIT_PYTHON" "$REPO/ci/cicfg.py" check --images "$T/images" --profile-schema "$REPO/src/afkit/image/profile.schema.json"
-  [[ $status -eq 6 && $output == *"A/b/c"* ]]
+  run cicfg_check --profile-schema "$REPO/src/afkit/image/profile.schema.json"
+  assert_failure 6
+  assert_output --partial "A/b/c"
+}
+
+@test "cicfg check: a tag list without its profile fails (6) naming the missing profile.yaml" {
   mkdir -p "$T/images/orphan"
   printf 'profile: orphan\ntags: [A/b]\n' >"$T/images/orphan/tags.yaml"
-  run "$AFKIT_PYTHON" "$REPO/ci/cicfg.py" check --images "$T/images"
-  [[ $status -eq 6 && $output == *"no "*"orphan/profile.yaml"* ]]
+  run cicfg_check
+  assert_failure 6
+  assert_output --regexp 'no .*orphan/profile\.yaml'
 }
 
 @test "lint.sh config passes on the repository" {
   run "$REPO/ci/lint.sh" config
-  [[ $status -eq 0 && $output == *"valid"* ]]
+  assert_success
+  assert_output --partial "valid"
 }
 
 # --- build --------------------------------------------------------------------------------------
@@ -242,30 +348,40 @@ PY
 @test "build.sh calls the builder with the profile, tag, name, base, and prints the SIF" {
   with_fakes
   AFKIT_BASE=localimage:/b.sif run --separate-stderr "$REPO/ci/build.sh" --profile alice --tag AliPhysics/vAN-1 --output "$T/o"
-  [[ $status -eq 0 ]]
-  [[ $output == "$T/o/AliPhysics_vAN-1.sif" ]]
-  grep -qx "afkit image build --profile alice --tag AliPhysics/vAN-1 --output $T/o --name AliPhysics_vAN-1 -y --no-validate --base localimage:/b.sif" "$FAKE_LOG/argv"
-  [[ -s $T/o/AliPhysics_vAN-1.json ]]
+  assert_success
+  assert_output "$T/o/AliPhysics_vAN-1.sif"
+  assert grep -qx "afkit image build --profile alice --tag AliPhysics/vAN-1 --output $T/o --name AliPhysics_vAN-1 -y --no-validate --base localimage:/b.sif" "$FAKE_LOG/argv"
+  assert [ -s "$T/o/AliPhysics_vAN-1.json" ]
 }
 
 @test "build.sh: an unknown tag fails with the builder's message and exit code (5)" {
   with_fakes
   run "$REPO/ci/build.sh" --profile alice --tag Missing/v1 --output "$T/o"
-  [[ $status -eq 5 ]]
-  [[ $output == *"afkit: error: unknown tag Missing/v1"* ]]
-  [[ $output == *"the build of Missing/v1 failed"* ]]
+  assert_failure 5
+  assert_output --partial "afkit: error: unknown tag Missing/v1"
+  assert_output --partial "the build of Missing/v1 failed"
 }
 
-@test "build.sh: a builder that leaves no SIF is a failure (1); bad tags and paths are refused" {
+@test "build.sh: a builder that leaves no SIF is a failure (1)" {
   with_fakes
   FAKE_BUILD_NO_OUTPUT=1 run "$REPO/ci/build.sh" --profile alice --tag AliPhysics/vAN-1 --output "$T/o"
-  [[ $status -eq 1 && $output == *"did not write"* ]]
-  rm -f "$FAKE_LOG/argv"
+  assert_failure 1
+  assert_output --partial "did not write"
+}
+
+@test "build.sh: a bad tag is refused (2) before the builder runs" {
+  with_fakes
   run "$REPO/ci/build.sh" --profile alice --tag 'x;y' --output "$T/o"
-  [[ $status -eq 2 && $output == *"bad tag"* ]]
+  assert_failure 2
+  assert_output --partial "bad tag"
+  assert [ ! -e "$FAKE_LOG/argv" ]
+}
+
+@test "build.sh: an output path with .. is refused (4) before the builder runs" {
+  with_fakes
   run "$REPO/ci/build.sh" --profile alice --tag A/b --output "$T/../../x"
-  [[ $status -eq 4 ]]
-  [[ ! -e $FAKE_LOG/argv ]]
+  assert_failure 4
+  assert [ ! -e "$FAKE_LOG/argv" ]
 }
 
 # --- validate -----------------------------------------------------------------------------------
@@ -274,10 +390,10 @@ PY
   with_fakes
   printf 'img' >"$T/a.sif"
   run "$REPO/ci/validate.sh" --profile alice "$T/a.sif"
-  [[ $status -eq 0 ]]
-  grep -qx "sha256 $(sha256sum "$T/a.sif" | cut -d' ' -f1)" "$T/a.validated"
-  grep -q 'proof:root-config' "$T/a.junit.xml"
-  grep -qx "afkit image validate $T/a.sif --junit $T/a.junit.xml --profile alice" "$FAKE_LOG/argv"
+  assert_success
+  assert grep -qx "sha256 $(sha256sum "$T/a.sif" | cut -d' ' -f1)" "$T/a.validated"
+  assert grep -q 'proof:root-config' "$T/a.junit.xml"
+  assert grep -qx "afkit image validate $T/a.sif --junit $T/a.junit.xml --profile alice" "$FAKE_LOG/argv"
 }
 
 @test "validate.sh: a failed validation exits 6, removes an old stamp, keeps the report" {
@@ -285,19 +401,24 @@ PY
   printf 'img' >"$T/a.sif"
   printf 'sha256 old\n' >"$T/a.validated"
   FAKE_VALIDATE_RC=6 run "$REPO/ci/validate.sh" "$T/a.sif"
-  [[ $status -eq 6 && $output == *"will not be published"* ]]
-  [[ ! -e $T/a.validated ]]
-  grep -q 'failures="1"' "$T/a.junit.xml"
+  assert_failure 6
+  assert_output --partial "will not be published"
+  assert [ ! -e "$T/a.validated" ]
+  assert grep -q 'failures="1"' "$T/a.junit.xml"
 }
 
 @test "validate.sh: a validator crash still leaves a failing JUnit report" {
   with_fakes
   printf 'img' >"$T/a.sif"
   FAKE_VALIDATE_RC=1 FAKE_VALIDATE_NO_JUNIT=1 run "$REPO/ci/validate.sh" "$T/a.sif"
-  [[ $status -eq 1 ]]
-  grep -q '<failure message="afkit image validate exited with 1"/>' "$T/a.junit.xml"
+  assert_failure 1
+  assert grep -q '<failure message="afkit image validate exited with 1"/>' "$T/a.junit.xml"
+}
+
+@test "validate.sh: a missing image is not found (5)" {
+  with_fakes
   run "$REPO/ci/validate.sh" "$T/none.sif"
-  [[ $status -eq 5 ]]
+  assert_failure 5
 }
 
 # --- publish ------------------------------------------------------------------------------------
@@ -308,12 +429,12 @@ PY
   local sha
   sha=$(sha256sum "$T/img.sif" | cut -d' ' -f1)
   run --separate-stderr "$REPO/ci/publish.sh" --profile alice --tag AliPhysics/vAN-1 "$T/img.sif"
-  [[ $status -eq 0 ]]
-  [[ $output == "oras://registry.example.org/afkit/afkit/alice/aliphysics:vAN-1 sha256:$sha" ]]
-  grep -q '^apptainer push --authfile .* '"$T/img.sif"' oras://registry.example.org/afkit/afkit/alice/aliphysics:vAN-1$' "$FAKE_LOG/argv"
-  grep -q '^apptainer pull ' "$FAKE_LOG/argv"
-  grep -qx "digest sha256:$sha" "$T/img.published"
-  [[ $(cat "$FAKE_REG/manifests/afkit/afkit/alice/aliphysics/vAN-1") == "sha256:$sha" ]]
+  assert_success
+  assert_output "oras://registry.example.org/afkit/afkit/alice/aliphysics:vAN-1 sha256:$sha"
+  assert grep -q '^apptainer push --authfile .* '"$T/img.sif"' oras://registry.example.org/afkit/afkit/alice/aliphysics:vAN-1$' "$FAKE_LOG/argv"
+  assert grep -q '^apptainer pull ' "$FAKE_LOG/argv"
+  assert grep -qx "digest sha256:$sha" "$T/img.published"
+  assert_equal "$(cat "$FAKE_REG/manifests/afkit/afkit/alice/aliphysics/vAN-1")" "sha256:$sha"
 }
 
 @test "publish.sh with AFKIT_SIGNING_KEY pushes a signed copy, verifies it pulled back, records the fingerprint" {
@@ -324,61 +445,73 @@ PY
   local unsigned pushed
   unsigned=$(sha256sum "$T/img.sif" | cut -d' ' -f1)
   run --separate-stderr "$REPO/ci/publish.sh" --profile alice --tag AliPhysics/vAN-1 "$T/img.sif"
-  [[ $status -eq 0 ]]
+  assert_success
   pushed=$(cat "$FAKE_REG/manifests/afkit/afkit/alice/aliphysics/vAN-1")
-  [[ $pushed != "sha256:$unsigned" ]]
-  grep -qx "signature $FAKE_FINGERPRINT" "$FAKE_REG/blobs/${pushed#sha256:}"
-  [[ $(sha256sum "$T/img.sif" | cut -d' ' -f1) == "$unsigned" ]]
-  grep -qx "digest $pushed" "$T/img.published"
-  grep -qx "fingerprint $FAKE_FINGERPRINT" "$T/img.published"
-  grep -q "^afkit image verify --fingerprint $FAKE_FINGERPRINT .*/pulled.sif$" "$FAKE_LOG/argv"
+  assert_not_equal "$pushed" "sha256:$unsigned"
+  assert grep -qx "signature $FAKE_FINGERPRINT" "$FAKE_REG/blobs/${pushed#sha256:}"
+  assert_equal "$(sha256sum "$T/img.sif" | cut -d' ' -f1)" "$unsigned"
+  assert grep -qx "digest $pushed" "$T/img.published"
+  assert grep -qx "fingerprint $FAKE_FINGERPRINT" "$T/img.published"
+  assert grep -q "^afkit image verify --fingerprint $FAKE_FINGERPRINT .*/pulled.sif$" "$FAKE_LOG/argv"
 }
 
 @test "publish.sh never puts the token on a command line or in its output" {
   publish_env
   a_validated_image img
   run "$REPO/ci/publish.sh" --profile alice --tag AliPhysics/vAN-1 "$T/img.sif"
-  [[ $status -eq 0 ]]
-  [[ $output != *tok-S3cr3t-value* ]]
-  run ! grep -q 'tok-S3cr3t-value' "$FAKE_LOG/argv"
+  assert_success
+  refute_output --partial tok-S3cr3t-value
+  refute grep -q 'tok-S3cr3t-value' "$FAKE_LOG/argv"
   # ... but it did reach apptainer (stdin) and curl (config on stdin)
-  [[ $(cat "$FAKE_LOG/login.stdin") == tok-S3cr3t-value ]]
-  grep -qF 'user = "ci-bot:tok-S3cr3t-value"' "$FAKE_LOG/curl.stdin"
+  assert_equal "$(cat "$FAKE_LOG/login.stdin")" tok-S3cr3t-value
+  assert grep -qF 'user = "ci-bot:tok-S3cr3t-value"' "$FAKE_LOG/curl.stdin"
   # and the private auth files are gone
   run ls -A "$TMPDIR"
-  [[ $status -eq 0 && -z $output ]]
+  assert_success
+  assert_output ""
 }
 
 @test "publish.sh: the same image already under the tag is a no-op (no push)" {
   publish_env
   a_validated_image img
   run "$REPO/ci/publish.sh" --profile alice --tag AliPhysics/vAN-1 "$T/img.sif"
-  [[ $status -eq 0 ]]
+  assert_success
   : >"$FAKE_LOG/argv"
   run "$REPO/ci/publish.sh" --profile alice --tag AliPhysics/vAN-1 "$T/img.sif"
-  [[ $status -eq 0 && $output == *"already holds this image"* ]]
-  run ! grep -q '^apptainer ' "$FAKE_LOG/argv"
+  assert_success
+  assert_output --partial "already holds this image"
+  refute grep -q '^apptainer ' "$FAKE_LOG/argv"
 }
 
 @test "publish.sh: a different image under the tag is replaced, and says so" {
   publish_env
   a_validated_image img
   run "$REPO/ci/publish.sh" --profile alice --tag AliPhysics/vAN-1 "$T/img.sif"
+  assert_success
   a_validated_image img2
   run "$REPO/ci/publish.sh" --profile alice --tag AliPhysics/vAN-1 "$T/img2.sif"
-  [[ $status -eq 0 && $output == *"holds sha256:"*"replacing it"* ]]
-  [[ $(cat "$FAKE_REG/manifests/afkit/afkit/alice/aliphysics/vAN-1") == "sha256:$(sha256sum "$T/img2.sif" | cut -d' ' -f1)" ]]
+  assert_success
+  assert_output --regexp 'holds sha256:.*replacing it'
+  assert_equal "$(cat "$FAKE_REG/manifests/afkit/afkit/alice/aliphysics/vAN-1")" "sha256:$(sha256sum "$T/img2.sif" | cut -d' ' -f1)"
 }
 
-@test "publish.sh: no validation stamp, or a stamp of another image, means no publish (6)" {
+@test "publish.sh: no validation stamp means no publish (6)" {
   publish_env
   printf 'image\n' >"$T/img.sif"
   run "$REPO/ci/publish.sh" --profile alice --tag AliPhysics/vAN-1 "$T/img.sif"
-  [[ $status -eq 6 && $output == *"no validation stamp"* ]]
+  assert_failure 6
+  assert_output --partial "no validation stamp"
+  assert [ ! -e "$FAKE_LOG/argv" ]
+}
+
+@test "publish.sh: a stamp of another image means no publish (6)" {
+  publish_env
+  printf 'image\n' >"$T/img.sif"
   printf 'sha256 %064d\n' 0 >"$T/img.validated"
   run "$REPO/ci/publish.sh" --profile alice --tag AliPhysics/vAN-1 "$T/img.sif"
-  [[ $status -eq 6 && $output == *"not the image that was validated"* ]]
-  [[ ! -e $FAKE_LOG/argv ]]
+  assert_failure 6
+  assert_output --partial "not the image that was validated"
+  assert [ ! -e "$FAKE_LOG/argv" ]
 }
 
 @test "publish.sh: an unreachable registry fails (3) before anything is pushed" {
@@ -386,18 +519,20 @@ PY
   a_validated_image img
   touch "$FAKE_REG/down"
   run "$REPO/ci/publish.sh" --profile alice --tag AliPhysics/vAN-1 "$T/img.sif"
-  [[ $status -eq 3 && $output == *"unreachable"* ]]
-  run ! grep -q '^apptainer ' "$FAKE_LOG/argv"
+  assert_failure 3
+  assert_output --partial "unreachable"
+  refute grep -q '^apptainer ' "$FAKE_LOG/argv"
 }
 
 @test "publish.sh: refused credentials fail (3) before anything is pushed" {
   publish_env
   a_validated_image img
   CI_JOB_TOKEN=wrong run "$REPO/ci/publish.sh" --profile alice --tag AliPhysics/vAN-1 "$T/img.sif"
-  [[ $status -eq 3 && $output == *"refused the credentials"* ]]
-  [[ $output != *wrong* ]]
-  run ! grep -q '^apptainer ' "$FAKE_LOG/argv"
-  [[ ! -d $FAKE_REG/manifests ]]
+  assert_failure 3
+  assert_output --partial "refused the credentials"
+  refute_output --partial wrong
+  refute grep -q '^apptainer ' "$FAKE_LOG/argv"
+  assert [ ! -d "$FAKE_REG/manifests" ]
 }
 
 @test "publish.sh: an image that comes back different is deleted again and fails (1)" {
@@ -405,10 +540,11 @@ PY
   a_validated_image img
   touch "$FAKE_REG/corrupt_pull"
   run "$REPO/ci/publish.sh" --profile alice --tag AliPhysics/vAN-1 "$T/img.sif"
-  [[ $status -eq 1 && $output == *"differs"* ]]
-  grep -q '^curl DELETE .*/v2/afkit/afkit/alice/aliphysics/manifests/sha256:' "$FAKE_LOG/argv"
-  [[ ! -e $FAKE_REG/manifests/afkit/afkit/alice/aliphysics/vAN-1 ]]
-  [[ ! -e $T/img.published ]]
+  assert_failure 1
+  assert_output --partial "differs"
+  assert grep -q '^curl DELETE .*/v2/afkit/afkit/alice/aliphysics/manifests/sha256:' "$FAKE_LOG/argv"
+  assert [ ! -e "$FAKE_REG/manifests/afkit/afkit/alice/aliphysics/vAN-1" ]
+  assert [ ! -e "$T/img.published" ]
 }
 
 @test "publish.sh: a failed push fails (1) and leaves the tag untouched" {
@@ -416,27 +552,44 @@ PY
   a_validated_image img
   touch "$FAKE_REG/push_fails"
   run "$REPO/ci/publish.sh" --profile alice --tag AliPhysics/vAN-1 "$T/img.sif"
-  [[ $status -eq 1 && $output == *"apptainer push"*"failed"* ]]
-  [[ ! -e $FAKE_REG/manifests/afkit/afkit/alice/aliphysics/vAN-1 ]]
+  assert_failure 1
+  assert_output --regexp 'apptainer push.*failed'
+  assert [ ! -e "$FAKE_REG/manifests/afkit/afkit/alice/aliphysics/vAN-1" ]
 }
 
-@test "publish.sh: a user without a password (or a bad registry) is a usage error (2)" {
+@test "publish.sh: a user without a password is a usage error (2)" {
   publish_env
   a_validated_image img
   CI_JOB_TOKEN='' run "$REPO/ci/publish.sh" --profile alice --tag AliPhysics/vAN-1 "$T/img.sif"
-  [[ $status -eq 2 && $output == *"without a password"* ]]
-  run "$REPO/ci/publish.sh" --registry-image 'host/a b' --profile alice --tag AliPhysics/vAN-1 "$T/img.sif"
-  [[ $status -eq 2 && $output == *"bad registry image"* ]]
+  assert_failure 2
+  assert_output --partial "without a password"
 }
 
-@test "publish.sh never sends the job token to a registry other than the project's (4)" {
+@test "publish.sh: a bad registry image is a usage error (2)" {
+  publish_env
+  a_validated_image img
+  run "$REPO/ci/publish.sh" --registry-image 'host/a b' --profile alice --tag AliPhysics/vAN-1 "$T/img.sif"
+  assert_failure 2
+  assert_output --partial "bad registry image"
+}
+
+@test "publish.sh never sends the job token to another --registry-image (4)" {
   publish_env
   a_validated_image img
   run "$REPO/ci/publish.sh" --registry-image other.example.org/x --profile alice --tag AliPhysics/vAN-1 "$T/img.sif"
-  [[ $status -eq 4 && $output == *"refusing to send the job token to other.example.org/x"* ]]
+  assert_failure 4
+  assert_output --partial "refusing to send the job token to other.example.org/x"
+  assert [ ! -e "$FAKE_LOG/argv" ]
+  assert [ ! -e "$FAKE_LOG/curl.stdin" ]
+}
+
+@test "publish.sh never sends the job token to a registry other than CI_REGISTRY (4)" {
+  publish_env
+  a_validated_image img
   CI_REGISTRY=elsewhere.example.org run "$REPO/ci/publish.sh" --profile alice --tag AliPhysics/vAN-1 "$T/img.sif"
-  [[ $status -eq 4 ]]
-  [[ ! -e $FAKE_LOG/argv && ! -e $FAKE_LOG/curl.stdin ]]
+  assert_failure 4
+  assert [ ! -e "$FAKE_LOG/argv" ]
+  assert [ ! -e "$FAKE_LOG/curl.stdin" ]
 }
 
 @test "publish.sh: AFKIT_REGISTRY_* credentials publish to AFKIT_REGISTRY_IMAGE, not the job token" {
@@ -446,16 +599,18 @@ PY
   printf 'other-pass' >"$FAKE_REG/password"
   AFKIT_REGISTRY_IMAGE=registry.example.org/other AFKIT_REGISTRY_USER=other-bot AFKIT_REGISTRY_PASSWORD=other-pass \
     run --separate-stderr "$REPO/ci/publish.sh" --profile alice --tag AliPhysics/vAN-1 "$T/img.sif"
-  [[ $status -eq 0 && $output == "oras://registry.example.org/other/alice/aliphysics:vAN-1 sha256:"* ]]
-  run ! grep -q 'tok-S3cr3t-value' "$FAKE_LOG/curl.stdin" "$FAKE_LOG/login.stdin"
+  assert_success
+  assert_output --regexp '^oras://registry\.example\.org/other/alice/aliphysics:vAN-1 sha256:'
+  refute grep -q 'tok-S3cr3t-value' "$FAKE_LOG/curl.stdin" "$FAKE_LOG/login.stdin"
 }
 
 @test "publish.sh --dry-run checks the registry and pushes nothing" {
   publish_env
   a_validated_image img
   run "$REPO/ci/publish.sh" --dry-run --profile alice --tag AliPhysics/vAN-1 "$T/img.sif"
-  [[ $status -eq 0 && $output == *"would push"* ]]
-  run ! grep -q '^apptainer ' "$FAKE_LOG/argv"
+  assert_success
+  assert_output --partial "would push"
+  refute grep -q '^apptainer ' "$FAKE_LOG/argv"
 }
 
 @test "image references: lower-case package, version kept, oras:// prefix added once" {
@@ -465,21 +620,27 @@ PY
     ci_image_name alice O2Physics/daily-1
     ci_image_ref reg/x lcg LCG_105
     ci_image_name lcg LCG_105"
-  [[ ${lines[0]} == oras://reg.example:5050/g/p/alice/aliphysics:vAN-20201018_ROOT6-1 ]]
-  [[ ${lines[1]} == oras://reg/x/alice/o2physics:v1_b ]]
-  [[ ${lines[2]} == O2Physics_daily-1 ]]
-  [[ ${lines[3]} == oras://reg/x/lcg/lcg:LCG_105 ]]
-  [[ ${lines[4]} == LCG_105 ]]
+  assert_success
+  assert_line --index 0 oras://reg.example:5050/g/p/alice/aliphysics:vAN-20201018_ROOT6-1
+  assert_line --index 1 oras://reg/x/alice/o2physics:v1_b
+  assert_line --index 2 O2Physics_daily-1
+  assert_line --index 3 oras://reg/x/lcg/lcg:LCG_105
+  assert_line --index 4 LCG_105
 }
 
-@test "venv.sh: a runner-provided AFKIT_VENV is used as is; a broken one is a missing prerequisite (3)" {
+@test "venv.sh: a runner-provided AFKIT_VENV is used as is" {
   local venv
   venv=$(dirname "$(dirname "$AFKIT_PYTHON")")
   [[ -x $venv/bin/python ]] || venv=$REPO/.venv
   AFKIT_VENV=$venv run --separate-stderr "$REPO/ci/venv.sh"
-  [[ $status -eq 0 && $output == "$venv" ]]
+  assert_success
+  assert_output "$venv"
+}
+
+@test "venv.sh: an AFKIT_VENV without python is a missing prerequisite (3)" {
   AFKIT_VENV=$T/nothing run "$REPO/ci/venv.sh"
-  [[ $status -eq 3 && $output == *"has no bin/python"* ]]
+  assert_failure 3
+  assert_output --partial "has no bin/python"
 }
 
 @test "scripts/ci-local never removes the 'project' of an --out directory it did not make (exit 4)" {
@@ -491,8 +652,8 @@ PY
   printf 'precious\n' >"$out/project/thesis.tex"
   PATH="$bin:$REPO/tests/bats/ci_fakes:$PATH" AFKIT_CI_LOCAL_CACHE="$T/cache" run "$REPO/scripts/ci-local" \
     --here --out "$out" --base localimage:/nonexistent --tags A/b
-  [ "$status" -eq 4 ]
-  [[ $output == *"not made by scripts/ci-local"* ]]
-  [ "$(cat "$out/project/thesis.tex")" = precious ]
-  [ ! -e "$out/.afkit-ci-local" ]
+  assert_failure 4
+  assert_output --partial "not made by scripts/ci-local"
+  assert_equal "$(cat "$out/project/thesis.tex")" precious
+  assert [ ! -e "$out/.afkit-ci-local" ]
 }

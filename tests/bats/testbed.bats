@@ -4,6 +4,8 @@
 # testbed.
 
 setup() {
+  load '/usr/lib/bats/bats-support/load'
+  load '/usr/lib/bats/bats-assert/load'
   REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd -P)
   TB="$REPO/scripts/testbed"
   export AFKIT_TESTBED_CACHE="$BATS_TEST_TMPDIR/cache"
@@ -24,7 +26,7 @@ own_ns_sleeper() {
     [[ $(readlink "/proc/$SLEEPER/ns/mnt" 2>/dev/null) == "$host_ns" ]] || break
     sleep 0.1
   done
-  [[ $(readlink "/proc/$SLEEPER/ns/mnt") != "$host_ns" ]]
+  assert_not_equal "$(readlink "/proc/$SLEEPER/ns/mnt")" "$host_ns"
 }
 
 # fake_rootfs DIR KEY : a tree that passes the completeness check (marker + key programs).
@@ -41,49 +43,58 @@ fake_rootfs() {
 
 @test "--help lists every subcommand and exits 0" {
   run "$TB" --help
-  [ "$status" -eq 0 ]
+  assert_success
   for sub in build up run shell status down key; do
-    [[ $output == *"  $sub"* ]] || { echo "missing $sub"; false; }
+    assert_output --partial "  $sub"
   done
 }
 
 @test "no arguments: usage error, exit 2" {
   run "$TB"
-  [ "$status" -eq 2 ]
-  [[ $output == *"Usage: scripts/testbed"* ]]
+  assert_failure 2
+  assert_output --partial "Usage: scripts/testbed"
 }
 
 @test "unknown subcommand: exit 2 naming it" {
   run "$TB" frobnicate
-  [ "$status" -eq 2 ]
-  [[ $output == *"unknown command 'frobnicate'"* ]]
+  assert_failure 2
+  assert_output --partial "unknown command 'frobnicate'"
 }
 
-@test "unknown options: exit 2 naming them" {
+@test "build: an unknown option is exit 2 naming it" {
   run "$TB" build --fast
-  [ "$status" -eq 2 ]
-  [[ $output == *"unknown option '--fast'"* ]]
+  assert_failure 2
+  assert_output --partial "unknown option '--fast'"
+}
+
+@test "up: an unexpected argument is exit 2 naming it" {
   run "$TB" up now
-  [ "$status" -eq 2 ]
-  [[ $output == *"unexpected 'now'"* ]]
+  assert_failure 2
+  assert_output --partial "unexpected 'now'"
+}
+
+@test "down: an unknown option is exit 2" {
   run "$TB" down --all
-  [ "$status" -eq 2 ]
+  assert_failure 2
+}
+
+@test "run --user: a user name that is not one is exit 2" {
   run "$TB" run --user 'x;y' -- true
-  [ "$status" -eq 2 ]
-  [[ $output == *"invalid user name"* ]]
+  assert_failure 2
+  assert_output --partial "invalid user name"
 }
 
 @test "run without a command: exit 2" {
   run "$TB" run --
-  [ "$status" -eq 2 ]
-  [[ $output == *"no command given"* ]]
+  assert_failure 2
+  assert_output --partial "no command given"
 }
 
 @test "run when the testbed is not up: exit 3 telling to run 'scripts/testbed up'" {
   run "$TB" run -- true
-  [ "$status" -eq 3 ]
-  [[ $output == *"the testbed is not up"* ]]
-  [[ $output == *"scripts/testbed up"* ]]
+  assert_failure 3
+  assert_output --partial "the testbed is not up"
+  assert_output --partial "scripts/testbed up"
 }
 
 @test "run with a stale pid file of a dead or foreign process: still 'not up'" {
@@ -91,35 +102,45 @@ fake_rootfs() {
   echo $$ >"$AFKIT_TESTBED_STATE/holder.pid"
   echo 'mnt:[1]' >"$AFKIT_TESTBED_STATE/holder.ns"
   run "$TB" run -- true
-  [ "$status" -eq 3 ]
+  assert_failure 3
 }
 
 @test "down when nothing runs: exit 0" {
   run "$TB" down
-  [ "$status" -eq 0 ]
-  [[ $output == *"not running"* ]]
-  [ ! -e "$AFKIT_TESTBED_STATE" ]
+  assert_success
+  assert_output --partial "not running"
+  assert [ ! -e "$AFKIT_TESTBED_STATE" ]
 }
 
 @test "status when nothing is built or running" {
   run "$TB" status
-  [ "$status" -eq 0 ]
-  [[ $output == *"not built"* ]]
-  [[ $output == *"testbed  down"* ]]
+  assert_success
+  assert_output --partial "not built"
+  assert_output --partial "testbed  down"
 }
 
-@test "the cache key changes with the package list, not with its comments" {
+@test "the cache key is 16 hex digits" {
   run "$TB" key
-  [ "$status" -eq 0 ]
-  [[ $output =~ ^[0-9a-f]{16}$ ]]
-  local before=$output
+  assert_success
+  assert_output --regexp '^[0-9a-f]{16}$'
+}
+
+@test "the cache key does not change with the package list's comments" {
+  local before
+  before=$("$TB" key)
   printf '# only a comment\n\n' >>"$AFKIT_TESTBED_PACKAGES"
   run "$TB" key
-  [ "$output" = "$before" ]
+  assert_success
+  assert_output "$before"
+}
+
+@test "the cache key changes with the package list" {
+  local before
+  before=$("$TB" key)
   printf 'hello\n' >>"$AFKIT_TESTBED_PACKAGES"
   run "$TB" key
-  [ "$status" -eq 0 ]
-  [ "$output" != "$before" ]
+  assert_success
+  refute_output "$before"
 }
 
 @test "the venv key follows the rootfs key" {
@@ -127,14 +148,14 @@ fake_rootfs() {
   local before=$output
   printf 'hello\n' >>"$AFKIT_TESTBED_PACKAGES"
   run "$TB" venv-key
-  [[ $output =~ ^[0-9a-f]{16}$ ]]
-  [ "$output" != "$before" ]
+  assert_output --regexp '^[0-9a-f]{16}$'
+  refute_output "$before"
 }
 
 @test "a missing package list: exit 5 naming it" {
   AFKIT_TESTBED_PACKAGES=$BATS_TEST_TMPDIR/nope.txt run "$TB" key
-  [ "$status" -eq 5 ]
-  [[ $output == *"nope.txt"* ]]
+  assert_failure 5
+  assert_output --partial "nope.txt"
 }
 
 @test "a complete rootfs is recognised" {
@@ -142,34 +163,49 @@ fake_rootfs() {
   key=$("$TB" key)
   fake_rootfs "$AFKIT_TESTBED_CACHE/rootfs-$key" "$key"
   run "$TB" status
-  [ "$status" -eq 0 ]
-  [[ $output == *"rootfs   $key  "*"rootfs-$key"* ]]
-  [[ $output != *"not built"* ]]
+  assert_success
+  assert_output --regexp "rootfs   $key  .*rootfs-$key"
+  refute_output --partial "not built"
 }
 
-@test "a half-built rootfs (no completion marker) is not used" {
+# half_built_rootfs : the current key's rootfs without its completion marker.
+half_built_rootfs() {
   local key
   key=$("$TB" key)
   fake_rootfs "$AFKIT_TESTBED_CACHE/rootfs-$key" "$key"
   rm "$AFKIT_TESTBED_CACHE/rootfs-$key/.afkit-testbed-rootfs"
-  run "$TB" status
-  [[ $output == *"not built"* ]]
-  run "$TB" up
-  [ "$status" -eq 3 ]
-  [[ $output == *"not built"* && $output == *"scripts/testbed build"* ]]
-  [ ! -e "$AFKIT_TESTBED_STATE/holder.pid" ]
 }
 
-@test "a damaged rootfs (key program missing) or one of another key is not used" {
+@test "status: a half-built rootfs (no completion marker) is not built" {
+  half_built_rootfs
+  run "$TB" status
+  assert_output --partial "not built"
+}
+
+@test "up: a half-built rootfs (no completion marker) is not used (3)" {
+  half_built_rootfs
+  run "$TB" up
+  assert_failure 3
+  assert_output --partial "not built"
+  assert_output --partial "scripts/testbed build"
+  assert [ ! -e "$AFKIT_TESTBED_STATE/holder.pid" ]
+}
+
+@test "up: a damaged rootfs (key program missing) is not used (3)" {
   local key
   key=$("$TB" key)
   fake_rootfs "$AFKIT_TESTBED_CACHE/rootfs-$key" "$key"
   rm "$AFKIT_TESTBED_CACHE/rootfs-$key/usr/sbin/slurmctld"
   run "$TB" up
-  [ "$status" -eq 3 ]
+  assert_failure 3
+}
+
+@test "up: a rootfs marked with another key is not used (3)" {
+  local key
+  key=$("$TB" key)
   fake_rootfs "$AFKIT_TESTBED_CACHE/rootfs-$key" 0123456789abcdef
   run "$TB" up
-  [ "$status" -eq 3 ]
+  assert_failure 3
 }
 
 @test "a partial build directory is never taken for the rootfs" {
@@ -177,7 +213,7 @@ fake_rootfs() {
   key=$("$TB" key)
   fake_rootfs "$AFKIT_TESTBED_CACHE/rootfs-$key.partial.123" "$key"
   run "$TB" status
-  [[ $output == *"not built"* ]]
+  assert_output --partial "not built"
 }
 
 @test "up refuses a non-empty state directory that afkit did not make (exit 4)" {
@@ -187,26 +223,35 @@ fake_rootfs() {
   mkdir -p "$AFKIT_TESTBED_STATE"
   echo precious >"$AFKIT_TESTBED_STATE/precious.txt"
   run "$TB" up
-  [ "$status" -eq 4 ]
-  [[ $output == *"was not made by afkit"* ]]
-  [ "$(cat "$AFKIT_TESTBED_STATE/precious.txt")" = precious ]
-  [ "$(ls -A "$AFKIT_TESTBED_STATE")" = precious.txt ]
+  assert_failure 4
+  assert_output --partial "was not made by afkit"
+  assert_equal "$(cat "$AFKIT_TESTBED_STATE/precious.txt")" precious
+  assert_equal "$(ls -A "$AFKIT_TESTBED_STATE")" precious.txt
 }
 
-@test "a holder in the host's own mount namespace is never taken for a testbed (down kills nothing)" {
+# host_ns_holder : a `sleep 300` in the host's own mount namespace, registered as the holder of
+# the state directory; sets BYSTANDER.
+host_ns_holder() {
   sleep 300 3>&- &
-  local victim=$!
+  BYSTANDER=$!
   mkdir -p "$AFKIT_TESTBED_STATE"
   touch "$AFKIT_TESTBED_STATE/.afkit-testbed-state"
-  echo "$victim" >"$AFKIT_TESTBED_STATE/holder.pid"
-  readlink "/proc/$victim/ns/mnt" >"$AFKIT_TESTBED_STATE/holder.ns"
+  echo "$BYSTANDER" >"$AFKIT_TESTBED_STATE/holder.pid"
+  readlink "/proc/$BYSTANDER/ns/mnt" >"$AFKIT_TESTBED_STATE/holder.ns"
+}
+
+@test "down: a holder in the host's own mount namespace is never taken for a testbed (it kills nothing)" {
+  host_ns_holder
   run "$TB" down
-  [ "$status" -eq 0 ]
-  [[ $output == *"not running"* ]]
-  kill -0 "$victim"
+  assert_success
+  assert_output --partial "not running"
+  assert kill -0 "$BYSTANDER"
+}
+
+@test "run: a holder in the host's own mount namespace is never taken for a testbed (3)" {
+  host_ns_holder
   run "$TB" run -- true
-  [ "$status" -eq 3 ]
-  kill "$victim"
+  assert_failure 3
 }
 
 @test "build refuses to rebuild a rootfs that a running testbed uses (exit 4)" {
@@ -227,9 +272,9 @@ fake_rootfs() {
   # Should the refusal ever break, a dead mirror makes the build fail fast instead of running.
   AFKIT_TESTBED_MIRROR=http://127.0.0.1:9/debian run "$TB" build
   kill "$holder"
-  [ "$status" -eq 4 ]
-  [[ $output == *"in use by a running testbed"* ]]
-  [ -d "$AFKIT_TESTBED_CACHE/rootfs-$key" ]
+  assert_failure 4
+  assert_output --partial "in use by a running testbed"
+  assert [ -d "$AFKIT_TESTBED_CACHE/rootfs-$key" ]
 }
 
 @test "run refuses a testbed whose 'up' did not finish (no ready marker): exit 3" {
@@ -242,8 +287,8 @@ fake_rootfs() {
   readlink "/proc/$holder/ns/mnt" >"$AFKIT_TESTBED_STATE/holder.ns"
   run "$TB" run -- true
   kill "$holder"
-  [ "$status" -eq 3 ]
-  [[ $output == *"did not finish starting"* ]]
+  assert_failure 3
+  assert_output --partial "did not finish starting"
 }
 
 # fake_testbed : a stand-in testbed without daemons: a holder process in a mount namespace of
@@ -270,32 +315,43 @@ teardown() {
   [[ -z ${WORKDIR:-} ]] || rm -rf -- "$WORKDIR"
 }
 
-@test "run passes the exit code, stdin, stdout and the caller's directory through" {
+@test "run passes the exit code through" {
   fake_testbed
   cd "$WORKDIR/sub"
   run "$TB" run -- sh -c 'exit 42'
-  [ "$status" -eq 42 ]
+  assert_failure 42
+}
+
+@test "run passes stdin and stdout through" {
+  fake_testbed
+  cd "$WORKDIR/sub"
   run bash -c "printf 'line one\\nline two\\n' | '$TB' run -- cat"
-  [ "$status" -eq 0 ]
-  [ "$output" = "$(printf 'line one\nline two')" ]
+  assert_success
+  assert_output "$(printf 'line one\nline two')"
+}
+
+@test "run keeps the caller's directory" {
+  fake_testbed
+  cd "$WORKDIR/sub"
   run "$TB" run -- pwd
-  [ "$output" = "$WORKDIR/sub" ]
+  assert_success
+  assert_output "$WORKDIR/sub"
 }
 
 @test "run gives a clean environment with the testbed's variables, AFKIT_* passed through" {
   fake_testbed
   cd "$WORKDIR"
   SECRET_HOST_VAR=leak AFKIT_FOO=bar run "$TB" run -- env
-  [ "$status" -eq 0 ]
-  [[ $output == *"PATH=/opt/afkit/venv/bin:"* ]]
-  [[ $output == *"AFKIT_TESTBED=1"* ]]
-  [[ $output == *"AFKIT_XROOTD_URL=root://127.0.0.1:1094"* ]]
-  [[ $output == *"AFKIT_XROOTD_DATA=/srv/xrootd/data"* ]]
-  [[ $output == *"XRD_CONNECTIONRETRY=1"* ]]
-  [[ $output == *"HOME=/root"* ]]
-  [[ $output == *"AFKIT_FOO=bar"* ]]
-  [[ $output != *"SECRET_HOST_VAR"* ]]
-  [[ $output != *"AFKIT_TESTBED_STATE"* ]]
+  assert_success
+  assert_output --partial "PATH=/opt/afkit/venv/bin:"
+  assert_output --partial "AFKIT_TESTBED=1"
+  assert_output --partial "AFKIT_XROOTD_URL=root://127.0.0.1:1094"
+  assert_output --partial "AFKIT_XROOTD_DATA=/srv/xrootd/data"
+  assert_output --partial "XRD_CONNECTIONRETRY=1"
+  assert_output --partial "HOME=/root"
+  assert_output --partial "AFKIT_FOO=bar"
+  refute_output --partial "SECRET_HOST_VAR"
+  refute_output --partial "AFKIT_TESTBED_STATE"
 }
 
 # shellcheck disable=SC2016  # $HOME is expanded by the inner sh
@@ -303,20 +359,25 @@ teardown() {
   fake_testbed
   cd "$WORKDIR"
   run "$TB" run --user nobody -- sh -c 'id -un; echo "$HOME"'
-  [ "$status" -eq 0 ]
-  [ "$output" = "$(printf 'nobody\n%s' "$(getent passwd nobody | cut -d: -f6)")" ]
+  assert_success
+  assert_output "$(printf 'nobody\n%s' "$(getent passwd nobody | cut -d: -f6)")"
+}
+
+@test "run --user: a user the testbed does not have is exit 3" {
+  fake_testbed
+  cd "$WORKDIR"
   run "$TB" run --user no-such-user -- true
-  [ "$status" -eq 3 ]
-  [[ $output == *"no user 'no-such-user'"* ]]
+  assert_failure 3
+  assert_output --partial "no user 'no-such-user'"
 }
 
 @test "run from a directory that is not bound into the testbed: exit 3 naming the bound ones" {
   fake_testbed
   cd "$BATS_TEST_TMPDIR"
   run "$TB" run -- true
-  [ "$status" -eq 3 ]
-  [[ $output == *"is not visible inside the testbed"* ]]
-  [[ $output == *"$WORKDIR"* ]]
+  assert_failure 3
+  assert_output --partial "is not visible inside the testbed"
+  assert_output --partial "$WORKDIR"
 }
 
 @test "down stops the testbed's processes (by namespace and descent), not the host's" {
@@ -332,14 +393,14 @@ teardown() {
     [[ -z $inside ]] || break
     sleep 0.1
   done
-  [ -n "$inside" ]
-  [ "$(readlink "/proc/$inside/ns/mnt")" = "$(cat "$AFKIT_TESTBED_STATE/holder.ns")" ]
+  assert [ -n "$inside" ]
+  assert_equal "$(readlink "/proc/$inside/ns/mnt")" "$(cat "$AFKIT_TESTBED_STATE/holder.ns")"
   run "$TB" down
-  [ "$status" -eq 0 ]
-  [[ $output == *"the testbed is down"* ]]
-  gone "$HOLDER"
-  gone "$inside"
-  ! gone "$BYSTANDER" || false
-  [ ! -e "$AFKIT_TESTBED_STATE/holder.pid" ]
-  [ ! -e "$AFKIT_TESTBED_STATE/ready" ]
+  assert_success
+  assert_output --partial "the testbed is down"
+  assert gone "$HOLDER"
+  assert gone "$inside"
+  refute gone "$BYSTANDER"
+  assert [ ! -e "$AFKIT_TESTBED_STATE/holder.pid" ]
+  assert [ ! -e "$AFKIT_TESTBED_STATE/ready" ]
 }

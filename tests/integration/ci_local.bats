@@ -34,6 +34,8 @@ teardown_file() {
 }
 
 setup() {
+  load '/usr/lib/bats/bats-support/load'
+  load '/usr/lib/bats/bats-assert/load'
   ART=$OUT/project/.gitlab-ci-local/artifacts
 }
 
@@ -51,43 +53,52 @@ registry_get() {
   curl -sSf -K - -H "Accept: ${2:-*/*}" "http://127.0.0.1:$PORT/$1" <<<"user = \"$user:$pass\""
 }
 
-@test "ci-local ran the pipeline and reported the failed tag (exit 1), within 4 minutes" {
-  [[ $(cat "$OUT/rc") -eq 1 ]] || { tail -50 "$OUT/ci-local.out"; return 1; }
-  [[ $(cat "$OUT/seconds") -le 240 ]]
-  grep -q 'a job failed' "$OUT/ci-local.out"
+@test "ci-local ran the pipeline and reported the failed tag (exit 1)" {
+  tail -50 "$OUT/ci-local.out" # shown when the test fails
+  assert_equal "$(cat "$OUT/rc")" 1
+  assert grep -q 'a job failed' "$OUT/ci-local.out"
+}
+
+@test "ci-local ran the pipeline within 4 minutes" {
+  assert [ "$(cat "$OUT/seconds")" -le 240 ]
 }
 
 @test "generate, trigger and the good tag's build, validate and publish jobs passed" {
   cat "$OUT/jobs.tsv"
-  [[ $(job_status images-generate) == PASS ]]
-  [[ $(job_status images) == PASS ]]
-  [[ $(job_status "build:$GOOD_SFX") == PASS ]]
-  [[ $(job_status "validate:$GOOD_SFX") == PASS ]]
-  [[ $(job_status "publish:$GOOD_SFX") == PASS ]]
+  assert_equal "$(job_status images-generate)" PASS
+  assert_equal "$(job_status images)" PASS
+  assert_equal "$(job_status "build:$GOOD_SFX")" PASS
+  assert_equal "$(job_status "validate:$GOOD_SFX")" PASS
+  assert_equal "$(job_status "publish:$GOOD_SFX")" PASS
 }
 
-@test "the missing tag failed its build with the builder's message; its validate and publish never ran" {
-  [[ $(job_status "build:$MISSING_SFX") == FAIL ]]
-  [[ -z $(job_status "validate:$MISSING_SFX") ]]
-  [[ -z $(job_status "publish:$MISSING_SFX") ]]
-  grep -q "build:$MISSING_SFX > afkit: error: .*vAN-19990101_ROOT6-1" "$OUT/gitlab-ci-local.log"
-  grep -q "the build of $MISSING failed (afkit exit code 5" "$OUT/gitlab-ci-local.log"
+@test "the missing tag failed its build with the builder's message" {
+  assert_equal "$(job_status "build:$MISSING_SFX")" FAIL
+  assert grep -q "build:$MISSING_SFX > afkit: error: .*vAN-19990101_ROOT6-1" "$OUT/gitlab-ci-local.log"
+  assert grep -q "the build of $MISSING failed (afkit exit code 5" "$OUT/gitlab-ci-local.log"
+}
+
+@test "the missing tag's validate and publish jobs never ran" {
+  assert_equal "$(job_status "validate:$MISSING_SFX")" ""
+  assert_equal "$(job_status "publish:$MISSING_SFX")" ""
 }
 
 @test "the build job's artifacts are the SIF and its manifest" {
   local dir
   dir=$(artifact_dir "build:$GOOD_SFX")/out/images/$GOOD_NAME
-  [[ -s $dir/$GOOD_NAME.sif && -s $dir/$GOOD_NAME.json ]]
+  assert [ -s "$dir/$GOOD_NAME.sif" ]
+  assert [ -s "$dir/$GOOD_NAME.json" ]
   run head -c 10 "$dir/$GOOD_NAME.sif"
-  [[ $output == '#!/usr/bin' ]] # a SIF starts with its launch script line
-  jq -e . "$dir/$GOOD_NAME.json" >/dev/null
+  assert_output '#!/usr/bin' # a SIF starts with its launch script line
+  run jq -e . "$dir/$GOOD_NAME.json"
+  assert_success
 }
 
 @test "the validate job's JUnit report lists the checks, none failed, and the stamp matches the SIF" {
   local dir sif
   dir=$(artifact_dir "validate:$GOOD_SFX")/out/images/$GOOD_NAME
   sif=$(artifact_dir "build:$GOOD_SFX")/out/images/$GOOD_NAME/$GOOD_NAME.sif
-  python3 - "$dir/$GOOD_NAME.junit.xml" <<'PY'
+  run python3 - "$dir/$GOOD_NAME.junit.xml" <<'PY'
 import sys
 import xml.etree.ElementTree as ET
 root = ET.parse(sys.argv[1]).getroot()
@@ -99,7 +110,8 @@ assert int(suite.get("failures", 0)) == 0 and int(suite.get("errors", 0)) == 0, 
 assert "image.env:ROOTSYS" in names and "image.proof:root-config" in names, sorted(names)
 assert not any(c.find("failure") is not None for c in cases)
 PY
-  grep -qx "sha256 $(sha256sum "$sif" | cut -d' ' -f1)" "$dir/$GOOD_NAME.validated"
+  assert_success
+  assert grep -qx "sha256 $(sha256sum "$sif" | cut -d' ' -f1)" "$dir/$GOOD_NAME.validated"
 }
 
 @test "the published image: registry digest and pulled-back digest equal the built SIF's sha256" {
@@ -108,38 +120,54 @@ PY
   sha=$(sha256sum "$sif" | cut -d' ' -f1)
   ref=oras://127.0.0.1:$PORT/afkit/afkit/alice/aliphysics:vAN-20201018_ROOT6-1
   # what the publish job recorded after its own pull-back comparison
-  [[ $(cat "$OUT/published.tsv") == "$ref"$'\t'"sha256:$sha" ]]
+  assert_equal "$(cat "$OUT/published.tsv")" "$ref"$'\t'"sha256:$sha"
   # what the registry holds, read independently of ci/publish.sh
   layer=$(registry_get v2/afkit/afkit/alice/aliphysics/manifests/vAN-20201018_ROOT6-1 \
     application/vnd.oci.image.manifest.v1+json |
     jq -r '.layers[] | select(.mediaType == "application/vnd.sylabs.sif.layer.v1.sif") | .digest')
-  [[ $layer == "sha256:$sha" ]]
+  assert_equal "$layer" "sha256:$sha"
   digest=$(registry_get "v2/afkit/afkit/alice/aliphysics/blobs/$layer" | sha256sum | cut -d' ' -f1)
-  [[ $digest == "$sha" ]]
+  assert_equal "$digest" "$sha"
 }
 
-@test "publishing the same image again is a no-op; wrong credentials fail before any push" {
-  local dir sif vars
+# publish_setup : a copy of the published SIF and its stamp in BATS_TEST_TMPDIR, the pipeline's
+# registry credentials exported; sets SIF.
+publish_setup() {
+  local dir vars
   dir=$(artifact_dir "build:$GOOD_SFX")/out/images/$GOOD_NAME
-  sif=$BATS_TEST_TMPDIR/$GOOD_NAME.sif
-  cp "$dir/$GOOD_NAME.sif" "$sif"
+  SIF=$BATS_TEST_TMPDIR/$GOOD_NAME.sif
+  cp "$dir/$GOOD_NAME.sif" "$SIF"
   cp "$(artifact_dir "validate:$GOOD_SFX")/out/images/$GOOD_NAME/$GOOD_NAME.validated" "$BATS_TEST_TMPDIR/"
   vars=$OUT/project/.gitlab-ci-local-variables.yml
   export CI_REGISTRY_IMAGE=127.0.0.1:$PORT/afkit/afkit AFKIT_REGISTRY_INSECURE=1
   CI_REGISTRY_USER=$(sed -n "s/^CI_REGISTRY_USER: '\(.*\)'$/\1/p" "$vars")
   CI_JOB_TOKEN=$(sed -n "s/^CI_JOB_TOKEN: '\(.*\)'$/\1/p" "$vars")
   export CI_REGISTRY_USER CI_JOB_TOKEN
-  run "$REPO/ci/publish.sh" --profile alice --tag "$GOOD" "$sif"
-  [[ $status -eq 0 && $output == *"already holds this image"* && $output != *pushing* ]]
-  CI_JOB_TOKEN=not-the-token run "$REPO/ci/publish.sh" --profile alice --tag AliPhysics/vAN-other "$sif"
-  [[ $status -eq 3 && $output == *"refused the credentials"* ]]
+}
+
+@test "publishing the same image again is a no-op" {
+  publish_setup
+  run "$REPO/ci/publish.sh" --profile alice --tag "$GOOD" "$SIF"
+  assert_success
+  assert_output --partial "already holds this image"
+  refute_output --partial pushing
+}
+
+@test "wrong credentials fail (3) before any push" {
+  publish_setup
+  CI_JOB_TOKEN=not-the-token run "$REPO/ci/publish.sh" --profile alice --tag AliPhysics/vAN-other "$SIF"
+  assert_failure 3
+  assert_output --partial "refused the credentials"
   run registry_get v2/afkit/afkit/alice/aliphysics/tags/list
-  [[ $status -eq 0 && $output != *vAN-other* ]]
+  assert_success
+  refute_output --partial vAN-other
 }
 
 @test "nothing was written into the checkout: the pipeline ran in its own copy" {
   run find "$REPO" -maxdepth 3 -newer "$OUT/start" \( -name .gitlab-ci-local -o -name child-pipeline.yml \
     -o -name "$GOOD_NAME.*" \) -not -path "$REPO/build/*"
-  [[ $status -eq 0 && -z $output ]]
-  [[ -d $OUT/project/.git && -d $OUT/project/.gitlab-ci-local ]]
+  assert_success
+  assert_output ""
+  assert [ -d "$OUT/project/.git" ]
+  assert [ -d "$OUT/project/.gitlab-ci-local" ]
 }

@@ -5,12 +5,17 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
+
+from afkit.paths import workflow_files
 
 REPO = Path(__file__).resolve().parents[2]
 ROOT_DATA = REPO / "tests" / "data"  # scikit-hep-testdata files, BSD-3
@@ -55,3 +60,62 @@ def origin_dataset(prefix: str, files: tuple[str, ...], owner: str | None = None
         yield directory.name
     finally:
         shutil.rmtree(directory)
+
+
+def afkit(
+    *args: str, timeout: float | None = 120, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python -m afkit ARGS`` with the testbed's Python, output captured; ENV added to ours."""
+    return subprocess.run([sys.executable, "-m", "afkit", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, check=False, env={**os.environ, **(env or {})})  # fmt: skip
+
+
+def ok(proc: subprocess.CompletedProcess[str]) -> str:
+    """PROC's stdout; fails with its exit code and the end of its stderr unless it succeeded."""
+    assert proc.returncode == 0, f"exit {proc.returncode}: {proc.stderr[-3000:]}"
+    return proc.stdout
+
+
+def steps_campaign(
+    work: Path, name: str, image: dict[str, Any], data_dir: str, access: tuple[str, ...] = ("direct",),
+    **extra: Any,
+) -> Path:  # fmt: skip
+    """WORK/NAME.yaml: one local site ``wn`` (scratch in WORK, apptainer --userns) running one
+    ``steps`` benchmark over ACCESS on DATA_DIR/uproot-HZZ.root of the testbed's origin, in IMAGE;
+    EXTRA: more top-level keys (e.g. ``results``)."""
+    raw = {
+        "name": name,
+        "image": image,
+        "sites": {"wn": {"executor": "local", "storage": "origin", "scratch": str(work / "scratch"),
+                         "apptainer_args": ["--userns"],
+                         "resources": {"cores": 1, "mem_mb": 1, "runtime": 10}}},
+        "storage": {"origin": {"url": require_env("AFKIT_XROOTD_URL"), "export": "/"}},
+        "datasets": {"hzz": {"storage": "origin", "files": [f"{data_dir}/uproot-HZZ.root"]}},
+        "benchmarks": [{"name": "steps", "type": "steps", "sites": ["wn"], "datasets": ["hzz"],
+                        "sweep": {"access": list(access)}}],
+        **extra,
+    }  # fmt: skip
+    cfile = work / f"{name}.yaml"
+    cfile.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    return cfile
+
+
+def snakemake_local(
+    work: Path, cfile: Path, *, timeout: float = 300, unset: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
+    """``snakemake -s workflows/Snakefile --configfile CFILE --profile workflows/profiles/local`` run
+    in WORK, its XRootD clients failing fast; the UNSET variables taken out of its environment."""
+    files = workflow_files()
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(files.snakefile), "--configfile", str(cfile),
+           "--profile", str(files.profile("local"))]  # fmt: skip
+    env = {**os.environ, "XRD_CONNECTIONRETRY": "1", "XRD_REQUESTTIMEOUT": "20"}
+    for name in unset:
+        env.pop(name, None)
+    return subprocess.run(
+        cmd, cwd=work, env=env, capture_output=True, text=True, check=False, timeout=timeout
+    )
+
+
+def text_or_empty(path: Path) -> str:
+    """PATH's text ('' when it does not exist): a log to show in a failure message."""
+    return path.read_text(encoding="utf-8") if path.exists() else ""

@@ -8,25 +8,17 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from itsupport import REPO, afkit
 
-REPO = Path(__file__).resolve().parents[2]
 ORIGIN = os.environ.get("AFKIT_XROOTD_URL", "root://127.0.0.1:1094")
 DATA = Path(os.environ.get("AFKIT_XROOTD_DATA", "/srv/xrootd/data"))
 SIZE = 24 << 20
-
-
-def afkit(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "afkit", *args], capture_output=True, text=True, timeout=timeout, check=False
-    )
 
 
 def records(text: str) -> list[dict]:

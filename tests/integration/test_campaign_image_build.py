@@ -1,9 +1,10 @@
 """A campaign whose image is built from a CVMFS tag (``image: {build: ...}``), end to end.
 
-Runs inside the testbed (scripts/testbed run): the workflow's image rule runs ``afkit image build
---profile alice --tag AliPhysics/vAN-20201018_ROOT6-1 --output <results>/image --base
-localimage:<bench sandbox> -y`` against the CVMFS fixture at /cvmfs with the real Apptainer, then two
-jobs (local executor) run in the built SIF and read a ROOT file from the testbed's XRootD origin.
+Runs inside the testbed (scripts/testbed run): the workflow's image rule calls the image builder as
+``afkit image build --profile alice --tag AliPhysics/vAN-20201018_ROOT6-1 --output <results>/image
+--base localimage:<bench sandbox> -y`` would, against the CVMFS fixture at /cvmfs with the real
+Apptainer, then two jobs (local executor) run in the built SIF and read a ROOT file from the
+testbed's XRootD origin.
 Checks that the jobs ran in that image: the tag and the manifest's sha256 in the aggregated table,
 and the tag's environment (ALICE_PHYSICS ...) present inside the jobs. The base is the bench
 sandbox (`scripts/mkbase --sandbox bench`, built on the host; or $AFKIT_BENCH_SANDBOX).
@@ -14,17 +15,13 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
-import os
 import shutil
-import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
-from itsupport import REPO, origin_dataset, require_env
+from itsupport import origin_dataset, snakemake_local, steps_campaign, text_or_empty
 
 TAG = "AliPhysics/vAN-20201018_ROOT6-1"
 pytestmark = pytest.mark.testbed
@@ -41,34 +38,12 @@ def test_campaign_runs_in_image_built_from_tag(bench_sandbox: Path, data_dir: st
     assert (Path("/cvmfs/alice.cern.ch") / "el7-x86_64").is_dir(), "the CVMFS fixture is not at /cvmfs"
     work = Path(tempfile.mkdtemp(prefix="afkit-campaign-build-", dir="/tmp"))
     try:
-        raw = {
-            "name": "it-build",
-            "image": {"build": {"profile": "alice", "tag": TAG, "base": f"localimage:{bench_sandbox}"}},
-            "sites": {"wn": {"executor": "local", "storage": "origin", "scratch": str(work / "scratch"),
-                             "apptainer_args": ["--userns"],
-                             "resources": {"cores": 1, "mem_mb": 1, "runtime": 10}}},
-            "storage": {"origin": {"url": require_env("AFKIT_XROOTD_URL"), "export": "/"}},
-            "datasets": {"hzz": {"storage": "origin", "files": [f"{data_dir}/uproot-HZZ.root"]}},
-            "benchmarks": [{"name": "steps", "type": "steps", "sites": ["wn"], "datasets": ["hzz"],
-                            "sweep": {"access": ["direct", "copy"]}}],
-        }  # fmt: skip
-        cfile = work / "campaign.yaml"
-        cfile.write_text(yaml.safe_dump(raw), encoding="utf-8")
-        profile = REPO / "workflows" / "profiles" / "local"
-        cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "workflows" / "Snakefile"),
-               "--configfile", str(cfile), "--profile", str(profile)]  # fmt: skip
-        env = {**os.environ, "XRD_CONNECTIONRETRY": "1", "XRD_REQUESTTIMEOUT": "20"}
-        env.pop("AFKIT_BASE_IMAGE", None)
-        proc = subprocess.run(
-            cmd, cwd=work, env=env, capture_output=True, text=True, check=False, timeout=600
-        )
+        image = {"build": {"profile": "alice", "tag": TAG, "base": f"localimage:{bench_sandbox}"}}
+        cfile = steps_campaign(work, "it-build", image, data_dir, access=("direct", "copy"))
+        proc = snakemake_local(work, cfile, timeout=600, unset=("AFKIT_BASE_IMAGE",))
         [results] = list((work / "results").iterdir())
         image_dir = results / "image"
-        log = (
-            (image_dir / "image.log").read_text(encoding="utf-8")
-            if (image_dir / "image.log").exists()
-            else ""
-        )
+        log = text_or_empty(image_dir / "image.log")
         assert proc.returncode == 0, proc.stderr[-3000:] + "\n--- image.log ---\n" + log[-3000:]
 
         # the builder was called as documented and its working directory is <results>/image
@@ -107,9 +82,7 @@ def test_campaign_runs_in_image_built_from_tag(bench_sandbox: Path, data_dir: st
             assert software["required"]["ROOTSYS"], software
 
         # a second run finds everything done: the image is not rebuilt
-        again = subprocess.run(
-            cmd, cwd=work, env=env, capture_output=True, text=True, check=False, timeout=300
-        )
+        again = snakemake_local(work, cfile, unset=("AFKIT_BASE_IMAGE",))
         assert again.returncode == 0, again.stderr[-3000:]
         assert "Nothing to be done" in again.stdout + again.stderr
         assert hashlib.sha256(sif.read_bytes()).hexdigest() == digest

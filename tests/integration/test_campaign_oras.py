@@ -15,11 +15,9 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
-import os
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.error
@@ -29,8 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
-from itsupport import REPO, origin_dataset, require_env
+from itsupport import origin_dataset, snakemake_local, steps_campaign, text_or_empty
 
 pytestmark = pytest.mark.testbed
 
@@ -96,29 +93,12 @@ def data_dir() -> Iterator[str]:
 
 
 def _campaign(work: Path, name: str, ref: str, data_dir: str) -> Path:
-    raw = {
-        "name": name,
-        "image": {"sif": ref},
-        "sites": {"wn": {"executor": "local", "storage": "origin", "scratch": str(work / "scratch"),
-                         "apptainer_args": ["--userns"],
-                         "resources": {"cores": 1, "mem_mb": 1, "runtime": 10}}},
-        "storage": {"origin": {"url": require_env("AFKIT_XROOTD_URL"), "export": "/"}},
-        "datasets": {"hzz": {"storage": "origin", "files": [f"{data_dir}/uproot-HZZ.root"]}},
-        "benchmarks": [{"name": "steps", "type": "steps", "sites": ["wn"], "datasets": ["hzz"],
-                        "sweep": {"access": ["direct"]}}],
-    }  # fmt: skip
-    cfile = work / f"{name}.yaml"
-    cfile.write_text(yaml.safe_dump(raw), encoding="utf-8")
-    return cfile
+    return steps_campaign(work, name, {"sif": ref}, data_dir)
 
 
 def _snakemake(work: Path, cfile: Path) -> subprocess.CompletedProcess[str]:
-    profile = REPO / "workflows" / "profiles" / "local"
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "workflows" / "Snakefile"),
-           "--configfile", str(cfile), "--profile", str(profile)]  # fmt: skip
-    env = {**os.environ, "XRD_CONNECTIONRETRY": "1", "XRD_REQUESTTIMEOUT": "20"}
-    env.pop("AFKIT_REGISTRY_INSECURE", None)  # apptainer falls back to HTTP for 127.0.0.1 by itself
-    return subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, check=False, timeout=300)
+    # apptainer falls back to HTTP for 127.0.0.1 by itself
+    return snakemake_local(work, cfile, unset=("AFKIT_REGISTRY_INSECURE",))
 
 
 def test_campaign_runs_in_image_pulled_from_oras(bench_sif: Path, registry: Registry, data_dir: str) -> None:
@@ -151,11 +131,7 @@ def test_campaign_runs_in_image_pulled_from_oras(bench_sif: Path, registry: Regi
         proc = _snakemake(work, cfile)
         [results] = [p for p in (work / "results").iterdir() if p != bad_results[0]]
         image_dir = results / "image"
-        log = (
-            (image_dir / "image.log").read_text(encoding="utf-8")
-            if (image_dir / "image.log").exists()
-            else ""
-        )
+        log = text_or_empty(image_dir / "image.log")
         assert proc.returncode == 0, proc.stderr[-3000:] + "\n--- image.log ---\n" + log[-3000:]
         assert log.splitlines()[0].startswith("$ apptainer pull ") and log.splitlines()[0].endswith(" " + ref)
         sif = image_dir / "image.sif"

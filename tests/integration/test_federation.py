@@ -21,20 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from itsupport import afkit, ok
 
 SIZE = 24 << 20  # 24 MiB: about 1 s over the default 200 Mbit/s WAN link
 SLOW = "50mbit"  # the fault tests' link rate: a read lasts about 4 s, the fault hits its middle
-
-
-def afkit(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "afkit", *args], capture_output=True, text=True, timeout=timeout, check=False
-    )
-
-
-def ok(proc: subprocess.CompletedProcess[str]) -> str:
-    assert proc.returncode == 0, f"exit {proc.returncode}: {proc.stderr[-2000:]}"
-    return proc.stdout
 
 
 @pytest.fixture(scope="module")

@@ -23,9 +23,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import itsupport
 import pytest
 import yaml
-from itsupport import REPO
+from itsupport import REPO, ok
 
 pytestmark = pytest.mark.testbed
 
@@ -38,20 +39,7 @@ XRD_ENV = {"XRD_STREAMTIMEOUT": "5", "XRD_REQUESTTIMEOUT": "8", "XRD_CONNECTIONW
 
 
 def afkit(*args: str, timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "afkit", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        env={**os.environ, **XRD_ENV},
-    )
-
-
-def ok(proc: subprocess.CompletedProcess[str]) -> str:
-    assert proc.returncode == 0, f"exit {proc.returncode}: {proc.stderr[-3000:]}"
-    return proc.stdout
+    return itsupport.afkit(*args, timeout=timeout, cwd=cwd, env=XRD_ENV)
 
 
 @pytest.fixture

@@ -15,23 +15,21 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import itsupport
 import pytest
-import yaml
-from itsupport import origin_dataset, require_env
+from itsupport import origin_dataset, steps_campaign
 
 pytestmark = pytest.mark.testbed
 PASS = "it-Passphrase"
 
 
 def afkit(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "afkit", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, check=False, timeout=600)  # fmt: skip
+    return itsupport.afkit(*args, env=env, timeout=600)
 
 
 def _newpair(keysdir: Path, name: str, out: Path) -> str:
@@ -139,21 +137,7 @@ def test_unsigned_modified_and_foreign_images_are_refused(
 
 
 def _campaign(work: Path, name: str, image: dict[str, str], data_dir: str) -> Path:
-    raw = {
-        "name": name,
-        "image": image,
-        "sites": {"wn": {"executor": "local", "storage": "origin", "scratch": str(work / "scratch"),
-                         "apptainer_args": ["--userns"],
-                         "resources": {"cores": 1, "mem_mb": 1, "runtime": 10}}},
-        "storage": {"origin": {"url": require_env("AFKIT_XROOTD_URL"), "export": "/"}},
-        "datasets": {"hzz": {"storage": "origin", "files": [f"{data_dir}/uproot-HZZ.root"]}},
-        "benchmarks": [{"name": "steps", "type": "steps", "sites": ["wn"], "datasets": ["hzz"],
-                        "sweep": {"access": ["direct"]}}],
-        "results": str(work / "results"),
-    }  # fmt: skip
-    cfile = work / f"{name}.yaml"
-    cfile.write_text(yaml.safe_dump(raw), encoding="utf-8")
-    return cfile
+    return steps_campaign(work, name, image, data_dir, results=str(work / "results"))
 
 
 def test_campaign_verifies_its_image_and_records_the_signer(

@@ -17,7 +17,9 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import itsupport
 import pytest
+from itsupport import ok
 
 DATA = Path(os.environ.get("AFKIT_XROOTD_DATA", "/srv/xrootd/data"))
 BASE = "12094"  # clear of the testbed origin (1094) and of the default scenario ports
@@ -25,20 +27,8 @@ SIZE = 16 << 20
 ENV = {**os.environ, "AFKIT_STORAGE_BASE_PORT": BASE}
 
 
-def afkit(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "afkit", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=ENV,
-        check=False,
-    )
-
-
-def ok(proc: subprocess.CompletedProcess[str]) -> str:
-    assert proc.returncode == 0, f"exit {proc.returncode}: {proc.stderr}"
-    return proc.stdout
+def afkit(*args: str) -> subprocess.CompletedProcess[str]:
+    return itsupport.afkit(*args, env={"AFKIT_STORAGE_BASE_PORT": BASE})
 
 
 def origin_opens(state: Path, name: str) -> int:

@@ -4,6 +4,8 @@
 #   scripts/testbed run -- bats tests/integration/testbed.bats
 # Real programs only: Apptainer, HTCondor, SLURM, XRootD, environment-modules.
 
+bats_require_minimum_version 1.5.0
+
 setup_file() {
   [[ ${AFKIT_TESTBED:-} == 1 || ${TESTBED:-} == native ]] || {
     echo "run inside the testbed: scripts/testbed run -- bats tests/integration" >&2
@@ -26,8 +28,19 @@ setup_file() {
   chown afkit:afkit "$WORK/tiny.sif"
 }
 
+setup() {
+  load '/usr/lib/bats/bats-support/load'
+  load '/usr/lib/bats/bats-assert/load'
+}
+
 teardown_file() {
   [[ -z ${WORK:-} || ! -d $WORK ]] || rm -rf --one-file-system -- "$WORK"
+}
+
+# bubblewrap_only : skip where the tests run natively on a host (TESTBED=native): these check the
+# bubblewrap testbed itself.
+bubblewrap_only() {
+  [[ ${AFKIT_TESTBED:-} == 1 ]] || skip "checks the bubblewrap testbed itself (TESTBED=native runs on a host)"
 }
 
 # as_afkit CMD... : run CMD as the unprivileged user afkit, in $WORK.
@@ -36,67 +49,111 @@ as_afkit() {
     env HOME=/home/afkit USER=afkit LOGNAME=afkit PATH="$PATH" "$@")
 }
 
+@test "environment: the testbed's variables" {
+  assert_equal "$AFKIT_TESTBED" 1
+  assert_equal "$AFKIT_XROOTD_URL" root://127.0.0.1:1094
+}
+
 @test "environment: venv python 3.13 with Debian's XRootD bindings, htcondor and the project" {
-  [ "$AFKIT_TESTBED" = 1 ]
-  [ "$AFKIT_XROOTD_URL" = root://127.0.0.1:1094 ]
-  [ "$(command -v python3)" = /opt/afkit/venv/bin/python3 ]
+  assert_equal "$(command -v python3)" /opt/afkit/venv/bin/python3
   run python3 -c 'import sys, XRootD.client, htcondor, afkit; print(sys.version_info[:2])'
-  [ "$status" -eq 0 ]
-  [ "$output" = "(3, 13)" ]
+  assert_success
+  assert_output "(3, 13)"
   # --system-site-packages: XRootD is Debian's python3-xrootd, afkit the editable checkout.
   run python3 -c 'import XRootD, afkit; print(XRootD.__file__); print(afkit.__file__)'
-  [[ ${lines[0]} == /usr/lib/python3/dist-packages/XRootD/* ]]
-  [ "${lines[1]}" = "$AFKIT_REPO/src/afkit/__init__.py" ]
-  for tool in afkit pytest snakemake; do
-    [ "$(command -v "$tool")" = "/opt/afkit/venv/bin/$tool" ]
-  done
-  afkit --version
+  assert_success
+  assert_line --index 0 --regexp '^/usr/lib/python3/dist-packages/XRootD/'
+  assert_line --index 1 "$AFKIT_REPO/src/afkit/__init__.py"
 }
 
-@test "isolation: own network namespace with loopback only, /cvmfs read-only, private fuse node" {
-  [[ ${AFKIT_TESTBED:-} == 1 ]] || skip "checks the bubblewrap testbed itself (TESTBED=native runs on a host)"
+@test "environment: afkit, pytest and snakemake are the venv's" {
+  for tool in afkit pytest snakemake; do
+    assert_equal "$(command -v "$tool")" "/opt/afkit/venv/bin/$tool"
+  done
+  run afkit --version
+  assert_success
+}
+
+@test "isolation: own network namespace with loopback and the federation's link only" {
+  bubblewrap_only
   run ip -o link show
-  [ "$status" -eq 0 ]
-  [[ $output == *": lo:"* ]]
+  assert_success
+  assert_output --partial ": lo:"
   # besides loopback only the federation's link into its own WAN namespace (docs/federation.md),
   # when run-tests has brought the federation up
-  [ "$(printf '%s\n' "$output" | grep -cvE '^[0-9]+: (lo|fed0@[^:]+):' || true)" -eq 0 ]
+  assert_equal "$(printf '%s\n' "$output" | grep -cvE '^[0-9]+: (lo|fed0@[^:]+):' || true)" 0
+}
+
+@test "isolation: only loopback and federation addresses" {
+  bubblewrap_only
   run ip -o -4 addr show
-  [ "$(printf '%s\n' "$output" | grep -cvE ' inet (127\.[0-9.]+|10\.77\.[0-9.]+)/' || true)" -eq 0 ]
-  grep -qE '^127\.0\.0\.1\s.*\b'"$(hostname)"'\b' /etc/hosts
+  assert_success
+  assert_equal "$(printf '%s\n' "$output" | grep -cvE ' inet (127\.[0-9.]+|10\.77\.[0-9.]+)/' || true)" 0
+}
+
+@test "isolation: the host name resolves to 127.0.0.1" {
+  bubblewrap_only
+  assert grep -qE '^127\.0\.0\.1\s.*\b'"$(hostname)"'\b' /etc/hosts
+}
+
+@test "isolation: /cvmfs is read-only" {
+  bubblewrap_only
   run touch /cvmfs/afkit-write-test
-  [ "$status" -ne 0 ]
-  [ "$(stat -c %a /dev/fuse)" = 666 ]
-  [ "$(stat -c %a /tmp)" = 1777 ]
+  assert_failure
 }
 
-@test "apptainer: image built from a sandbox runs as root (no --userns needed) and as afkit" {
+@test "isolation: a private fuse node every user can open, /tmp sticky and world-writable" {
+  bubblewrap_only
+  assert_equal "$(stat -c %a /dev/fuse)" 666
+  assert_equal "$(stat -c %a /tmp)" 1777
+}
+
+@test "apptainer: an image built from a sandbox runs as root (no --userns needed)" {
   run apptainer exec "$WORK/tiny.sif" sh -c 'echo root-in-image $(id -u)'
-  [ "$status" -eq 0 ]
-  [[ $output == *"root-in-image 0"* ]]
-  run as_afkit apptainer exec "$WORK/tiny.sif" sh -c 'echo user-in-image $(id -u)'
-  [ "$status" -eq 0 ]
-  [[ $output == *"user-in-image 1000"* ]]
-  run apptainer exec --userns --containall "$WORK/tiny.sif" cat /proc/self/uid_map
-  [ "$status" -eq 0 ]
+  assert_success
+  assert_output --partial "root-in-image 0"
 }
 
-@test "apptainer: definition-file build with %post (--fakeroot) as root and as afkit" {
+@test "apptainer: an image built from a sandbox runs as afkit" {
+  run as_afkit apptainer exec "$WORK/tiny.sif" sh -c 'echo user-in-image $(id -u)'
+  assert_success
+  assert_output --partial "user-in-image 1000"
+}
+
+@test "apptainer: --userns --containall runs (its own /proc)" {
+  run apptainer exec --userns --containall "$WORK/tiny.sif" cat /proc/self/uid_map
+  assert_success
+}
+
+# post_def : WORK/post.def, a definition file whose %post writes /built.txt.
+post_def() {
   printf 'Bootstrap: localimage\nFrom: %s\n\n%%post\n  echo built-by-post > /built.txt\n' \
     "$WORK/tiny.sif" >"$WORK/post.def"
   chmod 0644 "$WORK/post.def"
+}
+
+@test "apptainer: definition-file build with %post (--fakeroot) as root" {
+  post_def
   local out
   out=$(mktemp -d /tmp/afkit-testbed-root.XXXXXX)
   apptainer --quiet build --fakeroot "$out/post-root.sif" "$WORK/post.def"
   # stdout only: apptainer warns on stderr about the image's missing passwd/group files.
-  [ "$(apptainer exec "$out/post-root.sif" cat /built.txt 2>/dev/null)" = built-by-post ]
+  run --separate-stderr apptainer exec "$out/post-root.sif" cat /built.txt
   rm -rf -- "$out"
+  assert_success
+  assert_output built-by-post
+}
+
+@test "apptainer: definition-file build with %post (--fakeroot) as afkit" {
+  post_def
   as_afkit apptainer --quiet build --fakeroot "$WORK/post-user.sif" "$WORK/post.def"
-  [ "$(as_afkit apptainer exec "$WORK/post-user.sif" cat /built.txt 2>/dev/null)" = built-by-post ]
+  run --separate-stderr as_afkit apptainer exec "$WORK/post-user.sif" cat /built.txt
+  assert_success
+  assert_output built-by-post
 }
 
 @test "htcondor: a vanilla job submitted by afkit runs on one of >= 2 slots" {
-  [ "$(condor_status -af Name | grep -c .)" -ge 2 ]
+  assert [ "$(condor_status -af Name | grep -c .)" -ge 2 ]
   cat >"$WORK/vanilla.sub" <<SUB
 executable = /bin/sh
 arguments = "-c 'echo vanilla-ok; id -un'"
@@ -109,13 +166,13 @@ SUB
   chown afkit:afkit "$WORK/vanilla.sub"
   as_afkit condor_submit vanilla.sub
   run as_afkit condor_wait -wait 180 vanilla.log
-  [ "$status" -eq 0 ]
-  [ "$(cat "$WORK/vanilla.out")" = "$(printf 'vanilla-ok\nafkit')" ]
+  assert_success
+  assert_equal "$(cat "$WORK/vanilla.out")" "$(printf 'vanilla-ok\nafkit')"
 }
 
 @test "htcondor: the startd supports SIF and a container-universe job runs in the image" {
   run condor_status -af HasSingularity HasSIF
-  [[ ${lines[0]} == "true true" ]]
+  assert_line --index 0 "true true"
   cat >"$WORK/container.sub" <<SUB
 universe = container
 container_image = $WORK/tiny.sif
@@ -132,8 +189,8 @@ SUB
   chown afkit:afkit "$WORK/container.sub"
   as_afkit condor_submit container.sub
   run as_afkit condor_wait -wait 180 container.log
-  [ "$status" -eq 0 ]
-  [ "$(cat "$WORK/container.out")" = "$(printf 'container-ok\nhas-busybox')" ]
+  assert_success
+  assert_equal "$(cat "$WORK/container.out")" "$(printf 'container-ok\nhas-busybox')"
 }
 
 @test "htcondor: the venv's PyPI htcondor wheel submits as afkit (IDTOKEN from up)" {
@@ -142,29 +199,32 @@ import htcondor
 sub = htcondor.Submit({"executable": "/bin/echo", "arguments": "wheel-ok", "output": "wheel.out",
                        "log": "wheel.log", "should_transfer_files": "NO"})
 print(htcondor.Schedd().submit(sub).cluster())'
-  [ "$status" -eq 0 ]
-  [[ $output =~ ^[0-9]+$ ]]
+  assert_success
+  assert_output --regexp '^[0-9]+$'
   run as_afkit condor_wait -wait 180 wheel.log
-  [ "$status" -eq 0 ]
-  [ "$(cat "$WORK/wheel.out")" = wheel-ok ]
+  assert_success
+  assert_equal "$(cat "$WORK/wheel.out")" wheel-ok
 }
 
-@test "slurm: partition debug, sbatch --wait as afkit writes the job's output" {
+@test "slurm: partition debug is up" {
   run sinfo -h -o '%P %a'
-  [[ $output == "debug* up" ]]
+  assert_output "debug* up"
+}
+
+@test "slurm: sbatch --wait as afkit writes the job's output" {
   printf '#!/bin/sh\necho slurm-ok "$SLURM_JOB_PARTITION" "$(id -un)"\n' >"$WORK/job.sh"
   chown afkit:afkit "$WORK/job.sh"
   run as_afkit sbatch --wait --quiet -o slurm.out job.sh
-  [ "$status" -eq 0 ]
-  [ "$(cat "$WORK/slurm.out")" = "slurm-ok debug afkit" ]
+  assert_success
+  assert_equal "$(cat "$WORK/slurm.out")" "slurm-ok debug afkit"
 }
 
 @test "xrootd: a file in the data directory reads back byte-identical over root://" {
-  [ "$AFKIT_XROOTD_DATA" = /srv/xrootd/data ]
+  assert_equal "$AFKIT_XROOTD_DATA" /srv/xrootd/data
   local name="it-$$-$RANDOM.bin"
   head -c 3000000 /dev/urandom >"$AFKIT_XROOTD_DATA/$name"
   xrdcp -f -s "$AFKIT_XROOTD_URL//$name" "$WORK/back.bin"
-  [ "$(sha256sum <"$AFKIT_XROOTD_DATA/$name")" = "$(sha256sum <"$WORK/back.bin")" ]
+  assert_equal "$(sha256sum <"$AFKIT_XROOTD_DATA/$name")" "$(sha256sum <"$WORK/back.bin")"
   rm -f "$AFKIT_XROOTD_DATA/$name"
 }
 
@@ -173,10 +233,11 @@ print(htcondor.Schedd().submit(sub).cluster())'
   printf 'through xrootd\n' >"$WORK/up.txt"
   chown afkit:afkit "$WORK/up.txt"
   as_afkit xrdcp -s up.txt "$AFKIT_XROOTD_URL//$name"
-  [ "$(cat "$AFKIT_XROOTD_DATA/$name")" = "through xrootd" ]
+  assert_equal "$(cat "$AFKIT_XROOTD_DATA/$name")" "through xrootd"
   as_afkit sh -c "echo direct > '$AFKIT_XROOTD_DATA/direct-$name'"
   run xrdfs 127.0.0.1:1094 ls /
-  [[ $output == *"/$name"* && $output == *"/direct-$name"* ]]
+  assert_output --partial "/$name"
+  assert_output --partial "/direct-$name"
   rm -f "$AFKIT_XROOTD_DATA/$name" "$AFKIT_XROOTD_DATA/direct-$name"
 }
 
@@ -191,6 +252,6 @@ prepend-path PATH $WORK/hello/bin
 MOD
   run bash -c 'source "$MODULESHOME/init/bash" && module use "$1" && module load hello/1.0 &&
     echo "$HELLO_TESTBED" && hello-testbed' _ "$WORK/modules"
-  [ "$status" -eq 0 ]
-  [ "$output" = "$(printf '1.0\nhello-from-module')" ]
+  assert_success
+  assert_output "$(printf '1.0\nhello-from-module')"
 }

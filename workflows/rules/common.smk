@@ -1,19 +1,19 @@
-# Helpers shared by the rules: campaign validation, the job plan, input functions.
+# Helpers shared by the rules: campaign validation (afkit's, once: defaults, schema, references),
+# the job plan, input functions.
 import json
 from pathlib import Path
-
-from snakemake.utils import validate
 
 from afkit.campaign import plan as afkit_plan
 from afkit.campaign import rules as afkit_rules
 from afkit.campaign.config import Campaign, validate as afkit_validate
 from afkit.errors import AfkitError, UsageError
+from afkit.paths import workflow_files
 
 # The default campaign (the Snakemake workflow catalog's config/config.yaml): used when no
 # --configfile is given, so `snakemake --profile profiles/local -n` from workflows/ plans it;
 # --config KEY=VALUE still overrides its keys. Loaded only then, not with the `configfile:`
 # directive: that would deep-merge the default into every --configfile campaign.
-DEFAULT_CAMPAIGN = Path(workflow.main_snakefile).parent / "config" / "config.yaml"
+DEFAULT_CAMPAIGN = workflow_files().default_campaign
 if not workflow.configfiles and DEFAULT_CAMPAIGN.is_file():
     workflow.configfile(str(DEFAULT_CAMPAIGN))
 
@@ -41,7 +41,6 @@ try:
     JOBS = afkit_plan.expand(CAMPAIGN)
 except AfkitError as err:
     afkit_rules.exit_with(err)
-validate(CAMPAIGN.config, "../schemas/campaign.schema.yaml")
 
 CFG = CAMPAIGN.config
 RESULTS = str(CAMPAIGN.results_dir)

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from afkit.atomic import atomic_path
 from afkit.errors import UnsafeError, UsageError
 
 MB = 1_000_000
@@ -132,10 +133,6 @@ def calibrate(model: EventModel, codec: Any, seed: int = 1) -> float:
     return max(1.0, model.event_bytes / (compressed / unit))
 
 
-def _tmp_name(dest: Path) -> Path:
-    return dest.with_name(f".{dest.name}.{os.getpid()}.part")
-
-
 def _check_dest(dest: Path, force: bool) -> None:
     if dest.exists() and not force:
         raise UnsafeError(f"'{dest}' exists; not overwriting it", hint="remove it or pass --force")
@@ -151,23 +148,18 @@ def write_root(
     mean = calibrate(model, codec, seed)
     rng = np.random.default_rng(seed)
     per_basket = max(1, BASKET_BYTES // model.event_bytes)
-    tmp = _tmp_name(dest)
-    try:
-        with uproot.recreate(tmp, compression=codec) as out:
-            tree = None
-            done = 0
-            while done < events:
-                n = min(per_basket, events - done)
-                counts = np.maximum(rng.poisson(mean, n), 1)
-                batch = _batch(model, counts, rng, done)
-                if tree is None:  # a TTree (uproot's default for a dict would be an RNTuple)
-                    types = {k: v.dtype if isinstance(v, np.ndarray) else v.type for k, v in batch.items()}
-                    tree = out.mktree("Events", types)
-                tree.extend(batch)
-                done += n
-        os.replace(tmp, dest)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with atomic_path(dest) as tmp, uproot.recreate(tmp, compression=codec) as out:
+        tree = None
+        done = 0
+        while done < events:
+            n = min(per_basket, events - done)
+            counts = np.maximum(rng.poisson(mean, n), 1)
+            batch = _batch(model, counts, rng, done)
+            if tree is None:  # a TTree (uproot's default for a dict would be an RNTuple)
+                types = {k: v.dtype if isinstance(v, np.ndarray) else v.type for k, v in batch.items()}
+                tree = out.mktree("Events", types)
+            tree.extend(batch)
+            done += n
     size = dest.stat().st_size
     return {"file": str(dest), "events": events, "bytes": size, "bytes_per_event": round(size / events, 1)}
 
@@ -175,29 +167,20 @@ def write_root(
 def write_random(dest: Path, size: int, seed: int, force: bool) -> None:
     _check_dest(dest, force)
     rng = np.random.default_rng(seed)
-    tmp = _tmp_name(dest)
-    try:
-        with tmp.open("wb") as fh:
-            left = size
-            while left > 0:
-                n = min(CHUNK, left)
-                fh.write(rng.bytes(n))
-                left -= n
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, dest)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with atomic_path(dest) as tmp, tmp.open("wb") as fh:
+        left = size
+        while left > 0:
+            n = min(CHUNK, left)
+            fh.write(rng.bytes(n))
+            left -= n
+        fh.flush()
+        os.fsync(fh.fileno())
 
 
 def copy_file(src: Path, dest: Path, force: bool) -> None:
     _check_dest(dest, force)
-    tmp = _tmp_name(dest)
-    try:
+    with atomic_path(dest) as tmp:
         shutil.copyfile(src, tmp)
-        os.replace(tmp, dest)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def events_for(size: int, files: int, model: EventModel) -> int:

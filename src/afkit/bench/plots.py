@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 
+from afkit.atomic import atomic_path
 from afkit.bench.trace import TraceEntry
 
 
 def _save(fig: object, dest: Path) -> None:
-    tmp = dest.with_name(f".{dest.stem}.{os.getpid()}.part.png")
-    fig.savefig(tmp, dpi=110)  # type: ignore[attr-defined]
-    os.replace(tmp, dest)
+    with atomic_path(dest) as tmp:
+        fig.savefig(tmp, dpi=110)  # type: ignore[attr-defined]
 
 
 def plot_trace(entries: list[TraceEntry], outdir: Path, title: str = "") -> list[Path]:

@@ -10,13 +10,13 @@ allowed: results are never mixed silently.
 from __future__ import annotations
 
 import csv
+import io
 import json
-import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from afkit.atomic import write_atomic
 from afkit.campaign import record as jobrecord
 from afkit.errors import InvalidError
 
@@ -88,15 +88,13 @@ def missing_records(expected: list[dict[str, Any]], records: list[dict[str, Any]
     return out
 
 
-def _write_csv(path: Path, columns: list[str], rows: Iterable[dict[str, Any]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
-        w = csv.DictWriter(fh, fieldnames=columns, extrasaction="ignore")
-        w.writeheader()
-        w.writerows(rows)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
+def write_csv(path: Path, columns: list[str], rows: Iterable[dict[str, Any]]) -> None:
+    """A CSV table (header COLUMNS; keys of a row beyond them are left out), written atomically."""
+    text = io.StringIO()
+    w = csv.DictWriter(text, fieldnames=columns, extrasaction="ignore")
+    w.writeheader()
+    w.writerows(rows)
+    write_atomic(path, text.getvalue(), mode=0o644)
 
 
 def aggregate(
@@ -113,8 +111,8 @@ def aggregate(
     all_records = records + (missing_records(expected, records) if expected else [])
     rows = [job_row(r) for r in all_records]
     rows.sort(key=lambda r: (str(r["bench"]), str(r["id"])))
-    _write_csv(jobs_csv, JOB_COLUMNS, rows)
-    _write_csv(intervals_csv, INTERVAL_COLUMNS, (i for r in records for i in interval_rows(r)))
+    write_csv(jobs_csv, JOB_COLUMNS, rows)
+    write_csv(intervals_csv, INTERVAL_COLUMNS, (i for r in records for i in interval_rows(r)))
     return rows
 
 

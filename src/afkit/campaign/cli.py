@@ -179,9 +179,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_config_doc(args: argparse.Namespace) -> int:
+    from afkit.atomic import write_atomic
     from afkit.campaign import schemadoc
     from afkit.errors import InvalidError
-    from afkit.image.build import write_atomic
 
     path: Path = args.output or schemadoc.readme_path()
     text = schemadoc.current()

@@ -20,16 +20,15 @@ Exit code (for CI): 0 no cell worse or lost, 1 at least one (a regression), 5 a 
 
 from __future__ import annotations
 
-import csv
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from afkit.atomic import write_atomic
+from afkit.campaign.aggregate import write_csv
 from afkit.errors import InvalidError, NotFoundError
 
 CELL = ("bench", "site", "dataset", "scenario", "access", "clients")
@@ -156,25 +155,10 @@ def write(result: list[CellComparison], out_dir: Path, meta: dict[str, Any]) -> 
 
     out_dir.mkdir(parents=True, exist_ok=True)
     fields = list(asdict(result[0])) if result else ["verdict"]
-    _atomic(out_dir / "compare.csv", lambda fh: _csv(fh, fields, result))
+    write_csv(out_dir / "compare.csv", fields, (asdict(c) for c in result))
     figure(result, out_dir / "compare.png")
-    _atomic(out_dir / "compare.json",
-            lambda fh: json.dump({**meta, "cells": [asdict(c) for c in result]}, fh, indent=1))  # fmt: skip
-    return out_dir / "compare.json"
-
-
-def _csv(fh: Any, fields: list[str], result: list[CellComparison]) -> None:
-    w = csv.DictWriter(fh, fieldnames=fields)
-    w.writeheader()
-    w.writerows(asdict(c) for c in result)
-
-
-def _atomic(path: Path, fill: Any) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
-        fill(fh)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
+    cells = {**meta, "cells": [asdict(c) for c in result]}
+    return write_atomic(out_dir / "compare.json", json.dumps(cells, indent=1), mode=0o644)
 
 
 def load_section(report_dir: Path) -> dict[str, Any] | None:

@@ -17,15 +17,11 @@ import jsonschema
 import yaml
 
 from afkit.errors import AfkitError, InvalidError, NotFoundError
-from afkit.paths import workflows_dir
-
-
-def schema_path() -> Path:
-    return workflows_dir() / "schemas" / "campaign.schema.yaml"
+from afkit.paths import workflow_files
 
 
 def load_schema() -> dict[str, Any]:
-    with schema_path().open(encoding="utf-8") as fh:
+    with workflow_files().schema.open(encoding="utf-8") as fh:
         schema: dict[str, Any] = yaml.safe_load(fh)
     return schema
 
@@ -181,7 +177,7 @@ def validate(raw: Any, *, source: str = "campaign") -> dict[str, Any]:
     if problems:
         raise InvalidError(
             f"{source}: invalid campaign:\n  " + "\n  ".join(problems),
-            hint=f"fix the key(s) named above; the schema is {schema_path()}",
+            hint=f"fix the key(s) named above; the schema is {workflow_files().schema}",
         )
     return cfg
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from afkit.atomic import atomic_path, write_atomic
 from afkit.errors import InvalidError, NotFoundError
 
 CHUNK = 1 << 20
@@ -20,16 +20,12 @@ CHUNK = 1 << 20
 def _generate(path: Path, size: int) -> None:
     if path.is_file() and path.stat().st_size == size:
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "wb") as fh:
+    with atomic_path(path, mode=0o644) as tmp, tmp.open("wb") as fh:
         left = size
         while left > 0:
             n = min(CHUNK, left)
             fh.write(os.urandom(n))  # incompressible, so caches and compression cannot cheat
             left -= n
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
 
 
 def prepare(
@@ -54,10 +50,6 @@ def prepare(
             if missing:
                 raise NotFoundError(f"datasets.{name}: missing under {root}: {', '.join(missing)}")
     manifest = {"dataset": name, "files": files, "storage": spec["storage"]}
-    fd, tmp = tempfile.mkstemp(prefix=".dataset.", dir=Path(output).parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(manifest, fh, indent=1)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, output)
+    write_atomic(output, json.dumps(manifest, indent=1), mode=0o644)
     Path(log).write_text(f"{len(files)} files\n", encoding="utf-8")
     return manifest

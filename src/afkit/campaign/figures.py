@@ -8,15 +8,14 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
+from afkit.atomic import atomic_path
 from afkit.campaign.scaling import WavePoint, server_of
 
 
 def _save(fig: Figure, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.png")
     fig.tight_layout()
-    fig.savefig(tmp, dpi=90)
-    tmp.replace(path)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=90)
     return path
 
 

@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
 import os
 import subprocess
 import sys
-import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+from afkit.atomic import atomic_path, write_atomic
 from afkit.errors import AfkitError, ExitCode, InvalidError, NotFoundError, PrereqError
 from afkit.image import apptainer
 from afkit.image.workdir import MARKER
@@ -43,6 +47,8 @@ def build_base(build: dict[str, Any], base_dir: str) -> str | None:
 
 
 def build_command(build: dict[str, Any], outdir: Path, base: str | None) -> list[str]:
+    """The ``afkit image build`` command line equivalent to the rule's build (the log's first line:
+    what to run by hand to see the builder's message)."""
     cmd = [sys.executable, "-m", "afkit", "image", "build", "--profile", build["profile"],
            "--tag", build["tag"], "--output", str(outdir.resolve())]  # fmt: skip
     if base:
@@ -50,42 +56,82 @@ def build_command(build: dict[str, Any], outdir: Path, base: str | None) -> list
     return [*cmd, "-y"]
 
 
-def _from_build(build: dict[str, Any], base_dir: str, workdir: Path, log: Path) -> dict[str, Any]:
-    """``afkit image build ... --output WORKDIR -y``: WORKDIR (``<results>/image``) is the builder's
-    working directory, so its store is reused by a rebuild. The builder cleans WORKDIR, so its
-    output goes to a temporary log beside WORKDIR, moved to LOG afterwards."""
-    base = build_base(build, base_dir)
+# The builder the rule calls (afkit.image.build.build when None); a test puts a stand-in here.
+Builder = Callable[..., Path]
+BUILDER: Builder | None = None
+
+
+def _build_in_child(builder: Builder | None, kwargs: dict[str, Any], log: str, result: Connection) -> None:
+    """In the child process: the builder's stdout and stderr (and its programs') go to LOG; the
+    SIF path goes back through RESULT; the exit code is the one ``afkit image build`` would have."""
+    from afkit.cli import guarded
+
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND)
+    for std in (1, 2):
+        os.dup2(fd, std)
+    os.close(fd)
+
+    def call() -> int:
+        from afkit.image.build import build
+
+        sif = (builder or build)(**kwargs)
+        print(sif, flush=True)
+        result.send(str(sif))
+        return 0
+
+    code = guarded(call)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    sys.exit(code)
+
+
+def run_builder(kwargs: dict[str, Any], log: Path) -> tuple[int, Path | None]:
+    """Call the builder with KWARGS in a child process (its own main thread: the builder's signal
+    handling works; Ctrl-C reaches it with snakemake's process group; its output goes only to LOG,
+    which must exist); (exit code, the SIF path it returned)."""
+    ctx = multiprocessing.get_context("spawn")
+    receive, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_build_in_child, args=(BUILDER, kwargs, str(log), send))
+    child.start()
+    send.close()
+    child.join()
+    try:
+        sif: Path | None = Path(receive.recv())
+    except EOFError:  # it ended without a result
+        sif = None
+    receive.close()
+    return (child.exitcode if child.exitcode is not None else 1), sif
+
+
+def _from_build(build: dict[str, Any], place: Place) -> dict[str, Any]:
+    """The builder (``afkit image build ... --output WORKDIR -y``, as a function): WORKDIR
+    (``<results>/image``) is its working directory, so its store is reused by a rebuild. The builder
+    cleans WORKDIR, so its output goes to a temporary log beside WORKDIR, moved to LOG afterwards."""
+    workdir, log = place.workdir, place.log
+    base = build_base(build, str(place.base_dir))
     cmd = build_command(build, workdir, base)
+    kwargs = {"profile_name": build["profile"], "tag_text": build["tag"], "output": workdir.resolve(),
+              "yes": True, "base_spec": base}  # fmt: skip
     if not (workdir / MARKER).is_file():
         # a build that failed before adopting WORKDIR left only this rule's files: the builder
         # refuses a non-empty directory it did not create
         for name in (log.name, "image.json"):
             (workdir / name).unlink(missing_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{log.name}.", dir=workdir.parent)
-    tmp_log = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write("$ " + " ".join(cmd) + "\n")
-            fh.flush()
-            proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=fh, text=True, check=False)
-            fh.write(proc.stdout)
-        os.chmod(tmp_log, 0o644)
-        workdir.mkdir(parents=True, exist_ok=True)
-        os.replace(tmp_log, log)
-    finally:
-        tmp_log.unlink(missing_ok=True)
-    if proc.returncode != 0:
+    with atomic_path(log, mode=0o644, tmp_dir=workdir.parent) as tmp_log:
+        tmp_log.write_text("$ " + " ".join(cmd) + "\n", encoding="utf-8")
+        code, sif = run_builder(kwargs, tmp_log)
+        workdir.mkdir(parents=True, exist_ok=True)  # the builder may have failed before making it
+    if code != 0:
         raise AfkitError(
             f"afkit image build --profile {build['profile']} --tag {build['tag']} failed "
-            f"(exit {proc.returncode}); see {log}",
+            f"(exit {code}); see {log}",
             hint="run the same command by hand (first line of the log) to see the builder's message",
         )
-    lines = proc.stdout.strip().splitlines()
-    sif = Path(lines[-1]) if lines else workdir / "missing.sif"
+    sif = sif or workdir / "missing.sif"
     manifest_path = sif.with_suffix(".json")
     if not sif.is_file() or not manifest_path.is_file():
         raise NotFoundError(
-            f"afkit image build left no SIF and manifest in {workdir} (printed: {sif})", hint=f"see {log}"
+            f"afkit image build left no SIF and manifest in {workdir} (it named {sif})", hint=f"see {log}"
         )
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     sha = manifest.get("sif_sha256")
@@ -125,7 +171,7 @@ def _from_oras(ref: str, workdir: Path, log: Path) -> dict[str, Any]:
         raise PrereqError("apptainer not found on PATH (needed to pull the campaign image)")
     sif = workdir / "image.sif"
     if not sif.exists():
-        tmp = workdir / ".image.sif.part"
+        tmp = workdir / ".image.sif.part"  # apptainer pull makes it (refusing an existing file)
         tmp.unlink(missing_ok=True)
         cmd = oras_pull_command(ref, tmp)
         with log.open("a", encoding="utf-8") as fh:
@@ -145,6 +191,66 @@ def _from_oras(ref: str, workdir: Path, log: Path) -> dict[str, Any]:
     return {"path": str(sif.resolve()), "sha256": sha256_of(sif), "tag": "", "source": ref}
 
 
+def _from_sif(image: dict[str, Any], base_dir: Path) -> dict[str, Any]:
+    """A SIF file (relative to the campaign file): it must exist and be a SIF."""
+    sif = Path(image.get("sif", ""))
+    sif = sif if sif.is_absolute() else base_dir / sif
+    if not sif.is_file():
+        raise NotFoundError(
+            f"image.sif: no such SIF file: {sif}", hint="build it (scripts/mkbase bench) or fix the path"
+        )
+    with sif.open("rb") as fh:
+        head = fh.read(64)
+    if b"SIF_MAGIC" not in head:
+        raise InvalidError(f"image.sif: {sif} is not a SIF image", hint="give a .sif built by apptainer")
+    tag = image.get("tag", "")
+    return {"path": str(sif.resolve()), "sha256": sha256_of(sif), "tag": tag, "source": "sif"}
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where the image rule works: the campaign file's directory (relative paths), the rule's
+    directory ``<results>/image`` and its log."""
+
+    base_dir: Path
+    workdir: Path
+    log: Path
+
+
+class ImageSource(Protocol):
+    """One way to get the campaign's image: make the SIF available and return its provenance
+    (``path``, ``sha256``, ``tag``, ``source``, and what else the way knows)."""
+
+    def fetch(self, image: dict[str, Any], place: Place) -> dict[str, Any]: ...
+
+
+class SifFile:
+    def fetch(self, image: dict[str, Any], place: Place) -> dict[str, Any]:
+        place.log.write_text("", encoding="utf-8")
+        return _from_sif(image, place.base_dir)
+
+
+class OrasPull:
+    def fetch(self, image: dict[str, Any], place: Place) -> dict[str, Any]:
+        place.log.write_text("", encoding="utf-8")
+        return _from_oras(image["sif"], place.workdir, place.log)
+
+
+class TagBuild:
+    def fetch(self, image: dict[str, Any], place: Place) -> dict[str, Any]:
+        return _from_build(image["build"], place)  # the log is the builder's (written whole)
+
+
+SOURCES: dict[str, ImageSource] = {"sif": SifFile(), "oras": OrasPull(), "build": TagBuild()}
+
+
+def source_of(image: dict[str, Any]) -> str:
+    """The key in SOURCES of a (validated) campaign ``image``: ``build``, ``oras`` or ``sif``."""
+    if "build" in image:
+        return "build"
+    return "oras" if str(image.get("sif", "")).startswith("oras://") else "sif"
+
+
 REFUSED = "refused.json"
 
 
@@ -161,11 +267,8 @@ def check_signature(image: dict[str, Any], info: dict[str, Any], base_dir: str, 
     try:
         fingerprint = apptainer.verify(info["path"], image["fingerprint"], public_key=key)
     except AfkitError as err:
-        fd, tmp = tempfile.mkstemp(prefix=f".{REFUSED}.", dir=workdir)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump({"error": str(err), "hint": err.hint or "", "code": int(err.code)}, fh)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, refused)
+        record = {"error": str(err), "hint": err.hint or "", "code": int(err.code)}
+        write_atomic(refused, json.dumps(record), mode=0o644)
         raise
     refused.unlink(missing_ok=True)
     return fingerprint
@@ -183,46 +286,15 @@ def refusal(results_dir: Path) -> AfkitError | None:
 def resolve_image(
     image: dict[str, Any], *, base_dir: str, workdir: str, output: str, log: str
 ) -> dict[str, Any]:
-    wd, logp = Path(workdir), Path(log)
-    wd.mkdir(parents=True, exist_ok=True)
-    if "build" in image:
-        info = _from_build(image["build"], base_dir, wd, logp)
-        info["fingerprint"] = check_signature(image, info, base_dir, wd)
-        _write_info(info, image, output, logp)
-        return info
-    logp.write_text("", encoding="utf-8")
-    if str(image.get("sif", "")).startswith("oras://"):
-        info = _from_oras(image["sif"], wd, logp)
-    else:
-        sif = Path(image.get("sif", ""))
-        sif = sif if sif.is_absolute() else Path(base_dir) / sif
-        if not sif.is_file():
-            raise NotFoundError(
-                f"image.sif: no such SIF file: {sif}", hint="build it (scripts/mkbase bench) or fix the path"
-            )
-        with sif.open("rb") as fh:
-            head = fh.read(64)
-        if b"SIF_MAGIC" not in head:
-            raise InvalidError(f"image.sif: {sif} is not a SIF image", hint="give a .sif built by apptainer")
-        info = {
-            "path": str(sif.resolve()),
-            "sha256": sha256_of(sif),
-            "tag": image.get("tag", ""),
-            "source": "sif",
-        }
-    info["fingerprint"] = check_signature(image, info, base_dir, wd)
-    _write_info(info, image, output, logp)
-    return info
-
-
-def _write_info(info: dict[str, Any], image: dict[str, Any], output: str, logp: Path) -> None:
+    """The image rule: fetch the image from its source, check its signature, write OUTPUT."""
+    place = Place(Path(base_dir), Path(workdir), Path(log))
+    place.workdir.mkdir(parents=True, exist_ok=True)
+    info = SOURCES[source_of(image)].fetch(image, place)
+    info["fingerprint"] = check_signature(image, info, base_dir, place.workdir)
     info["python"] = image.get("python", "auto")
-    fd, tmp = tempfile.mkstemp(prefix=".image.", dir=Path(output).parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(info, fh, indent=1)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, output)
-    with logp.open("a", encoding="utf-8") as fh:
+    write_atomic(output, json.dumps(info, indent=1), mode=0o644)
+    with place.log.open("a", encoding="utf-8") as fh:
         fh.write(f"image {info['path']} sha256 {info['sha256']}\n")
         if info.get("fingerprint"):
             fh.write(f"signature by {info['fingerprint']} verified\n")
+    return info

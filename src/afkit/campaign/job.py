@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import afkit
+from afkit.atomic import write_atomic
 from afkit.bench.monitor import HostMonitor
 from afkit.campaign import bottleneck, interrupt
 from afkit.campaign import record as jobrecord
@@ -69,16 +70,6 @@ def apptainer_command(
     options = ["--cleanenv", "--no-home", "--contain", "--pwd", "/", *site.get("apptainer_args", [])]
     command = [*interp, "-m", PAYLOAD_MODULE, str(spec_path)]
     return apptainer.exec_command(image, command, options=options, binds=binds, global_options=["-q"])
-
-
-def _write_atomic(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=1, sort_keys=True)
-        fh.write("\n")
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
 
 
 # exit statuses of a payload cut off by a signal: killed (negative) or a shell's 128 + signal
@@ -230,5 +221,5 @@ def run(
     finally:
         shutil.rmtree(scratch, ignore_errors=True)  # the directory mkdtemp made for this job
     jobrecord.check(record, where=str(output))
-    _write_atomic(output, record)
+    write_atomic(output, json.dumps(record, indent=1, sort_keys=True) + "\n", mode=0o644)
     return record

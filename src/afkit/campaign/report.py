@@ -5,20 +5,19 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import os
 import shutil
-import tempfile
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
+from afkit.atomic import write_atomic
 from afkit.campaign import figures
 from afkit.campaign.aggregate import SKEW_GOAL_S, wave_skews
 from afkit.campaign.extrapolate import parse_rate, plan
 from afkit.campaign.scaling import WavePoint, scaling_series
-from afkit.paths import workflows_dir
+from afkit.paths import workflow_files
 
 CELL_KEYS = ("bench", "site", "dataset", "scenario", "access", "clients", "wave_size")
 
@@ -125,12 +124,13 @@ def render(
     comparison = compare_section(out_dir)
     first = next((r for r in rows if r["status"] == "ok"), rows[0] if rows else {})
     counts = {s: sum(1 for r in rows if r["status"] == s) for s in ("ok", "failed", "missing")}
+    files = workflow_files()
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(workflows_dir() / "report"),
+        loader=jinja2.FileSystemLoader(files.report_templates),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
     )
-    html = env.get_template("campaign.html.j2").render(
+    html = env.get_template(files.report_template).render(
         campaign=first.get("campaign", ""),
         hash=first.get("campaign_hash", ""),
         image_path=first.get("image_path", ""),
@@ -151,10 +151,4 @@ def render(
         comparison=comparison,
         bottlenecks=bottlenecks(rows),
     )
-    path = out_dir / "report.html"
-    fd, tmp = tempfile.mkstemp(prefix=".report.", suffix=".html", dir=out_dir)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(html)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
-    return path
+    return write_atomic(out_dir / "report.html", html, mode=0o644)

@@ -15,10 +15,9 @@ from afkit.errors import AfkitError, ExitCode
 
 def exit_with(err: AfkitError) -> NoReturn:
     """Stop snakemake with afkit's message and exit code (snakemake passes SystemExit through)."""
-    print(f"afkit: error: {err}", file=sys.stderr)
-    if err.hint:
-        print(f"afkit: hint: {err.hint}", file=sys.stderr)
-    raise SystemExit(int(err.code))
+    from afkit.cli import print_error
+
+    raise SystemExit(print_error(err))
 
 
 def on_start(workflow: Any, campaign: Any, site: str | None) -> None:

@@ -25,11 +25,11 @@ from types import FrameType
 
 from afkit.campaign.config import Campaign
 from afkit.errors import ExitCode
-from afkit.paths import workflows_dir
+from afkit.paths import workflow_files
 
 
 def profile_dir(executor: str) -> Path:
-    return workflows_dir() / "profiles" / executor
+    return workflow_files().profile(executor)
 
 
 def snakemake_cmd(
@@ -41,7 +41,7 @@ def snakemake_cmd(
     dry_run: bool = False,
     extra: list[str] | None = None,
 ) -> list[str]:
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(workflows_dir() / "Snakefile"),
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(workflow_files().snakefile),
            "--configfile", str(campaign_file), "--profile", str(profile)]  # fmt: skip
     if site:
         cmd += ["--config", f"afkit_site={site}"]

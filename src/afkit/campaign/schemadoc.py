@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from afkit.campaign.config import load_schema
-from afkit.paths import workflows_dir
+from afkit.paths import workflow_files
 
 HEADER = """\
 # Configuration of the campaign workflow
@@ -94,7 +94,7 @@ def render(schema: dict[str, Any]) -> str:
 
 
 def readme_path() -> Path:
-    return workflows_dir() / "config" / "README.md"
+    return workflow_files().config_readme
 
 
 def current() -> str:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import afkit
+from afkit.atomic import atomic_path
 from afkit.bench import payload
 from afkit.bench.sources import fetch, import_xrootd_client, is_xrootd_url
 from afkit.campaign import record
@@ -88,9 +89,8 @@ def stage_out(spec: dict[str, Any], result: dict[str, Any]) -> int:
     with open(src, "w", encoding="utf-8") as fh:
         json.dump(result, fh)
     dest = spec["stage_out"]
-    tmp = dest + ".part"
-    shutil.copyfile(src, tmp)
-    os.replace(tmp, dest)
+    with atomic_path(dest) as tmp:
+        shutil.copyfile(src, tmp)
     return os.path.getsize(dest)
 
 

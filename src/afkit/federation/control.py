@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from afkit.atomic import write_atomic
 from afkit.errors import AfkitError, PrereqError
 from afkit.federation import net, toxiproxy
 from afkit.federation.links import ORIGIN_PORT, SUBNET, TOXIPROXY_API_PORT, WAN_NS, Federation, Site
@@ -177,9 +178,7 @@ def up(fed: Federation, log: Any = print) -> dict[str, Any]:
         down(fed, log=lambda *_: None)
         raise
     state = describe(fed)
-    tmp = state_file().with_suffix(".part")
-    tmp.write_text(json.dumps(state, indent=1))
-    os.replace(tmp, state_file())
+    write_atomic(state_file(), json.dumps(state, indent=1))
     return state
 
 

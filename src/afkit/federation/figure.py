@@ -4,9 +4,9 @@ address, storage, caches and link figures (matplotlib; the picture in docs/feder
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 
+from afkit.atomic import atomic_path
 from afkit.federation import net
 from afkit.federation.links import Federation
 
@@ -68,9 +68,9 @@ def draw(fed: Federation, output: Path) -> Path:
             bbox={"fc": "white", "ec": "none"},
         )
     ax.set_title(f"afkit testbed federation ({fed.source.name})", fontsize=10)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = output.with_name(f".{output.stem}.{os.getpid()}{output.suffix}")
-    fig.savefig(tmp, bbox_inches="tight")
-    plt.close(fig)
-    os.replace(tmp, output)
+    try:
+        with atomic_path(output) as tmp:
+            fig.savefig(tmp, bbox_inches="tight")
+    finally:
+        plt.close(fig)
     return output

@@ -16,6 +16,7 @@ from types import FrameType
 from typing import Any
 
 from afkit import __version__
+from afkit.atomic import write_atomic
 from afkit.errors import AfkitError, ExitCode, InvalidError, UsageError
 from afkit.image import apptainer, render, stage, tags, validate, workdir
 from afkit.image import plan as planning
@@ -32,12 +33,6 @@ def check_name(name: str) -> str:
     if not _NAME.fullmatch(name) or ".." in name:
         raise UsageError(f"image name {name!r} is not a plain file name", hint="use letters, digits, . _ + -")
     return name
-
-
-def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
 
 
 def sha256_file(path: Path) -> str:

@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+from afkit.atomic import write_atomic
 from afkit.image import workdir
 from afkit.image.model import Resolution
 from afkit.image.profile import Profile
@@ -54,14 +55,8 @@ def write_plan(profile: Profile, res: Resolution, src: Path, outdir: Path, name:
     if not workdir.is_ours(outdir) and not any(outdir.iterdir()):
         (outdir / workdir.MARKER).write_text('{"created_by": "afkit"}\n')
     spec = outdir / f"{name}.spec"
-    _atomic(spec, "\n".join(spec_lines(res, src)) + "\n")
+    write_atomic(spec, "\n".join(spec_lines(res, src)) + "\n")
     data = {**res.to_json(), "bytes": total, "unit_bytes": sizes}
-    _atomic(outdir / f"{name}.plan.json", json.dumps(data, indent=1, sort_keys=True) + "\n")
+    write_atomic(outdir / f"{name}.plan.json", json.dumps(data, indent=1, sort_keys=True) + "\n")
     print(f"afkit: wrote {spec} (cvmfs_shrinkwrap spec) and {name}.plan.json", file=sys.stderr)
     return spec
-
-
-def _atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)

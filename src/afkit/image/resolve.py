@@ -1,4 +1,10 @@
-"""Resolve a tag to its closure and environment, with the resolver the profile names."""
+"""Resolve a tag to its closure and environment, with the resolver the profile names.
+
+The resolvers are the entries of ``RESOLVERS`` (profile key ``resolver``), one ``Resolver`` each:
+``modules`` (environment-modules modulefiles, e.g. alice.cern.ch) and ``lcg-view`` (an LCG view's
+manifest and ``setup.sh``, sft.cern.ch). Each says which tags exist and resolves one; the closure
+helpers below are shared.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 from afkit.errors import AfkitError, NotFoundError, PrereqError
 from afkit.image import envcapture
@@ -65,9 +72,7 @@ def published_dir(profile: Profile, src: Path, arch: str) -> Path:
 
 def resolve(profile: Profile, tag: Tag, src: Path) -> Resolution:
     """Resolve TAG for PROFILE in the repository mounted at SRC."""
-    if profile.resolver == "modules":
-        return _resolve_modules(profile, tag, src)
-    return _resolve_lcg(profile, tag, src)
+    return RESOLVERS[profile.resolver].resolve(profile, tag, src)
 
 
 # --- tag listing and lookup -------------------------------------------------------------------
@@ -77,22 +82,14 @@ def list_tags(profile: Profile, src: Path) -> dict[str, list[str]]:
     """Tags per architecture, sorted."""
     out: dict[str, list[str]] = {}
     for arch in profile.architectures:
-        if profile.resolver == "modules":
-            base = published_dir(profile, src, arch)
-            found = [f"{p.parent.name}/{p.name}" for p in base.glob("*/*") if p.is_file()]
-        else:
-            pattern = profile.lcg.get("tags_glob", "lcg/views/*/{arch}").format(arch=arch)
-            found = [Path(p).relative_to(src).parts[2] for p in src.glob(pattern) if p.is_dir()]
+        found = RESOLVERS[profile.resolver].tags(profile, src, arch)
         if found:
             out[arch] = sorted(set(found))
     return out
 
 
 def _item_exists(profile: Profile, src: Path, arch: str, item: str) -> bool:
-    if profile.resolver == "modules":
-        return (published_dir(profile, src, arch) / item).is_file()
-    view: str = profile.lcg["view"].format(tag=item, arch=arch)
-    return (src / view).is_dir()
+    return RESOLVERS[profile.resolver].has(profile, src, arch, item)
 
 
 def pick_arch(profile: Profile, tag: Tag, src: Path) -> str:
@@ -109,7 +106,7 @@ def pick_arch(profile: Profile, tag: Tag, src: Path) -> str:
             hint="build the items separately, or choose versions built for the same architecture",
         )
     item = missing[0]
-    candidates = _candidates(profile, src, item)
+    candidates = RESOLVERS[profile.resolver].candidates(profile, src, item)
     near = nearest(item, candidates)
     hint = "list the tags with: afkit image tags --profile " + profile.name
     near_text = f"; nearest: {', '.join(near)}" if near else ""
@@ -118,10 +115,8 @@ def pick_arch(profile: Profile, tag: Tag, src: Path) -> str:
     )
 
 
-def _candidates(profile: Profile, src: Path, item: str) -> list[str]:
+def _module_candidates(profile: Profile, src: Path, item: str) -> list[str]:
     """Cheap candidate list: the versions of the same package, else the package names."""
-    if profile.resolver != "modules":
-        return sorted({t for tags in list_tags(profile, src).values() for t in tags})
     name = item.split("/", 1)[0]
     found: set[str] = set()
     for arch in profile.architectures:
@@ -531,3 +526,63 @@ def _prune(units: dict[str, Unit]) -> list[Unit]:
             continue
         kept.append(units[rel])
     return kept
+
+
+# --- the registry -----------------------------------------------------------------------------
+
+
+class Resolver(Protocol):
+    """One way to find a profile's tags and resolve one to its closure and environment."""
+
+    def tags(self, profile: Profile, src: Path, arch: str) -> list[str]:
+        """The tags published for ARCH (any order, may repeat)."""
+        ...
+
+    def has(self, profile: Profile, src: Path, arch: str, item: str) -> bool:
+        """Whether ITEM (one item of a tag) is published for ARCH."""
+        ...
+
+    def candidates(self, profile: Profile, src: Path, item: str) -> list[str]:
+        """What to search for the nearest names of an unknown ITEM."""
+        ...
+
+    def resolve(self, profile: Profile, tag: Tag, src: Path) -> Resolution: ...
+
+
+class ModulesResolver:
+    """Modulefiles ``Pkg/version`` under the profile's published directory, loaded by modulecmd."""
+
+    def tags(self, profile: Profile, src: Path, arch: str) -> list[str]:
+        base = published_dir(profile, src, arch)
+        return [f"{p.parent.name}/{p.name}" for p in base.glob("*/*") if p.is_file()]
+
+    def has(self, profile: Profile, src: Path, arch: str, item: str) -> bool:
+        return (published_dir(profile, src, arch) / item).is_file()
+
+    def candidates(self, profile: Profile, src: Path, item: str) -> list[str]:
+        return _module_candidates(profile, src, item)
+
+    def resolve(self, profile: Profile, tag: Tag, src: Path) -> Resolution:
+        return _resolve_modules(profile, tag, src)
+
+
+class LcgViewResolver:
+    """LCG views ``lcg/views/LCG_N/ARCH``: the view's manifest and its ``setup.sh``."""
+
+    def tags(self, profile: Profile, src: Path, arch: str) -> list[str]:
+        pattern = profile.lcg.get("tags_glob", "lcg/views/*/{arch}").format(arch=arch)
+        return [Path(p).relative_to(src).parts[2] for p in src.glob(pattern) if p.is_dir()]
+
+    def has(self, profile: Profile, src: Path, arch: str, item: str) -> bool:
+        view: str = profile.lcg["view"].format(tag=item, arch=arch)
+        return (src / view).is_dir()
+
+    def candidates(self, profile: Profile, src: Path, item: str) -> list[str]:
+        return sorted({t for tags in list_tags(profile, src).values() for t in tags})
+
+    def resolve(self, profile: Profile, tag: Tag, src: Path) -> Resolution:
+        return _resolve_lcg(profile, tag, src)
+
+
+# profile.schema.json's enum of ``resolver`` lists these keys
+RESOLVERS: dict[str, Resolver] = {"modules": ModulesResolver(), "lcg-view": LcgViewResolver()}

@@ -17,6 +17,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from afkit.atomic import write_atomic
+
 CHUNK = 4 << 20
 
 
@@ -80,9 +82,7 @@ class Store:
         """Write the index atomically."""
         with self._lock:
             data = json.dumps({"format": 1, "files": self._index}, sort_keys=True)
-        tmp = self.root / f".index.json.{os.getpid()}"
-        tmp.write_text(data)
-        tmp.replace(self.root / "index.json")
+        write_atomic(self.root / "index.json", data)
 
     def update_meta(self, rel: str, st: os.stat_result, meta: dict[str, Any]) -> None:
         with self._lock:

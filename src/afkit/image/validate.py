@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
 
+from afkit.atomic import atomic_path
 from afkit.errors import InvalidError, NotFoundError
 from afkit.image import apptainer
 from afkit.image import profile as profiles
@@ -176,10 +177,8 @@ def write_junit(path: Path, image: Path, checks: list[Check]) -> None:
         elif not c.ok:
             failure = ET.SubElement(case, "failure", message=c.message.splitlines()[0] if c.message else "")
             failure.text = c.message
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    ET.ElementTree(suite).write(tmp, encoding="utf-8", xml_declaration=True)
-    tmp.replace(path)
+    with atomic_path(path) as tmp:
+        ET.ElementTree(suite).write(tmp, encoding="utf-8", xml_declaration=True)
 
 
 def validate(

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from afkit import __version__
+from afkit.atomic import write_atomic
 from afkit.errors import UnsafeError
 
 MARKER = ".afkit-workdir"
@@ -215,12 +216,9 @@ def prepare(path: Path, yes: bool, ask: Callable[[str], str] | None = None) -> P
     path.mkdir(mode=0o755, parents=True, exist_ok=True)
     if not is_ours(path):
         _check_owner(path)
-        tmp = path / f".{MARKER}.tmp"
-        tmp.unlink(missing_ok=True)  # a leftover of an interrupted run; never written through
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-        with os.fdopen(fd, "w") as out:
-            out.write(json.dumps({"created_by": "afkit", "version": __version__, "time": time.time()}) + "\n")
-        tmp.rename(path / MARKER)
+        # a fresh temporary file (O_EXCL, O_NOFOLLOW) renamed to the marker
+        mark = {"created_by": "afkit", "version": __version__, "time": time.time()}
+        write_atomic(path / MARKER, json.dumps(mark) + "\n", mode=0o644)
     for name in names:
         remove(path / name)
     return path

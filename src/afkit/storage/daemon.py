@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from afkit.atomic import write_atomic
 from afkit.errors import AfkitError, PrereqError
 
 PORT_TIMEOUT = 30.0
@@ -135,9 +136,7 @@ def start(name: str, files: DaemonFiles, port: int, timeout: float = PORT_TIMEOU
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    tmp = files.pidfile.with_name(f".{files.pidfile.name}.part")
-    tmp.write_text(f"{proc.pid}\n")
-    os.replace(tmp, files.pidfile)
+    write_atomic(files.pidfile, f"{proc.pid}\n")
     if not wait_for_port(port, timeout, proc):
         with contextlib.suppress(ProcessLookupError):
             proc.kill()

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
 
+from afkit.atomic import write_atomic
 from afkit.errors import UsageError
 from afkit.storage.scenarios import HOST, Daemon, Scenario, port_of
 
@@ -87,7 +87,4 @@ def render(scenario: Scenario, daemon: Daemon, settings: Settings) -> str:
 
 
 def write_config(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.part")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    write_atomic(path, text)

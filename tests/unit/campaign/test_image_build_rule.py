@@ -1,8 +1,9 @@
-"""`image: {build: ...}`: the image rule's call of `afkit image build` (against a fake builder), the
+"""`image: {build: ...}`: the image rule's call of the image builder (a fake one), the
 provenance taken from the builder's manifest, and the job payload's check of the tag environment."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -13,60 +14,58 @@ import pytest
 
 from afkit.campaign import image as campaign_image
 from afkit.campaign.image import build_base, build_command, resolve_image
-from afkit.errors import AfkitError, NotFoundError
+from afkit.errors import AfkitError, NotFoundError, UnsafeError
 
 TAG = "AliPhysics/vAN-20201018_ROOT6-1"
 
-# Stands in for `afkit image build`: refuses a foreign non-empty directory like the real one, cleans
-# an earlier build only with -y (keeping the marker and the store), writes NAME.sif + NAME.json
-# (manifest with sif_sha256) and prints the SIF path last on stdout.
-FAKE_BUILDER = r"""
-import hashlib, json, pathlib, sys
-args = sys.argv[1:]
-out = pathlib.Path(args[args.index("--output") + 1])
-tag = args[args.index("--tag") + 1]
-base = args[args.index("--base") + 1] if "--base" in args else "docker://almalinux:9"
-if tag == "Bad/none":
-    print("afkit: error: unknown tag Bad/none", file=sys.stderr)
-    sys.exit(5)
-keep = {".afkit-workdir", ".data"}
-if out.is_dir() and any(out.iterdir()) and not (out / ".afkit-workdir").exists():
-    print(f"afkit: error: {out} is not empty and was not created by afkit", file=sys.stderr)
-    sys.exit(4)
-out.mkdir(parents=True, exist_ok=True)
-old = [p for p in out.iterdir() if p.name not in keep]
-if old and "-y" not in args:
-    sys.exit(4)
-for p in old:
-    p.unlink()
-(out / ".afkit-workdir").write_text("{}")
-(out / ".data").mkdir(exist_ok=True)
-n = len(list((out / ".data").iterdir()))
-(out / ".data" / f"blob{n}").write_text("x")
-name = tag.replace("/", "_")
-data = b"\0SIF_MAGIC" + f"{tag} build {n}".encode()
-(out / f"{name}.sif").write_bytes(data)
-manifest = {"name": name, "sif_sha256": hashlib.sha256(data).hexdigest(), "tag": tag,
-            "profile": "alice", "base": base}
-(out / f"{name}.json").write_text(json.dumps(manifest))
-print("afkit: staging 3 files", file=sys.stderr)
-print(out / f"{name}.sif")
-"""
+
+# Stands in for afkit.image.build.build (called in the rule's child process): refuses a foreign
+# non-empty directory like the real one, cleans an earlier build only with yes (keeping the marker
+# and the store), writes NAME.sif + NAME.json (manifest with sif_sha256) and returns the SIF path.
+def fake_build(*, profile_name: str, tag_text: str, output: Path, yes: bool, base_spec: str | None) -> Path:
+    out, tag, base = output, tag_text, base_spec or "docker://almalinux:9"
+    if tag == "Bad/none":
+        raise NotFoundError("unknown tag Bad/none")
+    keep = {".afkit-workdir", ".data"}
+    if out.is_dir() and any(out.iterdir()) and not (out / ".afkit-workdir").exists():
+        raise UnsafeError(f"{out} is not empty and was not created by afkit")
+    out.mkdir(parents=True, exist_ok=True)
+    old = [p for p in out.iterdir() if p.name not in keep]
+    if old and not yes:
+        raise UnsafeError(f"{out} holds an earlier build")
+    for p in old:
+        p.unlink()
+    (out / ".afkit-workdir").write_text("{}")
+    (out / ".data").mkdir(exist_ok=True)
+    n = len(list((out / ".data").iterdir()))
+    (out / ".data" / f"blob{n}").write_text("x")
+    name = tag.replace("/", "_")
+    data = b"\0SIF_MAGIC" + f"{tag} build {n}".encode()
+    (out / f"{name}.sif").write_bytes(data)
+    manifest = {"name": name, "sif_sha256": hashlib.sha256(data).hexdigest(), "tag": tag,
+                "profile": profile_name, "base": base}  # fmt: skip
+    (out / f"{name}.json").write_text(json.dumps(manifest))
+    print("afkit: staging 3 files", file=sys.stderr)
+    return out / f"{name}.sif"
+
+
+def no_manifest_build(*, output: Path, **_: Any) -> Path:
+    """A builder that names a SIF it did not make."""
+    return output / "x.sif"
 
 
 @pytest.fixture
-def fake_builder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
-    script = tmp_path / "fake_builder.py"
-    script.write_text(FAKE_BUILDER, encoding="utf-8")
+def fake_builder(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The rule calls fake_build; returns the equivalent command lines it logged."""
     calls: list[list[str]] = []
     real = campaign_image.build_command
 
     def command(build: dict[str, Any], outdir: Path, base: str | None) -> list[str]:
-        cmd = real(build, outdir, base)
-        calls.append(cmd)
-        return [sys.executable, str(script), *cmd[cmd.index("build") + 1 :]]
+        calls.append(real(build, outdir, base))
+        return calls[-1]
 
     monkeypatch.setattr(campaign_image, "build_command", command)
+    monkeypatch.setattr(campaign_image, "BUILDER", fake_build)
     return calls
 
 
@@ -137,12 +136,19 @@ def test_failed_build_names_the_log_and_a_retry_is_not_refused(
 
 
 def test_build_without_manifest_is_not_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def command(build: dict[str, Any], outdir: Path, base: str | None) -> list[str]:
-        return [sys.executable, "-c", f"print({str(outdir / 'x.sif')!r})"]
-
-    monkeypatch.setattr(campaign_image, "build_command", command)
+    monkeypatch.setattr(campaign_image, "BUILDER", no_manifest_build)
     with pytest.raises(NotFoundError, match="left no SIF and manifest"):
         _resolve({"build": {"profile": "alice", "tag": TAG}}, tmp_path / "r", tmp_path)
+
+
+def test_the_real_builder_is_called_as_a_function_in_a_child(tmp_path: Path) -> None:
+    # afkit.image.build.build itself: an unknown profile is its NotFoundError (exit 5), printed
+    # by the child into the rule's log as the afkit command prints it
+    results = tmp_path / "results" / "c-2"
+    with pytest.raises(AfkitError, match=r"--profile nosuch .* failed \(exit 5\); see .*image\.log"):
+        _resolve({"build": {"profile": "nosuch", "tag": TAG}}, results, tmp_path)
+    log = (results / "image" / "image.log").read_text()
+    assert log.startswith("$ ") and "\nafkit: error: " in log and "nosuch" in log.split("\n", 1)[1]
 
 
 def _job_steps() -> ModuleType:

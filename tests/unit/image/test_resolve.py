@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -163,3 +164,8 @@ def test_only_a_missing_toolchain_is_tolerated() -> None:
     other = missing + "  ERROR: Unable to locate a modulefile for 'boost/v1.83.0-alice2-3'\n"
     assert resolve.missing_toolchains(other) == []
     assert resolve.missing_toolchains('  ERROR: invalid command name "setenvv"\n') == []
+
+
+def test_every_resolver_the_profile_schema_allows_is_registered() -> None:
+    schema = json.loads(profile.SCHEMA_PATH.read_text(encoding="utf-8"))
+    assert sorted(resolve.RESOLVERS) == sorted(schema["properties"]["resolver"]["enum"])

@@ -15,7 +15,8 @@ setup() {
   cp "$REPO/images/alice/profile.yaml" "$T/images/alice/profile.yaml"
   printf 'profile: alice\ntags:\n  - AliPhysics/vAN-1\n  - O2Physics/daily-2\n' >"$T/images/alice/tags.yaml"
   unset AFKIT_TAGS AFKIT_PROFILE AFKIT_BASE CI_REGISTRY_IMAGE CI_REGISTRY_USER CI_JOB_TOKEN \
-    AFKIT_REGISTRY_USER AFKIT_REGISTRY_PASSWORD AFKIT_REGISTRY_INSECURE AFKIT_SIGNING_KEY AFKIT_SIGNING_PASSPHRASE
+    AFKIT_REGISTRY_USER AFKIT_REGISTRY_PASSWORD AFKIT_REGISTRY_INSECURE AFKIT_SIGNING_KEY AFKIT_SIGNING_PASSPHRASE \
+    AFKIT_VERIFY_FINGERPRINT AFKIT_VERIFY_KEY AFKIT_FUNCTIONAL_STORE AFKIT_FUNCTIONAL_CAMPAIGN AFKIT_BASELINE
 }
 
 # with_fakes : put the fake afkit/apptainer/curl first on PATH.
@@ -40,7 +41,7 @@ publish_env() {
 
 @test "every ci script and scripts/ci-local answers --help with its usage and exit codes" {
   local s
-  for s in ci/tags.sh ci/generate.sh ci/build.sh ci/validate.sh ci/publish.sh ci/lint.sh ci/venv.sh scripts/ci-local; do
+  for s in ci/tags.sh ci/generate.sh ci/build.sh ci/validate.sh ci/publish.sh ci/functional.sh ci/lint.sh ci/venv.sh scripts/ci-local; do
     run "$REPO/$s" --help
     [[ $status -eq 0 ]] || { echo "$s --help exited $status"; return 1; }
     [[ $output == Usage:* ]] || { echo "$s: no usage"; return 1; }
@@ -50,7 +51,7 @@ publish_env() {
 
 @test "unknown options are usage errors (2) naming the option" {
   local s
-  for s in ci/tags.sh ci/generate.sh ci/build.sh ci/validate.sh ci/publish.sh ci/venv.sh scripts/ci-local; do
+  for s in ci/tags.sh ci/generate.sh ci/build.sh ci/validate.sh ci/publish.sh ci/functional.sh ci/venv.sh scripts/ci-local; do
     run "$REPO/$s" --no-such-option
     [[ $status -eq 2 ]] || { echo "$s exited $status"; return 1; }
     [[ $output == *"--no-such-option"* ]] || { echo "$s: $output"; return 1; }
@@ -176,6 +177,21 @@ PY
   [[ $output == 6 ]]
   run ls -A "$T/out"
   [[ $output == child.yml ]]
+}
+
+@test "generate.sh: a scheduled pipeline gets a functional job after each publish; jobs=functional only those" {
+  run "$REPO/ci/generate.sh" --images "$T/images" --scheduled true --output "$T/s.yml"
+  [[ $status -eq 0 && $output == *"functional tests: after-publish"* ]]
+  grep -q '^functional:alice:AliPhysics:vAN-1:' "$T/s.yml"
+  grep -q '^publish:alice:AliPhysics:vAN-1:' "$T/s.yml"
+  run "$REPO/ci/generate.sh" --images "$T/images" --jobs functional --scheduled false --output "$T/f.yml"
+  [[ $status -eq 0 && $output == *"functional tests: only"* ]]
+  grep -q '^functional:alice:O2Physics:daily-2:' "$T/f.yml"
+  run ! grep -q '^build:' "$T/f.yml"
+  run "$REPO/ci/generate.sh" --images "$T/images" --output "$T/n.yml"
+  run ! grep -q '^functional:' "$T/n.yml"
+  run "$REPO/ci/generate.sh" --images "$T/images" --scheduled maybe --output "$T/x.yml"
+  [[ $status -eq 2 && ! -e $T/x.yml ]]
 }
 
 @test "generate.sh: --tags (the pipeline's input) wins over AFKIT_TAGS; empty --tags and --profile mean the defaults" {
@@ -456,6 +472,33 @@ PY
   run "$REPO/ci/publish.sh" --dry-run --profile alice --tag AliPhysics/vAN-1 "$T/img.sif"
   [[ $status -eq 0 && $output == *"would push"* ]]
   run ! grep -q '^apptainer ' "$FAKE_LOG/argv"
+}
+
+@test "functional.sh: missing arguments, store, signer or campaign are refused before anything is pulled" {
+  local args=(--profile alice --tag AliPhysics/vAN-1 --baseline alice/aliphysics --out "$T/f")
+  run "$REPO/ci/functional.sh" --profile alice --tag AliPhysics/vAN-1 --out "$T/f"
+  [[ $status -eq 2 && $output == *"--baseline and --out are required"* ]]
+  run "$REPO/ci/functional.sh" "${args[@]}"
+  [[ $status -eq 3 && $output == *"no baseline store: set AFKIT_FUNCTIONAL_STORE"* ]]
+  export AFKIT_FUNCTIONAL_STORE=$T/store CI_REGISTRY_IMAGE=registry.example.org/afkit/afkit
+  run "$REPO/ci/functional.sh" "${args[@]}" --campaign "$T/none.yaml"
+  [[ $status -eq 5 && $output == *"no functional campaign $T/none.yaml"* ]]
+  run "$REPO/ci/functional.sh" "${args[@]}"
+  [[ $status -eq 2 && $output == *"set AFKIT_VERIFY_FINGERPRINT"* ]]
+  run "$REPO/ci/functional.sh" "${args[@]/alice\/aliphysics/..\/etc}"
+  [[ $status -eq 4 && $output == *"refusing baseline name '../etc'"* ]]
+  run "$REPO/ci/functional.sh" "${args[@]}" --published "$T/none.published"
+  [[ $status -eq 5 && $output == *"no publish record"* ]]
+  [[ ! -e $T/store && ! -e $T/f ]]
+}
+
+@test "functional.sh never sends the job token to another registry than the project's (4)" {
+  publish_env
+  printf 'ref oras://elsewhere.example.org/x/alice/aliphysics:vAN-1\ndigest sha256:%064d\nfingerprint %s\n' 0 "$(printf 'A%.0s' {1..40})" >"$T/r.published"
+  run "$REPO/ci/functional.sh" --profile alice --tag AliPhysics/vAN-1 --baseline alice/aliphysics --out "$T/f" \
+    --store "$T/store" --published "$T/r.published"
+  [[ $status -eq 4 && $output == *"refusing to send the job token to elsewhere.example.org"* ]]
+  [[ $output != *tok-S3cr3t-value* ]]
 }
 
 @test "image references: lower-case package, version kept, oras:// prefix added once" {

@@ -3,7 +3,8 @@
 # --schedule): build, validate, publish (signed with the ci-local test key) and the functional job
 # (ci/functional.sh: pull, verify the signature, the functional campaign, compare with the
 # baseline, store the baseline) against a local docker-registry and a storage endpoint of its own
-# (an XRootD origin on 127.0.0.1:12094). Three runs, as three nights:
+# (an XRootD origin on 127.0.0.1:12194, clear of test_storage_xrootd.py's 12094). Three runs, as
+# three nights:
 #   1. the first schedule: every job passes, the run becomes the baseline;
 #   2. the next schedule, with the storage endpoint made slow on purpose (afkit storage up origin
 #      --throttle: XRootD's throttle plugin): the functional job fails and names the regressed
@@ -17,7 +18,7 @@ bats_require_minimum_version 1.5.0
 GOOD=AliPhysics/vAN-20201018_ROOT6-1
 SFX=alice:AliPhysics:vAN-20201018_ROOT6-1
 PORT=5119
-STORAGE_BASE=12094
+STORAGE_BASE=12194
 CELLS=("read local blobs origin direct 1cl" "read local blobs origin direct 2cl")
 
 # ci_local RUN ARGS... : scripts/ci-local into OUT/RUN with the shared stores; records its exit code.

@@ -9,9 +9,10 @@ usage() {
   cat <<USAGE
 Usage: bench/bench_clients.sh [--size SIZE] [--repeat N] [--out FILE]
 
-Compares, on the same file, block size and access pattern (best of N alternating runs):
+Compares, on the same file, block size and access pattern (best and median of N alternating runs):
   afkit bench read   vs fio (psync) from the page cache: 8 MiB sequential, 1 MiB random, 1 MiB strided
-  afkit bench read   vs fio with the file's pages dropped (posix_fadvise DONTNEED on both sides)
+  afkit bench read   vs fio with the file's pages dropped (posix_fadvise DONTNEED on both sides):
+                     8 MiB sequential, 1 MiB random
   afkit bench read   vs a bare XRootD Python-bindings loop over root:// on loopback
   afkit bench read   vs xrdcp to /dev/null (informative: xrdcp pipelines its reads)
   afkit bench analysis vs a bare uproot.iterate loop over the same branch (events/s)
@@ -23,14 +24,14 @@ Needs: fio, xrdcp, the XRootD Python bindings, the XRootD origin of \$AFKIT_XROO
 
 Options:
   --size SIZE    size of the random test file (default 1GiB)
-  --repeat N     runs per tool and comparison (default 5)
+  --repeat N     runs per tool and comparison (default 7)
   --out FILE     also write the JSON lines of the comparisons to FILE
 Exit codes: 0 ok (ratios are reported, not enforced), 2 usage, 3 prerequisite missing.
 USAGE
 }
 
 main() {
-  local size=1GiB repeat=5 out=""
+  local size=1GiB repeat=7 out=""
   while (($#)); do
     case $1 in
       -h | --help) usage; return 0 ;;

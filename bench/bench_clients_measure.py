@@ -2,8 +2,9 @@
 """Measurements behind bench/bench_clients.sh: afkit's clients against reference tools.
 
 Each comparison runs afkit and the reference on the same file, block size and pattern,
-alternating, ``--repeat`` times; the best run of each is compared (the least disturbed one on a
-shared machine). Prints one JSON line per comparison and a table.
+alternating, ``--repeat`` times. Two ratios: of the best runs (the least disturbed on a shared
+machine) and of the medians; a goal is met when the median ratio reaches it. Prints one JSON line
+per comparison and a table.
 """
 
 from __future__ import annotations
@@ -114,7 +115,7 @@ def compare(
     rec["ratio"] = round(rec["afkit"] / rec["reference"], 4)
     rec["median_ratio"] = round(statistics.median(a) / statistics.median(b), 4)
     rec["goal"] = goal
-    rec["met"] = None if goal is None else rec["ratio"] >= goal
+    rec["met"] = None if goal is None else rec["median_ratio"] >= goal
     rec["runs"] = {"afkit": [round(x, 4) for x in a], "reference": [round(x, 4) for x in b]}
     print(json.dumps(rec), flush=True)
     return rec
@@ -137,7 +138,7 @@ def main() -> int:
     ap.add_argument("--root-file", required=True, type=Path, help="ROOT file for the analysis comparison")
     ap.add_argument("--tree", default="Events")
     ap.add_argument("--branch", default="Track_pt")
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=7)
     args = ap.parse_args()
     size = args.file.stat().st_size
     f, r = str(args.file), args.repeat
@@ -187,6 +188,16 @@ def main() -> int:
             "Gbit/s",
         )
     )
+    results.append(
+        compare(
+            "read 1MiB random, cache dropped vs fio (invalidate)",
+            0.98,
+            ours_read("--block", "1MiB", "--stride", "random", "--drop-cache"),
+            lambda: fio_gbps(args.file, "randread", "1m", True),
+            r,
+            "Gbit/s",
+        )
+    )
     warm(args.file)
     results.append(
         compare(
@@ -224,7 +235,7 @@ def main() -> int:
     print(json.dumps({"host_load_average": os.getloadavg(), "cpus": os.cpu_count()}))
     print(f"\nload average at the end: {load} on {os.cpu_count()} CPUs", file=sys.stderr)
     head = f"{'afkit':>10s} {'reference':>10s} {'ratio':>7s} {'median':>7s} goal"
-    print(f"{'comparison (best of runs; median ratio)':58s} {head}", file=sys.stderr)
+    print(f"{'comparison (best of runs; median ratio, judged)':58s} {head}", file=sys.stderr)
     for rec in results:
         goal = "-" if rec["goal"] is None else f">={rec['goal']} {'ok' if rec['met'] else 'MISSED'}"
         nums = f"{rec['afkit']:10.3f} {rec['reference']:10.3f} {rec['ratio']:7.3f} {rec['median_ratio']:7.3f}"

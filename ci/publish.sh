@@ -62,49 +62,6 @@ check_validated() {
       "re-run the validate job on this image"
 }
 
-# norm_image R : R without oras:// and trailing '/', lower case (as references are written).
-norm_image() {
-  local r=${1#oras://}
-  r=${r%/}
-  printf '%s\n' "${r,,}"
-}
-
-# registry_credentials REGISTRY_IMAGE : set REG_USER and REG_PASS. AFKIT_REGISTRY_* first; GitLab's
-# job token only for the project's own registry (CI_REGISTRY_IMAGE or below, on host CI_REGISTRY).
-registry_credentials() {
-  local target own
-  target=$(norm_image "$1")
-  if [[ -n ${AFKIT_REGISTRY_USER:-}${AFKIT_REGISTRY_PASSWORD:-} ]]; then
-    REG_USER=${AFKIT_REGISTRY_USER:-} REG_PASS=${AFKIT_REGISTRY_PASSWORD:-}
-  elif [[ -n ${CI_REGISTRY_USER:-}${CI_JOB_TOKEN:-} ]]; then
-    own=$(norm_image "${CI_REGISTRY_IMAGE:-}")
-    if [[ -z $own || ($target != "$own" && $target != "$own"/*) ||
-      (-n ${CI_REGISTRY:-} && ${target%%/*} != "$(norm_image "$CI_REGISTRY")") ]]; then
-      die "$AFKIT_EX_UNSAFE" "refusing to send the job token to $target: it is not this project's registry (${own:-CI_REGISTRY_IMAGE unset})" \
-        "publish elsewhere with AFKIT_REGISTRY_IMAGE, AFKIT_REGISTRY_USER and AFKIT_REGISTRY_PASSWORD (masked, protected)"
-    fi
-    REG_USER=${CI_REGISTRY_USER:-} REG_PASS=${CI_JOB_TOKEN:-}
-  else
-    REG_USER='' REG_PASS=''
-  fi
-  if [[ -n $REG_USER && -z $REG_PASS ]] || [[ -z $REG_USER && -n $REG_PASS ]]; then
-    die "$AFKIT_EX_USAGE" "a registry user without a password or the other way round" \
-      "set both CI_REGISTRY_USER and CI_JOB_TOKEN (or AFKIT_REGISTRY_USER/AFKIT_REGISTRY_PASSWORD), or neither"
-  fi
-}
-
-# apptainer_login AUTHFILE : log in to REG_HOST; the password goes on stdin. The login is stored
-# in AUTHFILE and in a private remote.yaml beside it (apptainer would otherwise also write it to
-# ~/.apptainer/remote.yaml of the runner's user); both are removed at exit. apptainer does not
-# check the credentials: reg_ping did.
-apptainer_login() {
-  local authfile=$1
-  [[ -n ${REG_USER:-} ]] || return 0
-  printf '%s' "$REG_PASS" | apptainer registry --config "${authfile%/*}/remote.yaml" login \
-    --authfile "$authfile" --username "$REG_USER" --password-stdin "oras://$REG_HOST" >/dev/null 2>&1 ||
-    die "$AFKIT_EX_PREREQ" "apptainer registry login to $REG_HOST failed" "check the registry credentials (CI_REGISTRY_USER / CI_JOB_TOKEN)"
-}
-
 # remote_digest REF : print the SIF digest under REF (empty when the tag does not exist).
 remote_digest() {
   local rc=0 digest
@@ -145,24 +102,14 @@ main() {
   [[ -n $profile && -n $tag && -n $image ]] ||
     die "$AFKIT_EX_USAGE" "--profile, --tag and IMAGE.sif are required" "see 'ci/publish.sh --help'"
   ci_check_profile "$profile"
-  [[ -n $registry_image ]] ||
-    die "$AFKIT_EX_USAGE" "no registry given" "pass --registry-image HOST/PATH or set AFKIT_REGISTRY_IMAGE or CI_REGISTRY_IMAGE"
-  [[ ${registry_image#oras://} =~ ^[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._/-]+)?$ ]] ||
-    die "$AFKIT_EX_USAGE" "bad registry image '$registry_image'" "expected HOST[:PORT]/PATH, e.g. gitlab.example.org:5050/group/project"
-  local ref sha pull_flags=()
+  reg_check_registry_image "$registry_image" ci/publish.sh
+  local ref sha
   ref=$(ci_image_ref "$registry_image" "$profile" "$tag")
   [[ $image == *.sif ]] || die "$AFKIT_EX_USAGE" "'$image' is not a .sif file"
   [[ -f $image ]] || die "$AFKIT_EX_NOT_FOUND" "no image $image" "did the build job pass its artifacts to this job?"
 
   registry_credentials "$registry_image"
-  REG_HOST=${ref#oras://}
-  REG_HOST=${REG_HOST%%/*}
-  REG_SCHEME=https
-  if [[ ${AFKIT_REGISTRY_INSECURE:-0} == 1 ]]; then
-    REG_SCHEME=http
-    pull_flags=(--no-https)
-    warn "plain HTTP to $REG_HOST (AFKIT_REGISTRY_INSECURE=1)"
-  fi
+  reg_target "$ref"
 
   sha=$(ci_sha256 "$image")
   check_validated "$image" "$sha"
@@ -177,13 +124,7 @@ main() {
   trap 'exit 130' INT TERM
   REG_BODY=$WORK/body REG_HEADERS=$WORK/headers
 
-  local rc=0
-  reg_ping || rc=$?
-  case $rc in
-    0) ;;
-    3) die "$AFKIT_EX_PREREQ" "the registry $REG_HOST refused the credentials (HTTP $REG_CODE)" "check CI_REGISTRY_USER / CI_JOB_TOKEN (or AFKIT_REGISTRY_USER / AFKIT_REGISTRY_PASSWORD)" ;;
-    *) die "$AFKIT_EX_PREREQ" "the registry $REG_SCHEME://$REG_HOST is unreachable or not an OCI registry (HTTP $REG_CODE)" "check CI_REGISTRY_IMAGE and the runner's network" ;;
-  esac
+  reg_check_access
 
   local fingerprint=''
   if [[ -n ${AFKIT_SIGNING_KEY:-} ]] && ((!dry_run)); then
@@ -207,12 +148,9 @@ main() {
     return 0
   fi
 
-  local authfile=$WORK/auth.json
-  apptainer_login "$authfile"
-  local -a auth=()
-  [[ ! -f $authfile ]] || auth=(--authfile "$authfile")
+  reg_apptainer_login "$WORK/auth.json"
   log "pushing $image to $ref"
-  apptainer push "${pull_flags[@]}" "${auth[@]}" "$image" "$ref" ||
+  apptainer push "${REG_APPTAINER_ARGS[@]}" "$image" "$ref" ||
     die "$AFKIT_EX_FAILURE" "apptainer push to $ref failed" "the tag was not moved: a push only tags the image once all of it is uploaded"
 
   local after pulled_sha
@@ -222,7 +160,7 @@ main() {
     die "$AFKIT_EX_FAILURE" "the registry reports ${after:-nothing} for $ref, expected sha256:$sha"
   fi
   log "pulling $ref back"
-  if ! apptainer pull "${pull_flags[@]}" "${auth[@]}" "$WORK/pulled.sif" "$ref" >/dev/null; then
+  if ! apptainer pull "${REG_APPTAINER_ARGS[@]}" "$WORK/pulled.sif" "$ref" >/dev/null; then
     undo_push "$ref"
     die "$AFKIT_EX_FAILURE" "could not pull $ref back"
   fi

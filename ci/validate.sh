@@ -16,7 +16,7 @@ the profile's proof commands work) and writes its JUnit report to FILE (default 
 published by GitLab as the job's test report). On success it writes IMAGE.validated, a stamp
 holding the image's sha256: ci/publish.sh publishes nothing without a matching stamp.
 On failure the stamp is removed, and the report is there even when the validator crashed.
-  --fingerprint FP  the image must also carry a valid signature by this PGP key ('afkit image
+  --fingerprint FP  the image must also carry a valid signature by this PGP key (empty: none) ('afkit image
                     verify'; unsigned, modified or signed by another key: exit 6). Used on images
                     already published and signed by ci/publish.sh (a scheduled pipeline
                     validating what the registry serves). Default: \$AFKIT_VERIFY_FINGERPRINT.

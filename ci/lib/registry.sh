@@ -1,7 +1,7 @@
 # shellcheck shell=bash
-# A minimal OCI distribution (registry v2) client in curl + jq for ci/publish.sh: ping, read the
-# SIF layer digest of a tag, delete a manifest. Handles anonymous, Basic and Bearer-token auth
-# (GitLab's registry hands out tokens from its /jwt/auth realm). Credentials come from the shell
+# A minimal OCI distribution (registry v2) client in curl + jq for ci/publish.sh and
+# ci/functional.sh: ping, read the SIF layer digest of a tag, delete a manifest. Handles
+# anonymous, Basic and Bearer-token auth (GitLab's registry hands out tokens from its /jwt/auth realm). Credentials come from the shell
 # variables REG_USER / REG_PASS and reach curl on stdin (-K -), never on its command line.
 #
 # Settings (shell variables): REG_HOST (host[:port]), REG_SCHEME (https|http), REG_USER, REG_PASS.
@@ -126,4 +126,85 @@ reg_delete() {
   [[ -n ${REG_MANIFEST_DIGEST:-} ]] || return 1
   reg_request DELETE "v2/$REG_REPO/manifests/$REG_MANIFEST_DIGEST" || return 1
   [[ $REG_CODE == 202 || $REG_CODE == 200 ]]
+}
+
+# --- credentials (shared by ci/publish.sh and ci/functional.sh) ---------------------------------
+
+# norm_image R : R without oras:// and trailing '/', lower case (as references are written).
+norm_image() {
+  local r=${1#oras://}
+  r=${r%/}
+  printf '%s\n' "${r,,}"
+}
+
+# registry_credentials REGISTRY_IMAGE : set REG_USER and REG_PASS. AFKIT_REGISTRY_* first; GitLab's
+# job token only for the project's own registry (CI_REGISTRY_IMAGE or below, on host CI_REGISTRY).
+registry_credentials() {
+  local target own
+  target=$(norm_image "$1")
+  if [[ -n ${AFKIT_REGISTRY_USER:-}${AFKIT_REGISTRY_PASSWORD:-} ]]; then
+    REG_USER=${AFKIT_REGISTRY_USER:-} REG_PASS=${AFKIT_REGISTRY_PASSWORD:-}
+  elif [[ -n ${CI_REGISTRY_USER:-}${CI_JOB_TOKEN:-} ]]; then
+    own=$(norm_image "${CI_REGISTRY_IMAGE:-}")
+    if [[ -z $own || ($target != "$own" && $target != "$own"/*) ||
+      (-n ${CI_REGISTRY:-} && ${target%%/*} != "$(norm_image "$CI_REGISTRY")") ]]; then
+      die "$AFKIT_EX_UNSAFE" "refusing to send the job token to $target: it is not this project's registry (${own:-CI_REGISTRY_IMAGE unset})" \
+        "publish elsewhere with AFKIT_REGISTRY_IMAGE, AFKIT_REGISTRY_USER and AFKIT_REGISTRY_PASSWORD (masked, protected)"
+    fi
+    REG_USER=${CI_REGISTRY_USER:-} REG_PASS=${CI_JOB_TOKEN:-}
+  else
+    REG_USER='' REG_PASS=''
+  fi
+  if [[ -n $REG_USER && -z $REG_PASS ]] || [[ -z $REG_USER && -n $REG_PASS ]]; then
+    die "$AFKIT_EX_USAGE" "a registry user without a password or the other way round" \
+      "set both CI_REGISTRY_USER and CI_JOB_TOKEN (or AFKIT_REGISTRY_USER/AFKIT_REGISTRY_PASSWORD), or neither"
+  fi
+}
+
+# reg_check_registry_image R SCRIPT : die (usage) unless R is HOST[:PORT][/PATH] (oras:// allowed).
+reg_check_registry_image() {
+  [[ -n $1 ]] ||
+    die "$AFKIT_EX_USAGE" "no registry given" "pass --registry-image HOST/PATH or set AFKIT_REGISTRY_IMAGE or CI_REGISTRY_IMAGE (see '$2 --help')"
+  [[ ${1#oras://} =~ ^[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._/-]+)?$ ]] ||
+    die "$AFKIT_EX_USAGE" "bad registry image '$1'" "expected HOST[:PORT]/PATH, e.g. gitlab.example.org:5050/group/project"
+}
+
+# reg_target REF : REG_HOST and REG_SCHEME of oras://HOST/...; REG_APPTAINER_ARGS gets --no-https
+# with AFKIT_REGISTRY_INSECURE=1 (a test registry on localhost only).
+REG_APPTAINER_ARGS=()
+reg_target() {
+  REG_HOST=${1#oras://}
+  REG_HOST=${REG_HOST%%/*}
+  REG_SCHEME=https
+  REG_APPTAINER_ARGS=()
+  if [[ ${AFKIT_REGISTRY_INSECURE:-0} == 1 ]]; then
+    REG_SCHEME=http
+    REG_APPTAINER_ARGS=(--no-https)
+    warn "plain HTTP to $REG_HOST (AFKIT_REGISTRY_INSECURE=1)"
+  fi
+}
+
+# reg_check_access : die 3 unless the registry answers and accepts the credentials (REG_BODY and
+# REG_HEADERS must name private files).
+reg_check_access() {
+  local rc=0
+  reg_ping || rc=$?
+  case $rc in
+    0) ;;
+    3) die "$AFKIT_EX_PREREQ" "the registry $REG_HOST refused the credentials (HTTP $REG_CODE)" "check CI_REGISTRY_USER / CI_JOB_TOKEN (or AFKIT_REGISTRY_USER / AFKIT_REGISTRY_PASSWORD)" ;;
+    *) die "$AFKIT_EX_PREREQ" "the registry $REG_SCHEME://$REG_HOST is unreachable or not an OCI registry (HTTP $REG_CODE)" "check CI_REGISTRY_IMAGE and the runner's network" ;;
+  esac
+}
+
+# reg_apptainer_login AUTHFILE : log in to REG_HOST; the password goes on stdin. The login is
+# stored in AUTHFILE and in a private remote.yaml beside it (apptainer would otherwise also write it
+# to ~/.apptainer/remote.yaml of the runner's user); the caller removes both at exit. apptainer does
+# not check the credentials: reg_check_access did. Adds --authfile to REG_APPTAINER_ARGS.
+reg_apptainer_login() {
+  local authfile=$1
+  [[ -n ${REG_USER:-} ]] || return 0
+  printf '%s' "$REG_PASS" | apptainer registry --config "${authfile%/*}/remote.yaml" login \
+    --authfile "$authfile" --username "$REG_USER" --password-stdin "oras://$REG_HOST" >/dev/null 2>&1 ||
+    die "$AFKIT_EX_PREREQ" "apptainer registry login to $REG_HOST failed" "check the registry credentials (CI_REGISTRY_USER / CI_JOB_TOKEN)"
+  REG_APPTAINER_ARGS+=(--authfile "$authfile")
 }

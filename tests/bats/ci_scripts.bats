@@ -17,7 +17,8 @@ setup() {
   cp "$REPO/images/alice/profile.yaml" "$T/images/alice/profile.yaml"
   printf 'profile: alice\ntags:\n  - AliPhysics/vAN-1\n  - O2Physics/daily-2\n' >"$T/images/alice/tags.yaml"
   unset AFKIT_TAGS AFKIT_PROFILE AFKIT_BASE CI_REGISTRY_IMAGE CI_REGISTRY_USER CI_JOB_TOKEN \
-    AFKIT_REGISTRY_USER AFKIT_REGISTRY_PASSWORD AFKIT_REGISTRY_INSECURE AFKIT_SIGNING_KEY AFKIT_SIGNING_PASSPHRASE
+    AFKIT_REGISTRY_USER AFKIT_REGISTRY_PASSWORD AFKIT_REGISTRY_INSECURE AFKIT_SIGNING_KEY AFKIT_SIGNING_PASSPHRASE \
+    AFKIT_VERIFY_FINGERPRINT AFKIT_VERIFY_KEY AFKIT_FUNCTIONAL_STORE AFKIT_FUNCTIONAL_CAMPAIGN AFKIT_BASELINE
 }
 
 # with_fakes : put the fake afkit/apptainer/curl first on PATH.
@@ -52,7 +53,7 @@ publish_env() {
 
 @test "every ci script and scripts/ci-local answers --help with its usage and exit codes" {
   local s
-  for s in ci/tags.sh ci/generate.sh ci/build.sh ci/validate.sh ci/publish.sh ci/lint.sh ci/venv.sh scripts/ci-local; do
+  for s in ci/tags.sh ci/generate.sh ci/build.sh ci/validate.sh ci/publish.sh ci/functional.sh ci/lint.sh ci/venv.sh scripts/ci-local; do
     echo "# $s --help"
     run "$REPO/$s" --help
     assert_success
@@ -63,7 +64,7 @@ publish_env() {
 
 @test "unknown options are usage errors (2) naming the option" {
   local s
-  for s in ci/tags.sh ci/generate.sh ci/build.sh ci/validate.sh ci/publish.sh ci/venv.sh scripts/ci-local; do
+  for s in ci/tags.sh ci/generate.sh ci/build.sh ci/validate.sh ci/publish.sh ci/functional.sh ci/venv.sh scripts/ci-local; do
     echo "# $s --no-such-option"
     run "$REPO/$s" --no-such-option
     assert_failure 2
@@ -266,6 +267,40 @@ PY
   assert_output 6
   run ls -A "$T/out"
   assert_output child.yml
+}
+
+@test "generate.sh: a scheduled pipeline gets a functional job after each publish" {
+  run "$REPO/ci/generate.sh" --images "$T/images" --scheduled true --output "$T/s.yml"
+  assert_success
+  assert_output --partial "functional tests: after-publish"
+  run grep -c '^functional:alice:AliPhysics:vAN-1:' "$T/s.yml"
+  assert_output 1
+  run grep -c '^publish:alice:AliPhysics:vAN-1:' "$T/s.yml"
+  assert_output 1
+}
+
+@test "generate.sh: jobs=functional writes only the functional jobs" {
+  run "$REPO/ci/generate.sh" --images "$T/images" --jobs functional --scheduled false --output "$T/f.yml"
+  assert_success
+  assert_output --partial "functional tests: only"
+  run grep -c '^functional:alice:O2Physics:daily-2:' "$T/f.yml"
+  assert_output 1
+  run grep -c '^build:' "$T/f.yml"
+  assert_output 0
+}
+
+@test "generate.sh: a pipeline that is not scheduled has no functional job" {
+  run "$REPO/ci/generate.sh" --images "$T/images" --output "$T/n.yml"
+  assert_success
+  run grep -c '^functional:' "$T/n.yml"
+  assert_output 0
+}
+
+@test "generate.sh: a bad --scheduled value is a usage error (2) and writes nothing" {
+  run "$REPO/ci/generate.sh" --images "$T/images" --scheduled maybe --output "$T/x.yml"
+  assert_failure 2
+  run test -e "$T/x.yml"
+  assert_failure
 }
 
 @test "generate.sh: --tags (the pipeline's input) wins over AFKIT_TAGS" {
@@ -611,6 +646,60 @@ PY
   assert_success
   assert_output --partial "would push"
   refute grep -q '^apptainer ' "$FAKE_LOG/argv"
+}
+
+functional_args=(--profile alice --tag AliPhysics/vAN-1 --baseline alice/aliphysics --out)
+
+@test "functional.sh without --baseline is a usage error (2)" {
+  run "$REPO/ci/functional.sh" --profile alice --tag AliPhysics/vAN-1 --out "$T/f"
+  assert_failure 2
+  assert_output --partial "--baseline and --out are required"
+}
+
+@test "functional.sh without a baseline store is refused (3)" {
+  run "$REPO/ci/functional.sh" "${functional_args[@]}" "$T/f"
+  assert_failure 3
+  assert_output --partial "no baseline store: set AFKIT_FUNCTIONAL_STORE"
+}
+
+@test "functional.sh: a missing campaign file is refused (5)" {
+  AFKIT_FUNCTIONAL_STORE=$T/store CI_REGISTRY_IMAGE=registry.example.org/afkit/afkit \
+    run "$REPO/ci/functional.sh" "${functional_args[@]}" "$T/f" --campaign "$T/none.yaml"
+  assert_failure 5
+  assert_output --partial "no functional campaign $T/none.yaml"
+}
+
+@test "functional.sh without a signer's fingerprint is a usage error (2)" {
+  AFKIT_FUNCTIONAL_STORE=$T/store CI_REGISTRY_IMAGE=registry.example.org/afkit/afkit \
+    run "$REPO/ci/functional.sh" "${functional_args[@]}" "$T/f"
+  assert_failure 2
+  assert_output --partial "set AFKIT_VERIFY_FINGERPRINT"
+}
+
+@test "functional.sh refuses a baseline name that leaves the store (4)" {
+  AFKIT_FUNCTIONAL_STORE=$T/store CI_REGISTRY_IMAGE=registry.example.org/afkit/afkit \
+    run "$REPO/ci/functional.sh" --profile alice --tag AliPhysics/vAN-1 --baseline ../etc --out "$T/f"
+  assert_failure 4
+  assert_output --partial "refusing baseline name '../etc'"
+}
+
+@test "functional.sh without a publish record is refused (5) and writes nothing" {
+  AFKIT_FUNCTIONAL_STORE=$T/store CI_REGISTRY_IMAGE=registry.example.org/afkit/afkit \
+    run "$REPO/ci/functional.sh" "${functional_args[@]}" "$T/f" --published "$T/none.published"
+  assert_failure 5
+  assert_output --partial "no publish record"
+  refute [ -e "$T/store" ]
+  refute [ -e "$T/f" ]
+}
+
+@test "functional.sh never sends the job token to another registry than the project's (4)" {
+  publish_env
+  printf 'ref oras://elsewhere.example.org/x/alice/aliphysics:vAN-1\ndigest sha256:%064d\nfingerprint %s\n' 0 "$(printf 'A%.0s' {1..40})" >"$T/r.published"
+  run "$REPO/ci/functional.sh" --profile alice --tag AliPhysics/vAN-1 --baseline alice/aliphysics --out "$T/f" \
+    --store "$T/store" --published "$T/r.published"
+  assert_failure 4
+  assert_output --partial "refusing to send the job token to elsewhere.example.org"
+  refute_output --partial tok-S3cr3t-value
 }
 
 @test "image references: lower-case package, version kept, oras:// prefix added once" {

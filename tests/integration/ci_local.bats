@@ -72,6 +72,10 @@ registry_get() {
   assert_equal "$(job_status "publish:$GOOD_SFX")" PASS
 }
 
+@test "a pipeline that is not scheduled (gitlab-ci-local's source is 'push') has no functional job" {
+  assert_equal "$(job_status "functional:$GOOD_SFX")" ""
+}
+
 @test "the missing tag failed its build with the builder's message" {
   assert_equal "$(job_status "build:$MISSING_SFX")" FAIL
   assert grep -q "build:$MISSING_SFX > afkit: error: .*vAN-19990101_ROOT6-1" "$OUT/gitlab-ci-local.log"

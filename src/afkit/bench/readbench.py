@@ -44,6 +44,7 @@ class _FileState:
     size: int = 0
     bytes_read: int = 0
     source: Source | None = None
+    requests: Iterator[Request] = field(default_factory=lambda: iter(()))
 
 
 def _note(writer: JsonlWriter, message: str, **extra: Any) -> None:
@@ -79,6 +80,8 @@ def run_read(
     for state in files:
         state.source = opener(state.url)
         state.size = state.source.size
+        # the plan's set-up (a random order, a trace) is done now, before the clock starts
+        state.requests = cfg.plan.requests(state.size)
         if cfg.drop_cache and not is_xrootd_url(state.url):
             _drop_page_cache(state.url)
         block = getattr(cfg.plan, "block", None)
@@ -177,7 +180,7 @@ def _read_file(
     add = counter.add
     got = 0
     try:
-        for request in cfg.plan.requests(state.size):
+        for request in state.requests:
             src = state.source
             assert src is not None
             try:

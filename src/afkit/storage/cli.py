@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from afkit.cli import usage_handler
-from afkit.errors import ExitCode
+from afkit.errors import ExitCode, UsageError
 from afkit.storage import manager
 from afkit.storage.render import Settings, render
 from afkit.storage.scenarios import SCENARIOS, default_origin, get_scenario, url
@@ -26,7 +26,24 @@ def _settings(args: argparse.Namespace, scenario: str) -> Settings:
         ).resolve(),
         ram=getattr(args, "ram", "1g"),
         allow=tuple(getattr(args, "allow", None) or ()),
+        throttle=_throttle(args, scenario),
     )
+
+
+def _throttle(args: argparse.Namespace, scenario: str) -> int | None:
+    """--throttle RATE as bytes/s (origin only), or None."""
+    from afkit.bench.units import parse_size
+
+    text = getattr(args, "throttle", None)
+    if not text:
+        return None
+    if scenario != "origin":
+        raise UsageError(f"--throttle is for the origin scenario, not '{scenario}'",
+                         hint="throttle the origin the caches read from instead")  # fmt: skip
+    rate = parse_size(text, what="throttle rate")
+    if rate <= 0:
+        raise UsageError(f"--throttle must be a positive rate in bytes/s, got '{text}'")
+    return rate
 
 
 def cmd_up(args: argparse.Namespace) -> int:
@@ -97,6 +114,12 @@ def register(sub: Any) -> None:
             metavar="HOST",
             help="also allow clients from HOST (xrd.allow host; repeatable; '*' wildcards, e.g. 10.77.*); "
             "default: loopback only",
+        )
+        p.add_argument(
+            "--throttle",
+            metavar="RATE",
+            help="origin only: serve at most RATE bytes/s, e.g. 20MB (XRootD's throttle plugin, "
+            "throttle.throttle data): a slow storage endpoint on purpose; default: no limit",
         )
 
     up = ssub.add_parser("up", help="start a scenario's daemons and wait for their ports")

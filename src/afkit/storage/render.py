@@ -22,6 +22,8 @@ class Settings:
     base: int | None = None
     # clients allowed besides loopback (xrd.allow host; a '*' wildcard matches, e.g. 10.77.*)
     allow: tuple[str, ...] = ()
+    # origin only: bytes/s the server reads from its file system (XRootD's throttle plugin)
+    throttle: int | None = None
 
 
 def templates_dir() -> Path:
@@ -81,6 +83,7 @@ def render(scenario: Scenario, daemon: Daemon, settings: Settings) -> str:
         "cache_port": port_of(scenario, cache_daemon, settings.base) if cache_daemon else 0,
         "dca": False,
         "allow": settings.allow,
+        "throttle": settings.throttle,
         **daemon.params,
     }
     return env.get_template(daemon.template).render(**values)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import pytest
 
 from afkit.bench.offsets import BlockPlan, ReplayPlan, RootLikePlan, parse_stride
@@ -32,6 +33,13 @@ def test_random_is_a_permutation_of_the_blocks() -> None:
     assert offsets != sorted(offsets)
     assert offsets == list(BlockPlan(block=block, stride=None, seed=7).offsets(size))
     assert offsets != list(BlockPlan(block=block, stride=None, seed=8).offsets(size))
+
+
+def test_random_order_is_drawn_when_the_requests_are_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    plan = BlockPlan(block=64, stride=None, seed=7)
+    requests = plan.requests(1000)  # drawn now, not at the first next()
+    monkeypatch.setattr(np.random, "default_rng", lambda *_a: pytest.fail("drawn again while reading"))
+    assert sorted(off for [(off, _ln)] in requests) == list(range(0, 1000, 64))
 
 
 def test_random_with_start_offset() -> None:

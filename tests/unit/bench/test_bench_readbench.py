@@ -33,6 +33,25 @@ def test_sequential_read_counts_every_byte(tmp_path: Path, pattern_file: Path) -
     assert summary["gbps"] == pytest.approx(size * 8 / 1e9 / summary["seconds"], rel=0.02)
 
 
+class _SlowPlan:
+    """A plan whose set-up takes 0.3 s (like drawing a random order), then one block."""
+
+    block = 4096
+
+    def requests(self, size: int) -> Iterator[list[tuple[int, int]]]:
+        import time
+
+        time.sleep(0.3)
+        return iter([[(0, min(4096, size))]])
+
+
+def test_plan_setup_is_not_timed_as_reading(tmp_path: Path, pattern_file: Path) -> None:
+    summary, _ = _run(tmp_path, ReadConfig([str(pattern_file)], _SlowPlan()))
+    assert summary["bytes"] == 4096
+    assert summary["seconds"] < 0.2, summary  # the 0.3 s set-up happened before the clock
+    assert summary["open_seconds"] >= 0.3
+
+
 def test_stride_reads_only_the_planned_blocks(tmp_path: Path, pattern_file: Path) -> None:
     size = pattern_file.stat().st_size
     plan = BlockPlan(block=4096, stride=4096)

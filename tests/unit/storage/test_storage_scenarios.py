@@ -97,6 +97,22 @@ def test_origin_exports_the_data_dir(tmp_path: Path) -> None:
     assert "ofs.trace open" in _directives(text)
 
 
+def test_throttled_origin_loads_xrootds_throttle_plugin(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (plain,) = _configs("origin", tmp_path).values()
+    assert not [d for d in _directives(plain) if d.startswith(("xrootd.fslib", "throttle."))]
+    assert cli.main(["storage", "render", "origin", "--throttle", "20MB", "--state-dir", str(tmp_path)]) == 0
+    directives = _directives(capsys.readouterr().out)
+    assert "xrootd.fslib throttle default" in directives
+    assert "throttle.throttle data 20000000" in directives
+
+
+def test_throttle_is_for_the_origin_only(tmp_path: Path) -> None:
+    for argv in (["xcache", "--throttle", "20MB"], ["origin", "--throttle", "0"]):
+        assert cli.main(["storage", "render", *argv, "--state-dir", str(tmp_path)]) == ExitCode.USAGE
+
+
 def test_pfc_ram_below_1g_is_refused(tmp_path: Path) -> None:
     with pytest.raises(UsageError):
         _configs("xcache", tmp_path, ram="512m")

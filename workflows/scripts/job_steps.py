@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -219,6 +220,16 @@ def afkit_bench_command(spec: dict[str, Any], inputs: list[str], out_dir: str) -
     )
 
 
+def ended(returncode: int) -> str:
+    """How a program ended, for a one-line error: "exited 1", "was killed by SIGSEGV"."""
+    if returncode < 0:
+        try:
+            return f"was killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"was killed by signal {-returncode}"
+    return f"exited {returncode}"
+
+
 def process_afkit_bench(spec: dict[str, Any], inputs: list[str], counter: Counter) -> dict[str, Any]:
     """Processing by the image's `afkit bench` (docs/benchmarks.md): its per-second interval records
     become the job's intervals, its summary the job's bytes and events."""
@@ -233,8 +244,8 @@ def process_afkit_bench(spec: dict[str, Any], inputs: list[str], counter: Counte
             records = [json.loads(line) for line in fh if line.strip()]
     summary = next((r for r in reversed(records) if r.get("type") == "summary"), {})
     if proc.returncode != 0 or summary.get("status", "ok") != "ok":
-        tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
-        raise RuntimeError(f"afkit bench exited {proc.returncode}: {summary.get('error') or tail}")
+        cause = summary.get("error") or " | ".join(proc.stderr.strip().splitlines()[-3:]) or "no message"
+        raise RuntimeError(f"afkit bench {ended(proc.returncode)}: {cause}")
     intervals = [r for r in records if r.get("type") == "interval"]
     t0 = intervals[0]["t"] if intervals else time.time()
     counter.samples = [

@@ -236,6 +236,12 @@ def test_origin_down_warm_cache_still_serves_and_uncached_files_fail_clearly(
     )
     assert proc.returncode != 0
     assert "afkit: error:" in proc.stderr
+    # the documented undo; the cache reaches gsi again at once, also after a reset that cut its
+    # established connection (XrdCl's 30 min stream error window: ReconnectWait in xcache.cfg.j2)
+    for name in names[1:3]:
+        ok(sh("afkit federation link gsi --reset"))
+        rc, recs = read("frankfurt", f"{cache}//{d}/{name}")
+        assert rc == 0 and summary(recs)["bytes"] == SIZE, f"{name}: the cache refuses gsi, which is back"
 
 
 def test_partitioned_site_ends_the_read_with_a_clear_error(

@@ -68,6 +68,7 @@ def test_xcache_is_a_proxy_file_cache(tmp_path: Path) -> None:
         "ofs.osslib libXrdPss.so",
         "pss.cachelib libXrdPfc.so",
         "pss.origin 10.0.0.5:1094",
+        "pss.setopt ReconnectWait 0",  # an origin back after an outage is reached again at once
         "pfc.ram 1g",
         f"oss.localroot {tmp_path / 'xcache' / 'cache'}",
     ):

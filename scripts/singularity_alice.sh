@@ -27,7 +27,8 @@ inside and the tag's environment set (no alienv or CVMFS needed where the image 
   --no-validate, --name NAME.
 
 Run as root (sudo) or as a user for whom 'apptainer build --fakeroot' works; the tool says which.
-Environment: AFKIT_BASE_IMAGE (default base), AFKIT_CVMFS_ROOT (default /cvmfs).
+Environment: AFKIT_BASE_IMAGE (default base), AFKIT_CVMFS_ROOT (default /cvmfs), AFKIT_VENV
+(the virtualenv with afkit, default the checkout's .venv).
 Exit codes: 0 ok, 1 build failed, 2 usage, 3 prerequisite missing (CVMFS, apptainer, privilege,
 free space), 4 refused (unsafe or foreign directory), 5 unknown tag, 6 validation failed,
 130 interrupted. Docs: docs/image-builder.md
@@ -36,18 +37,19 @@ USAGE
 
 # find_afkit : print the command that runs the afkit CLI, one word per line.
 find_afkit() {
-  local repo
+  local repo venv
   repo=$(afkit_repo_root)
-  # The checkout's venv, if its interpreter runs here (a venv made on another system may not).
-  if [[ -x $repo/.venv/bin/afkit ]] && "$repo/.venv/bin/python" -c 'import afkit' >/dev/null 2>&1; then
-    printf '%s\n' "$repo/.venv/bin/afkit"
+  venv=${AFKIT_VENV:-$repo/.venv}
+  # That venv, if its interpreter runs here (a venv made on another system may not).
+  if [[ -x $venv/bin/afkit ]] && "$venv/bin/python" -c 'import afkit' >/dev/null 2>&1; then
+    printf '%s\n' "$venv/bin/afkit"
   elif command -v afkit >/dev/null 2>&1; then
     command -v afkit
-  elif command -v python3 >/dev/null 2>&1; then
+  elif command -v python3 >/dev/null 2>&1 && python3 -c 'import jinja2, yaml, jsonschema' >/dev/null 2>&1; then
     printf '%s\n' env "PYTHONPATH=$repo/src${PYTHONPATH:+:$PYTHONPATH}" python3 -m afkit
   else
-    die "$AFKIT_EX_PREREQ" "cannot find the afkit CLI (no $repo/.venv, no afkit or python3 on PATH)" \
-      "run 'make venv' in $repo"
+    die "$AFKIT_EX_PREREQ" "cannot find the afkit CLI: no working $venv, no afkit on PATH, no python3 with afkit's dependencies (jinja2, PyYAML, jsonschema)" \
+      "run 'make venv' in $repo (under sudo, PATH is reset: the venv is found by its path, or set AFKIT_VENV and keep it through sudo)"
   fi
 }
 

@@ -14,6 +14,7 @@ setup_file() {
 setup() {
   load '/usr/lib/bats/bats-support/load'
   load '/usr/lib/bats/bats-assert/load'
+  unset AFKIT_VENV # the tests choose the venv the script finds
   SCRIPT="$REPO/scripts/singularity_alice.sh"
   export AFKIT_CVMFS_ROOT=$FIXTURE
   WORK="$BATS_TEST_TMPDIR/work"
@@ -162,4 +163,38 @@ setup() {
   CDPATH="$evil" PATH="$NOAPP" run scripts/singularity_alice.sh -t AliPhysics/vAN-20201018_ROOT6-1 -o "$WORK"
   assert_success
   assert_output "repo|image|build|--profile|alice|--tag|AliPhysics/vAN-20201018_ROOT6-1|--output|$WORK|"
+}
+
+# fake_checkout DIR : a copy of the script and its library, without a .venv
+fake_checkout() {
+  mkdir -p "$1/scripts/lib"
+  cp "$REPO/scripts/singularity_alice.sh" "$1/scripts/"
+  cp "$REPO/scripts/lib/common.sh" "$1/scripts/lib/"
+}
+
+@test "AFKIT_VENV names the virtualenv whose afkit the script runs" {
+  local fake="$BATS_TEST_TMPDIR/repo" venv="$BATS_TEST_TMPDIR/site-venv"
+  fake_checkout "$fake"
+  mkdir -p "$venv/bin"
+  printf '#!/bin/sh\nexit 0\n' >"$venv/bin/python"
+  printf '#!/bin/sh\nprintf "%%s|" site-venv "$@"\n' >"$venv/bin/afkit"
+  chmod +x "$venv/bin/python" "$venv/bin/afkit"
+  AFKIT_VENV=$venv PATH="$NOAPP" run "$fake/scripts/singularity_alice.sh" -t AliPhysics/vAN-20201018_ROOT6-1 -o "$WORK"
+  assert_success
+  assert_output "site-venv|image|build|--profile|alice|--tag|AliPhysics/vAN-20201018_ROOT6-1|--output|$WORK|"
+}
+
+@test "no venv, no afkit and a python3 without afkit's dependencies: exit 3 saying to run make venv" {
+  local fake="$BATS_TEST_TMPDIR/repo" bin="$BATS_TEST_TMPDIR/nodeps"
+  fake_checkout "$fake"
+  mkdir -p "$bin"
+  cp -P "$NOAPP"/* "$bin/"
+  rm -f "$bin/python3" # a link to the host's: replaced by one that imports nothing (no jinja2)
+  printf '#!/bin/sh\nexit 1\n' >"$bin/python3"
+  chmod +x "$bin/python3"
+  PATH="$bin" run "$fake/scripts/singularity_alice.sh" -t AliPhysics/vAN-20201018_ROOT6-1 -o "$WORK"
+  assert_failure 3
+  assert_output --regexp "cannot find the afkit CLI.*jinja2"
+  assert_output --partial "run 'make venv' in $fake"
+  refute_output --partial Traceback
 }

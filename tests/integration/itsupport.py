@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -68,6 +69,19 @@ def afkit(
     """``python -m afkit ARGS`` with the testbed's Python, output captured; ENV added to ours."""
     return subprocess.run([sys.executable, "-m", "afkit", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, check=False, env={**os.environ, **(env or {})})  # fmt: skip
+
+
+def sh(
+    line: str, *, cwd: Path | None = None, timeout: float | None = 120, env: dict[str, str] | None = None,
+    unset: tuple[str, ...] = (),
+) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    """A command line exactly as README.md or docs/ write it (split like a shell, programs from PATH:
+    the testbed venv's afkit and snakemake), output captured; ENV added to ours, UNSET taken out."""
+    full = {**os.environ, **(env or {})}
+    for name in unset:
+        full.pop(name, None)
+    return subprocess.run(shlex.split(line), cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          check=False, env=full)  # fmt: skip
 
 
 def ok(proc: subprocess.CompletedProcess[str]) -> str:

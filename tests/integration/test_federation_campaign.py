@@ -1,4 +1,5 @@
-"""A campaign across the testbed federation survives a site partitioned mid-campaign.
+"""Campaigns across the testbed federation: the documented one as written, and a site partitioned
+mid-campaign.
 
 The campaign is ``workflows/config/federation.yaml`` (its sites, network namespaces and storage)
 with one small read benchmark: frankfurt's jobs read gsi's data (over gsi's WAN link), their own
@@ -6,6 +7,7 @@ data (local path) and alpes's data (over alpes's link), each job inside frankfur
 While the gsi job reads, gsi's link goes down: that job must end ``failed`` in ``jobs.csv`` with
 the cause on one line, the others ``ok``; after the link is healed ``afkit campaign retry
 --failed`` must redo exactly that job. Needs the federation up (``scripts/testbed federation up``).
+The commands are docs/federation.md's, as written.
 """
 
 from __future__ import annotations
@@ -13,9 +15,9 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shlex
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -42,6 +44,11 @@ def afkit(*args: str, timeout: float = 120, cwd: Path | None = None) -> subproce
     return itsupport.afkit(*args, timeout=timeout, cwd=cwd, env=XRD_ENV)
 
 
+def sh(line: str, cwd: Path | None = None, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    """A command line as docs/federation.md writes it, with the XRootD client settings above."""
+    return itsupport.sh(line, cwd=cwd, timeout=timeout, env=XRD_ENV)
+
+
 @pytest.fixture
 def work(bench_sif: Path) -> Iterator[tuple[Path, str]]:
     """(campaign file, dataset prefix): federation.yaml cut down to one read benchmark."""
@@ -61,12 +68,12 @@ def work(bench_sif: Path) -> Iterator[tuple[Path, str]]:
         {"name": "read", "type": "read", "payload": "afkit-bench", "sites": ["frankfurt"],
          "datasets": ["gsi-data", "frankfurt-data", "alpes-data"], "sweep": {"block_size": ["1m"]}},
     ]  # fmt: skip
-    cfile = d / "campaign.yaml"
+    cfile = d / "C.yaml"
     cfile.write_text(yaml.safe_dump(raw), encoding="utf-8")
     try:
         yield cfile, prefix
     finally:
-        ok(afkit("federation", "link", "gsi", "--reset"))
+        ok(sh("afkit federation link gsi --reset"))
         for site in raw["storage"].values():
             shutil.rmtree(Path(site["path"]) / prefix, ignore_errors=True)  # the data made here
         shutil.rmtree(d, ignore_errors=True)  # the directory this test created
@@ -99,7 +106,7 @@ def test_partitioned_site_fails_its_job_only_and_retry_redoes_just_that_job(
     results = Path(ok(afkit("campaign", "results", str(cfile))).strip())
     ok(afkit("federation", "link", "gsi", "--rate", SLOW))
     run = subprocess.Popen(
-        [sys.executable, "-m", "afkit", "campaign", "run", str(cfile)],
+        shlex.split("afkit campaign run C.yaml"),
         cwd=cfile.parent,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -111,7 +118,7 @@ def test_partitioned_site_fails_its_job_only_and_retry_redoes_just_that_job(
         while not reading(scratch) and time.monotonic() < deadline and run.poll() is None:
             time.sleep(0.2)
         assert reading(scratch), "the gsi job never started reading"
-        ok(afkit("federation", "link", "gsi", "--down"))
+        ok(sh("afkit federation link gsi --down"))
         out, _ = run.communicate(timeout=120)
     finally:
         if run.poll() is None:
@@ -125,8 +132,8 @@ def test_partitioned_site_fails_its_job_only_and_retry_redoes_just_that_job(
         assert first[ds]["status"] == "ok", (ds, first[ds]["error"])
     records = {p.name: p.stat().st_mtime_ns for p in (results / "job" / "read").glob("*.json")}
 
-    ok(afkit("federation", "link", "gsi", "--reset"))  # healed
-    proc = afkit("campaign", "retry", str(cfile), "--failed", timeout=180, cwd=cfile.parent)
+    ok(sh("afkit federation link gsi --reset"))  # healed
+    proc = sh("afkit campaign retry C.yaml --failed", cwd=cfile.parent)
     out = ok(proc) + proc.stderr
     again = rows(results)
     assert again["gsi-data"]["status"] == "ok", again["gsi-data"]["error"]
@@ -138,3 +145,40 @@ def test_partitioned_site_fails_its_job_only_and_retry_redoes_just_that_job(
             assert (results / "job" / "read" / name).stat().st_mtime_ns == mtime, f"{name} was rerun"
     record = results / "job" / "read" / f"{again['gsi-data']['id']}.json"
     assert json.loads(record.read_text(encoding="utf-8"))["status"] == "ok"
+
+
+@pytest.fixture
+def campaign_dir() -> Iterator[Path]:
+    """A working directory with the repository's workflows/ in it; the data the campaign generates
+    into the federation's storage is removed afterwards when this run made it."""
+    if afkit("federation", "urls").returncode != 0:
+        pytest.fail("the federation is not up (run: scripts/testbed federation up)")
+    raw: dict[str, Any] = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
+    made = [Path(s["path"]) / "campaign" for s in raw["storage"].values()]
+    made = [p for p in made if not p.exists()]
+    d = Path(tempfile.mkdtemp(prefix="afkit-fed-doc-", dir="/tmp"))
+    (d / "workflows").symlink_to(REPO / "workflows")
+    try:
+        yield d
+    finally:
+        for path in made:
+            shutil.rmtree(path, ignore_errors=True)
+        shutil.rmtree(d, ignore_errors=True)  # the directory this test created
+
+
+def test_the_documented_federation_campaign_runs_every_job(campaign_dir: Path) -> None:
+    """docs/federation.md: the read sweep over frankfurt's caches and the nine-pair step matrix."""
+    link = subprocess.run(["bash", "-c", 'ln -sf "$(scripts/mkbase bench)" build/bench.sif'], cwd=REPO,
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert link.returncode == 0, link.stderr
+    proc = sh("afkit campaign run workflows/config/federation.yaml", cwd=campaign_dir, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    [results] = list((campaign_dir / "results").iterdir())
+    with (results / "aggregate" / "jobs.csv").open(newline="", encoding="utf-8") as fh:
+        jobs = list(csv.DictReader(fh))
+    assert len(jobs) == 8 + 18
+    assert [(r["id"], r["error"]) for r in jobs if r["status"] != "ok"] == []
+    pairs = {(r["site"], r["dataset"]) for r in jobs if r["bench"] == "steps"}
+    assert len(pairs) == 9
+    warm = [r for r in jobs if r["scenario"] in ("xcache-dca", "dcotf")]
+    assert len(warm) == 4 and all(int(r["bytes"]) == 48_000_000 for r in warm)

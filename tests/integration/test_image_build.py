@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
@@ -36,8 +37,15 @@ TOOLS = (
     "test",
     "readlink",
 )
-TAG = "VO_ALICE@AliPhysics::vAN-20201018_ROOT6-1"
+TAG = "AliPhysics/vAN-20201018_ROOT6-1"
 NAME = "AliPhysics_vAN-20201018_ROOT6-1"
+# README.md's and docs/image-builder.md's build, as written (run in the repository, as root)
+DOC_BUILD = "sudo ./scripts/singularity_alice.sh -t AliPhysics/vAN-20201018_ROOT6-1 -o /scratch/images -y"
+DOC_SIF = Path("/scratch/images/AliPhysics_vAN-20201018_ROOT6-1.sif")
+# sudo resets the environment and PATH: the offline testbed's base (no registry serves
+# docker://almalinux:9) and its afkit venv (not the checkout's .venv, made on the host) reach the
+# script as a site keeps variables through sudo (docs/image-builder.md)
+SUDOERS = Path("/etc/sudoers.d/afkit-docs-test")
 
 
 def _ldd_libs(path: str) -> list[str]:
@@ -89,19 +97,20 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def alice_image(base: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
-    """The script's main use: sudo ./scripts/singularity_alice.sh -t TAG -o WORKDIR -y."""
-    work = tmp_path_factory.mktemp("alice") / "work"
-    env = {**os.environ, "AFKIT_BASE_IMAGE": f"localimage:{base}"}
-    proc = subprocess.run(
-        [str(REPO / "scripts/singularity_alice.sh"), "-t", TAG, "-o", str(work), "-y"],
-        capture_output=True,
-        text=True,
-        check=False,
-        env=env,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return work / f"{NAME}.sif", proc.stdout, proc.stderr
+def alice_image(base: Path) -> Iterator[tuple[Path, str, str]]:
+    """The script's main use, as the docs write it (WORKDIR: /scratch/images, made here)."""
+    assert not Path("/scratch").exists(), "/scratch is in the way (left by an earlier run?)"
+    env = {**os.environ, "AFKIT_BASE_IMAGE": f"localimage:{base}", "AFKIT_VENV": "/opt/afkit/venv"}
+    SUDOERS.write_text('Defaults env_keep += "AFKIT_BASE_IMAGE AFKIT_VENV"\n')
+    SUDOERS.chmod(0o440)
+    try:
+        proc = subprocess.run(["bash", "-c", DOC_BUILD], cwd=REPO, capture_output=True, text=True,
+                              check=False, env=env)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        yield DOC_SIF, proc.stdout, proc.stderr
+    finally:
+        SUDOERS.unlink()
+        shutil.rmtree("/scratch", ignore_errors=True)  # made by this build
 
 
 def test_script_builds_sif_and_manifest(alice_image: tuple[Path, str, str]) -> None:
@@ -119,6 +128,35 @@ def test_script_builds_sif_and_manifest(alice_image: tuple[Path, str, str]) -> N
     assert not list(sif.parent.glob(".*.partial"))
     report = ET.parse(sif.parent / f"{NAME}.validate.xml").getroot()
     assert report.get("failures") == "0" and int(report.get("tests") or 0) > 20
+
+
+def test_the_documented_image_runs_and_validates(alice_image: tuple[Path, str, str], tmp_path: Path) -> None:
+    """docs/image-builder.md: apptainer run, afkit image validate IMAGE [--junit report.xml]."""
+    run = subprocess.run(
+        ["bash", "-c", "apptainer run /scratch/images/AliPhysics_vAN-20201018_ROOT6-1.sif root-config --version"],  # noqa: E501
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0 and run.stdout.strip() == "6.20/08", run.stderr
+    for line in (
+        "afkit image validate /scratch/images/AliPhysics_vAN-20201018_ROOT6-1.sif --junit report.xml",
+        "afkit image validate /scratch/images/AliPhysics_vAN-20201018_ROOT6-1.sif",
+    ):
+        proc = subprocess.run(["bash", "-c", line], cwd=tmp_path, capture_output=True, text=True, check=False)
+        assert proc.returncode == 0, f"{line}: {proc.stderr[-3000:]}"
+    report = ET.parse(tmp_path / "report.xml").getroot()
+    assert report.get("failures") == "0" and int(report.get("tests") or 0) > 20
+
+
+def test_tags_lists_the_published_tags_matching_the_text() -> None:
+    """docs/gitlab-ci.md, adding a tag: check it exists."""
+    proc = subprocess.run(["bash", "-c", "afkit image tags --profile alice vAN-2025"], capture_output=True,
+                          text=True, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "AliPhysics/vAN-20250401_ROOT6-1\tel9-x86_64",
+        "AliPhysics/vAN-20250402_ROOT6-1\tel9-x86_64",
+        "AliPhysics/vAN-20251120_O2-1\tel9-x86_64",
+    ]
 
 
 def test_program_needing_five_packages_runs_contained(alice_image: tuple[Path, str, str]) -> None:

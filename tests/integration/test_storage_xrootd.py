@@ -112,6 +112,7 @@ def test_status_and_down_stop_exactly_what_was_started(site: tuple[Path, Path, s
 def test_up_on_a_busy_port_is_refused(site: tuple[Path, Path, str]) -> None:
     del site  # only needs the origin to run on its port
     other = Path(tempfile.mkdtemp(prefix="afkit-storage-it-", dir="/tmp"))
+    other.chmod(0o755)  # the daemons run as the xrootd user
     try:
         proc = afkit("storage", "up", "origin", "--state-dir", str(other), "--data", str(DATA))
         assert proc.returncode == 3 and "already in use" in proc.stderr
@@ -156,3 +157,58 @@ def test_server_restart_during_a_read_is_recorded(site: tuple[Path, Path, str], 
         assert any(r["type"] == "interval" and r["bytes"] > 0 for r in recs[last_error:])
     else:
         assert proc.returncode == 1 and summary["error"]
+
+
+def test_origin_up_as_documented_serves_the_testbeds_data() -> None:
+    """docs/federation.md's `afkit storage up origin`, as root with every default (data
+    $AFKIT_XROOTD_DATA, state /var/lib/afkit/storage), on ports of its own."""
+    env = {k: v for k, v in os.environ.items() if k != "AFKIT_STORAGE_STATE"}
+    env["AFKIT_STORAGE_BASE_PORT"] = "13094"
+    state = Path("/var/lib/afkit/storage")
+    made = not state.exists()
+    name = f"afkit-storage-doc-{uuid.uuid4().hex[:8]}.bin"
+    (DATA / name).write_bytes(os.urandom(1 << 20))
+    try:
+        up = subprocess.run(["bash", "-c", "afkit storage up origin"], env=env, capture_output=True,
+                            text=True, check=False, timeout=120)  # fmt: skip
+        assert up.returncode == 0, up.stderr
+        assert (state / "origin" / "origin" / "xrootd.log").is_file()
+        url = subprocess.run(["afkit", "storage", "url", "origin", f"/{name}"], env=env, capture_output=True,
+                             text=True, check=True).stdout.strip()  # fmt: skip
+        assert url == f"root://127.0.0.1:13094//{name}"
+        got = subprocess.run(["afkit", "bench", "read", "--no-monitor", url], env=env, capture_output=True,
+                             text=True, check=False)  # fmt: skip
+        assert got.returncode == 0 and json.loads(got.stdout.splitlines()[-1])["bytes"] == 1 << 20, got.stderr
+    finally:
+        subprocess.run(["afkit", "storage", "down", "origin"], env=env, capture_output=True, check=False)
+        (DATA / name).unlink()
+        if made:
+            shutil.rmtree(state.parent)  # /var/lib/afkit, made by this test
+
+
+def test_throttled_origin_as_documented_serves_at_most_its_rate() -> None:
+    """docs/gitlab-ci.md's `afkit storage up origin --throttle 4MB` (a slow endpoint on purpose):
+    an 8 MiB read through it lasts about 2 s instead of milliseconds."""
+    env = {k: v for k, v in os.environ.items() if k != "AFKIT_STORAGE_STATE"}
+    env["AFKIT_STORAGE_BASE_PORT"] = "13194"
+    state = Path("/var/lib/afkit/storage")
+    made = not state.exists()
+    name = f"afkit-storage-throttle-{uuid.uuid4().hex[:8]}.bin"
+    (DATA / name).write_bytes(os.urandom(8 << 20))
+    try:
+        up = subprocess.run(["bash", "-c", "afkit storage up origin --throttle 4MB"], env=env, capture_output=True,
+                            text=True, check=False, timeout=120)  # fmt: skip
+        assert up.returncode == 0, up.stderr
+        url = f"root://127.0.0.1:13194//{name}"
+        got = subprocess.run(["afkit", "bench", "read", "--no-monitor", url], env=env, capture_output=True,
+                             text=True, check=False, timeout=120)  # fmt: skip
+        assert got.returncode == 0, got.stderr
+        summary = json.loads(got.stdout.splitlines()[-1])
+        assert summary["bytes"] == 8 << 20
+        rate = summary["bytes"] / summary["seconds"]
+        assert rate < 6e6, f"{rate / 1e6:.1f} MB/s through a 4 MB/s throttle"
+    finally:
+        subprocess.run(["afkit", "storage", "down", "origin"], env=env, capture_output=True, check=False)
+        (DATA / name).unlink()
+        if made:
+            shutil.rmtree(state.parent)  # /var/lib/afkit, made by this test

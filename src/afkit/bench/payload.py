@@ -18,6 +18,7 @@ imported when a client needs them.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -90,6 +91,16 @@ def afkit_bench_command(spec: dict[str, Any], inputs: list[str], out_dir: Path) 
     return [*bench, *kind, "--outdir", str(out_dir), "--no-monitor", *opts, *inputs], out_dir / "sum.jsonl"
 
 
+def ended(returncode: int) -> str:
+    """How a program ended, for a one-line error: "exited 1", "was killed by SIGSEGV"."""
+    if returncode < 0:
+        try:
+            return f"was killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"was killed by signal {-returncode}"
+    return f"exited {returncode}"
+
+
 def afkit_bench(spec: dict[str, Any], inputs: list[str], out_dir: Path) -> tuple[list[Record], Record]:
     """(interval records, summary) of `afkit bench` run as a command by the image's Python."""
     cmd, out = afkit_bench_command(spec, inputs, out_dir)
@@ -97,8 +108,8 @@ def afkit_bench(spec: dict[str, Any], inputs: list[str], out_dir: Path) -> tuple
     records = read_jsonl(out) if out.is_file() else []
     summary = next((r for r in reversed(records) if r.get("type") == "summary"), {})
     if proc.returncode != 0 or summary.get("status", "ok") != "ok":
-        tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
-        raise RuntimeError(f"afkit bench exited {proc.returncode}: {summary.get('error') or tail}")
+        cause = summary.get("error") or " | ".join(proc.stderr.strip().splitlines()[-3:]) or "no message"
+        raise RuntimeError(f"afkit bench {ended(proc.returncode)}: {cause}")
     return records, summary
 
 

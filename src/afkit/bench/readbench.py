@@ -197,6 +197,8 @@ def _read_file(
         return False
     finally:
         state.bytes_read += got
+        if cfg.repeat:  # the next turn over this file reads the plan again (the first was drawn untimed)
+            state.requests = cfg.plan.requests(state.size)
 
 
 def _recover(

@@ -101,8 +101,9 @@ def render(
     """Write OUT_DIR/report.html (and the figure PNGs beside it); return the HTML path.
 
     GROUPING: the train-scaling series, per storage ``target``, per ``server`` or ``all``
-    (afkit.campaign.scaling). FIGURES_DIR: a copy of exactly the figures made here (the workflow's
-    report() directory for ``snakemake --report``)."""
+    (afkit.campaign.scaling). FIGURES_DIR (default OUT_DIR/figures): a copy of exactly the figures
+    made here, the workflow's report() directory for ``snakemake --report``, whoever made the report
+    (the workflow's rule, ``afkit campaign report``, ``afkit campaign compare``)."""
     points = scaling_series(rows, intervals, first_window=first_window, grouping=grouping)
     out_dir.mkdir(parents=True, exist_ok=True)
     made = [
@@ -113,11 +114,15 @@ def render(
          figures.vs_clients(rows, out_dir / "analysis_vs_clients.png", "analysis")),
         ("Throughput vs concurrent jobs", figures.train_scaling(points, out_dir / "train_scaling.png")),
     ]  # fmt: skip
-    if figures_dir is not None:
-        figures_dir.mkdir(parents=True, exist_ok=True)
-        for _, made_path in made:
-            if made_path:
-                shutil.copy2(made_path, figures_dir / made_path.name)
+    figures_dir = figures_dir or out_dir / "figures"
+    figures_dir.mkdir(parents=True, exist_ok=True)
+    names = {made_path.name for _, made_path in made if made_path}
+    for stale in figures_dir.glob("*.png"):
+        if stale.name not in names:
+            stale.unlink()  # a figure an earlier report had and this one has not
+    for _, made_path in made:
+        if made_path:
+            shutil.copy2(made_path, figures_dir / made_path.name)
     figs = [
         {"title": title, "data": base64.b64encode(path.read_bytes()).decode()} for title, path in made if path
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ def _fed(args: argparse.Namespace) -> links.Federation:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    state = control.up(_fed(args))
+    state = control.up(_fed(args), log=lambda msg: print(msg, file=sys.stderr))  # stdout: the state
     print(json.dumps(state, indent=1))
     return ExitCode.OK
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from afkit.atomic import write_atomic
-from afkit.errors import AfkitError, PrereqError
+from afkit.errors import AfkitError, PrereqError, UnsafeError
 from afkit.federation import net, toxiproxy
 from afkit.federation.links import ORIGIN_PORT, SUBNET, TOXIPROXY_API_PORT, WAN_NS, Federation, Site
 from afkit.storage import daemon as dmn
@@ -159,8 +159,13 @@ def up(fed: Federation, log: Any = print) -> dict[str, Any]:
             "the federation needs root (network namespaces)", hint="run inside the testbed as root"
         )
     if state_file().is_file() and WAN_NS in net.namespaces():
-        log(f"afkit federation: already up ({state_file()})")
         state: dict[str, Any] = json.loads(state_file().read_text())
+        if Path(state["links"]).resolve() != fed.source.resolve():
+            raise UnsafeError(
+                f"the federation is up with {state['links']}, not {fed.source}",
+                hint="take it down first (afkit federation down), then up with the new link file",
+            )
+        log(f"afkit federation: already up ({state_file()})")
         return state
     _prepare_dirs(fed)
     try:

@@ -101,7 +101,8 @@ def register(sub: Any) -> None:
     def state(p: argparse.ArgumentParser) -> None:
         p.add_argument(
             "--state-dir",
-            help="configs, logs, pidfiles, cache (default $AFKIT_STORAGE_STATE or ~/.cache/afkit/storage)",
+            help="configs, logs, pidfiles, cache (default $AFKIT_STORAGE_STATE, else ~/.cache/afkit/storage; "
+            "as root /var/lib/afkit/storage)",
         )
 
     def config(p: argparse.ArgumentParser) -> None:

@@ -98,6 +98,30 @@ def service_user() -> str | None:
     return user
 
 
+def check_reachable(user: str | None, state_dir: Path) -> None:
+    """Root's daemons run as USER: every existing directory above STATE_DIR must let USER through."""
+    if user is None:
+        return
+    import pwd
+
+    entry = pwd.getpwnam(user)
+    for parent in reversed(state_dir.absolute().parents):
+        if not parent.is_dir():
+            break
+        st = parent.stat()
+        through = (
+            st.st_mode & 0o001
+            or (st.st_uid == entry.pw_uid and st.st_mode & 0o100)
+            or (st.st_gid == entry.pw_gid and st.st_mode & 0o010)
+        )
+        if not through:
+            raise PrereqError(
+                f"xrootd runs as user '{user}', who cannot reach the state directory {state_dir} "
+                f"({parent} is mode {st.st_mode & 0o777:04o})",
+                hint="give --state-dir (or AFKIT_STORAGE_STATE) a directory that user can reach",
+            )
+
+
 def give_to(user: str | None, *paths: Path) -> None:
     """Hand the directories and files afkit created (not their contents) to the service user."""
     if user is None:

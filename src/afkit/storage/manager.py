@@ -14,10 +14,17 @@ from afkit.storage.scenarios import Scenario, port_of
 MARKER = ".afkit-storage"
 
 
+ROOT_STATE = Path("/var/lib/afkit/storage")
+
+
 def default_state_root() -> Path:
+    """``$AFKIT_STORAGE_STATE``, else ``~/.cache/afkit/storage``; as root ``/var/lib/afkit/storage``:
+    root's daemons run as the xrootd user, who cannot reach a private /root."""
     env = os.environ.get("AFKIT_STORAGE_STATE")
     if env:
         return Path(env)
+    if os.geteuid() == 0:
+        return ROOT_STATE
     from afkit import paths
 
     return paths.cache_dir() / "storage"
@@ -41,6 +48,7 @@ def files_of(settings: Settings, daemon: Any) -> dmn.DaemonFiles:
 
 def up(scenario: Scenario, settings: Settings, timeout: float) -> list[dict[str, Any]]:
     dmn.xrootd_binary()
+    dmn.check_reachable(dmn.service_user(), settings.state_dir)
     prepare_state(settings.state_dir)
     shared_cache_dir(settings).mkdir(parents=True, exist_ok=True)
     started: list[dict[str, Any]] = []

@@ -150,20 +150,3 @@ def test_retry_reruns_exactly_the_failed_job(
     assert kept.stat().st_mtime_ns == kept_mtime  # exactly the failed job
     [jobs_csv] = tmp_path.glob("results/*/aggregate/jobs.csv")
     assert {r["status"] for r in agg.read_csv(jobs_csv)} == {"ok"}  # the report was remade
-
-
-def test_docs_locations_example_runs_as_written() -> None:
-    """docs/campaigns.md: `$ afkit campaign locations workflows/config/step-matrix.yaml` and its output."""
-    import re
-    import subprocess
-    import sys
-
-    repo = Path(__file__).resolve().parents[3]
-    text = (repo / "docs" / "campaigns.md").read_text(encoding="utf-8")
-    m = re.search(r"^\$ (afkit campaign locations \S+)\n(.*?)^```", text, re.S | re.M)
-    assert m, "docs/campaigns.md lost the locations example"
-    argv = m.group(1).split()[1:]
-    proc = subprocess.run([sys.executable, "-m", "afkit", *argv], cwd=repo, capture_output=True, text=True,
-                          check=False)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == m.group(2)

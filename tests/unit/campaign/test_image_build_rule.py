@@ -193,3 +193,10 @@ def test_the_payload_error_is_one_line_with_the_file_not_uproot_usage_text() -> 
     assert "\n" not in line
     assert "[3011] No such file" in line and "root://se:1094//data/f.root" in line
     assert "Files may be specified as" not in line
+
+
+def test_a_payload_killed_by_a_signal_is_named_by_the_signal() -> None:
+    from afkit.bench.payload import ended
+
+    assert ended(-11) == "was killed by SIGSEGV"
+    assert ended(1) == "exited 1"

@@ -73,6 +73,18 @@ def test_report_renders_figures_and_marks_cells(tmp_path: Path) -> None:
     assert (tmp_path / "report" / "rate_vs_time.png").stat().st_size > 1000
 
 
+def test_every_report_has_the_figures_directory_snakemake_report_needs(tmp_path: Path) -> None:
+    """afkit campaign report (not the workflow's rule) also fills report/figures, exactly."""
+    agg.aggregate([rec(0), rec(1, clients=2)], tmp_path / "jobs.csv", tmp_path / "intervals.csv")
+    rows, intervals = agg.read_csv(tmp_path / "jobs.csv"), agg.read_csv(tmp_path / "intervals.csv")
+    (tmp_path / "report" / "figures").mkdir(parents=True)
+    (tmp_path / "report" / "figures" / "train_scaling.png").write_bytes(b"from an earlier report")
+    report.render(rows, intervals, tmp_path / "report")
+    made = sorted(p.name for p in (tmp_path / "report" / "figures").iterdir())
+    assert made == ["rate_vs_time.png", "read_vs_clients.png"]
+    assert made == sorted(p.name for p in (tmp_path / "report").glob("*.png"))
+
+
 def test_report_without_any_successful_job(tmp_path: Path) -> None:
     records = [rec(0, status="failed", error="boom", steps={}, intervals=[])]
     agg.aggregate(records, tmp_path / "jobs.csv", tmp_path / "intervals.csv")

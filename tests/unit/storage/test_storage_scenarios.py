@@ -68,6 +68,7 @@ def test_xcache_is_a_proxy_file_cache(tmp_path: Path) -> None:
         "ofs.osslib libXrdPss.so",
         "pss.cachelib libXrdPfc.so",
         "pss.origin 10.0.0.5:1094",
+        "pss.setopt ReconnectWait 0",  # an origin back after an outage is reached again at once
         "pfc.ram 1g",
         f"oss.localroot {tmp_path / 'xcache' / 'cache'}",
     ):
@@ -167,3 +168,34 @@ def test_url_command(capsys: pytest.CaptureFixture[str]) -> None:
 def test_every_scenario_is_documented_with_a_description() -> None:
     assert set(SCENARIOS) == {"origin", "xcache", "xcache-dca", "dcotf"}
     assert all(s.description for s in SCENARIOS.values())
+
+
+def test_roots_default_state_is_one_the_xrootd_user_can_reach(monkeypatch: pytest.MonkeyPatch) -> None:
+    from afkit.storage import manager
+
+    monkeypatch.delenv("AFKIT_STORAGE_STATE", raising=False)
+    monkeypatch.setattr(manager.os, "geteuid", lambda: 0)
+    assert manager.default_state_root() == Path("/var/lib/afkit/storage")
+    monkeypatch.setattr(manager.os, "geteuid", lambda: 1000)
+    assert manager.default_state_root().parts[-3:] == (".cache", "afkit", "storage")
+
+
+def test_a_state_dir_the_service_user_cannot_reach_is_refused_before_anything_starts() -> None:
+    import shutil
+    import tempfile
+
+    from afkit.errors import PrereqError
+    from afkit.storage import daemon
+
+    top = Path(tempfile.mkdtemp(prefix="afkit-reach-"))  # under /tmp, made 0755 below
+    try:
+        top.chmod(0o755)
+        private = top / "home"
+        private.mkdir(mode=0o700)
+        with pytest.raises(PrereqError, match=r"user 'nobody', who cannot reach .*home is mode 0700"):
+            daemon.check_reachable("nobody", private / ".cache" / "storage")
+        private.chmod(0o755)
+        daemon.check_reachable("nobody", private / ".cache" / "storage")  # nothing raised
+        daemon.check_reachable(None, Path("/root/x"))  # not root: no user to check for
+    finally:
+        shutil.rmtree(top)

@@ -1,0 +1,146 @@
+#!/usr/bin/env bats
+# The documented commands that a reader types on the host to drive the testbed (make demo,
+# scripts/testbed ..., the mixed campaign's block), each exactly as written. Unlike the other
+# integration tests these run on the host, after scripts/run-tests brought the testbed up (and before
+# the tests inside it: tests/integration/test_campaign_mixed.py checks the mixed campaign this file
+# runs). The testbed's own life cycle (make testbed ... scripts/testbed down) runs on a second,
+# independent testbed of this checkout (AFKIT_TESTBED_STATE), so the first one stays up.
+# tests/docs-commands.yaml lists every documented command and the test that runs it.
+
+bats_require_minimum_version 1.5.0
+
+setup() {
+  load '/usr/lib/bats/bats-support/load'
+  load '/usr/lib/bats/bats-assert/load'
+  REPO="$(cd "$BATS_TEST_DIRNAME/../../.." && pwd)"
+  PATH="${AFKIT_VENV:-$REPO/.venv}/bin:$PATH" # as after . .venv/bin/activate (README)
+  cd "$REPO" || return
+}
+
+@test "docs/campaigns.md: the mixed HTCondor + SLURM campaign's block runs as written" {
+  scripts/testbed run -- rm -rf /tmp/afkit-example # a fresh start, as a newcomer has it
+  run ln -sf "$(scripts/mkbase bench)" build/bench.sif
+  assert_success
+  run scripts/testbed up
+  assert_success
+  run scripts/testbed run -- install -D -m 0644 tests/data/uproot-HZZ.root /srv/xrootd/data/afkit-example/uproot-HZZ.root
+  assert_success
+  run scripts/testbed run -- install -d -o afkit -g afkit /tmp/afkit-example
+  assert_success
+  # shellcheck disable=SC2016 # $0 is the inner bash's
+  run --separate-stderr scripts/testbed run --user afkit -- bash -c 'cd /tmp/afkit-example && afkit campaign run "$0"' "$PWD/workflows/config/testbed-mixed.yaml"
+  # what the run said, for test_campaign_mixed.py's checks of its results inside the testbed
+  # shellcheck disable=SC2154 # stderr: set by run --separate-stderr
+  python3 -c 'import json, sys; print(json.dumps(dict(zip(("command", "status", "stdout", "stderr"), [sys.argv[1], int(sys.argv[2]), *sys.argv[3:]]))))' \
+    "afkit campaign run" "$status" "$output" "$stderr" |
+    scripts/testbed run --user afkit -- tee /tmp/afkit-example/.afkit-doc-run.json >/dev/null
+  [[ $status -eq 0 ]] || fail "exit $status: ${stderr: -3000}"
+  assert_output --regexp "^results/testbed-mixed-[0-9a-f]{12}/report/report.html$"
+  run scripts/testbed run -- test -s "/tmp/afkit-example/$output"
+  assert_success
+}
+
+@test "README: make demo runs the demo campaign; jq shows a job's software environment (docs/campaigns.md)" {
+  run --separate-stderr make demo
+  [[ $status -eq 0 ]] || fail "exit $status: ${stderr: -3000}"
+  local report=${lines[${#lines[@]} - 1]} # the report's path, last on stdout
+  [[ $report == "$REPO"/build/demo/results/demo-*/report/report.html && -s $report ]] || fail "no report: $report"
+  local hash=${report#"$REPO"/build/demo/results/demo-}
+  hash=${hash%%/*}
+  cd build/demo
+  run jq -c .software_env results/demo-"$hash"/job/steps/local.hzz.origin.direct.*.json
+  assert_success
+  assert_output --partial '"tag":"AliPhysics/vAN-20201018_ROOT6-1"'
+  assert_output --partial '"missing":[]'
+  assert_output --partial '"BASEDIR":"/cvmfs/alice.cern.ch/el9-x86_64/Packages"'
+}
+
+@test "README: make demo-federation measures remote, cold and warm reads and draws the federation" {
+  run make demo-federation
+  assert_success
+  assert_output --partial "| remote (no cache) | frankfurt |"
+  assert_output --partial "| dcotf warm | frankfurt |"
+  assert [ -s build/demo-federation/report.md ]
+  assert [ -s build/demo-federation/federation.png ]
+}
+
+@test "docs: scripts/mkbase minimal and scripts/mkbase --sandbox bench give the cached base images" {
+  run scripts/mkbase minimal
+  assert_success
+  assert_regex "${lines[${#lines[@]} - 1]}" "^$REPO/build/base-images/minimal-.*\.sif$"
+  assert [ -s "${lines[${#lines[@]} - 1]}" ]
+  run scripts/mkbase --sandbox bench
+  assert_success
+  assert [ -x "${lines[${#lines[@]} - 1]}/opt/afkit/bin/python3" ]
+}
+
+@test "make bench's measurements run at their smallest size (the closest form of make bench)" {
+  run bench/image.sh --size-mb 8 --runs 1 --build
+  assert_success
+  assert_output --partial "whole build of AliPhysics/vAN-20250402_ROOT6-1"
+  run scripts/testbed run -- bench/bench_clients.sh --size 64MiB --repeat 1
+  assert_success
+  assert_output --partial "vs bare uproot.iterate"
+  run bench/campaign.sh --jobs 200 --planning-only
+  assert_success
+  assert_output --partial '"bench": "campaign-planning"'
+}
+
+teardown() {
+  # the second testbed of the last test, whatever it left running
+  if [[ -n ${SECOND_TESTBED:-} ]]; then
+    AFKIT_TESTBED_STATE=$SECOND_TESTBED scripts/testbed federation down >/dev/null 2>&1 || true
+    AFKIT_TESTBED_STATE=$SECOND_TESTBED scripts/testbed down >/dev/null 2>&1 || true
+    rm -f build/docs-links.yaml
+  fi
+}
+
+@test "docs/testbed.md and docs/federation.md: a second testbed's life cycle, as written" {
+  SECOND_TESTBED=$BATS_TEST_TMPDIR/testbed
+  export AFKIT_TESTBED_STATE=$SECOND_TESTBED
+  # another link file for the federation: alpes's link slowed (a path in the repository)
+  sed 's/wan: {rate: 200mbit, latency_ms: 20}/wan: {rate: 100mbit, latency_ms: 20}/' \
+    templates/federation/links.yaml >build/docs-links.yaml
+  grep -q 'rate: 100mbit' build/docs-links.yaml
+  run make testbed
+  assert_success
+  run scripts/testbed build
+  assert_success
+  run scripts/testbed up
+  assert_success
+  assert_output --partial "the testbed is already up"
+  run scripts/testbed status
+  assert_success
+  assert_output --partial "state    $AFKIT_TESTBED_STATE"
+  assert_output --regexp "slurmd +pid [0-9]+ +running"
+  run scripts/testbed run --user afkit -- condor_q
+  assert_success
+  assert_output --partial "Schedd:"
+  run scripts/testbed run -- whoami
+  assert_success
+  assert_output "root"
+  # shellcheck disable=SC2016 # expanded by the testbed's shell
+  run scripts/testbed shell <<<'echo "inside: $AFKIT_TESTBED $(id -un)"'
+  assert_success
+  assert_output --partial "inside: 1 root"
+  run scripts/testbed federation up
+  assert_success
+  run scripts/testbed federation status
+  assert_success
+  assert_output --partial '"site": "alpes"'
+  run scripts/testbed federation up --links build/docs-links.yaml
+  [[ $status -eq 4 ]] || fail "another link file while it is up: exit $status, not 4: $output"
+  assert_output --partial "take it down first"
+  run scripts/testbed federation down
+  assert_success
+  run scripts/testbed run -- afkit federation up --links build/docs-links.yaml
+  assert_success
+  run scripts/testbed federation status
+  assert_line --regexp '"site": "alpes".*rate 100Mbit'
+  run scripts/testbed federation down
+  assert_success
+  run scripts/testbed down
+  assert_success
+  run scripts/testbed status
+  assert_output --partial "testbed  down (state $AFKIT_TESTBED_STATE)"
+}

@@ -232,7 +232,7 @@ def test_ctrl_c_cuts_the_batch_job_off_and_the_rerun_redoes_it(
         "--regid=afkit",
         "--init-groups",
         *shlex.split("afkit campaign run C.yaml"),
-    ]  # noqa: E501
+    ]
     run = subprocess.Popen(
         cmd, cwd=work, env=afkit_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )

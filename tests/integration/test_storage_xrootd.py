@@ -196,8 +196,8 @@ def test_throttled_origin_as_documented_serves_at_most_its_rate() -> None:
     name = f"afkit-storage-throttle-{uuid.uuid4().hex[:8]}.bin"
     (DATA / name).write_bytes(os.urandom(8 << 20))
     try:
-        up = subprocess.run(["bash", "-c", "afkit storage up origin --throttle 4MB"], env=env, capture_output=True,
-                            text=True, check=False, timeout=120)  # fmt: skip
+        up = subprocess.run(["bash", "-c", "afkit storage up origin --throttle 4MB"], env=env,
+                            capture_output=True, text=True, check=False, timeout=120)  # fmt: skip
         assert up.returncode == 0, up.stderr
         url = f"root://127.0.0.1:13194//{name}"
         got = subprocess.run(["afkit", "bench", "read", "--no-monitor", url], env=env, capture_output=True,

@@ -338,3 +338,33 @@ PY
   [ "$status" -eq 0 ]
   [ "$(sums "$other/sft.cern.ch" | grep -c 'lib/lib.*\.so$')" -gt 5 ]
 }
+
+@test "--closure-gib grows the adjacent dailies with compressible real bytes and user.hash, in the scale directory" {
+  unset AFKIT_CVMFS_SCALE AFKIT_CVMFS_FIXTURE
+  export XDG_CACHE_HOME=$BATS_TEST_TMPDIR/cache
+  run "$MKCVMFS" --closure-gib 0.04 -q
+  [ "$status" -eq 0 ]
+  [ ! -e "$XDG_CACHE_HOME/afkit/cvmfs" ] # never the shared default fixture
+  local repo=$XDG_CACHE_HOME/afkit/cvmfs-scale/alice.cern.ch pkgs lib size packed
+  pkgs=$repo/el9-x86_64/Packages
+  lib=$(find "$pkgs/ROOT/v6-32-06-alice1-3/lib" -name '*.pcm' -size +64k | head -n 1)
+  [ -n "$lib" ]
+  # compresses like binaries: neither random (ratio ~1) nor zeros (ratio ~0)
+  size=$(stat -c %s "$lib") packed=$(gzip -c "$lib" | wc -c)
+  ((packed < size * 80 / 100 && packed > size * 10 / 100))
+  [ "$(python3 -c 'import os,sys; print(os.getxattr(sys.argv[1], "user.hash").decode())' "$lib")" = "$(sha1sum <"$lib" | cut -c1-40)" ]
+  # the AliRoot rebuild: mostly the same headers (sources), other libraries
+  local same=0 all=0 header
+  for header in "$pkgs"/AliRoot/v5-09-59l-1/include/*/*.h; do
+    all=$((all + 1))
+    ! cmp -s "$header" "${header/v5-09-59l-1/v5-09-59l-2}" || same=$((same + 1))
+  done
+  ((all > 10 && same * 4 > all * 3))
+  ! cmp -s "$pkgs/AliRoot/v5-09-59l-1/lib/libCore0.so" "$pkgs/AliRoot/v5-09-59l-2/lib/libCore0.so"
+  [ -n "$(find "$pkgs/GCC-Toolchain/v13.2.0-alice1-1/bin" -links +1 -type f | head -n 1)" ]
+  [ -n "$(find "$pkgs/GCC-Toolchain/v13.2.0-alice1-1/lib64" -type l | head -n 1)" ]
+  # the new daily loads with the real modulecmd, on the AliRoot rebuild
+  MODULEPATH="$repo/el9-x86_64/Modules/modulefiles" run modcmd bash load AliPhysics/vAN-20250403_ROOT6-1
+  [ "$status" -eq 0 ]
+  [[ $output == *"AliRoot/v5-09-59l-2"* ]]
+}

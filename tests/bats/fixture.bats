@@ -360,7 +360,7 @@ PY
     ! cmp -s "$header" "${header/v5-09-59l-1/v5-09-59l-2}" || same=$((same + 1))
   done
   ((all > 10 && same * 4 > all * 3))
-  ! cmp -s "$pkgs/AliRoot/v5-09-59l-1/lib/libCore0.so" "$pkgs/AliRoot/v5-09-59l-2/lib/libCore0.so"
+  run ! cmp -s "$pkgs/AliRoot/v5-09-59l-1/lib/libCore0.so" "$pkgs/AliRoot/v5-09-59l-2/lib/libCore0.so"
   [ -n "$(find "$pkgs/GCC-Toolchain/v13.2.0-alice1-1/bin" -links +1 -type f | head -n 1)" ]
   [ -n "$(find "$pkgs/GCC-Toolchain/v13.2.0-alice1-1/lib64" -type l | head -n 1)" ]
   # the new daily loads with the real modulecmd, on the AliRoot rebuild

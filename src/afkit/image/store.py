@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import mmap
 import os
@@ -46,6 +47,9 @@ class Store:
         self.root = root
         self.tmp = root / "tmp"
         self.tmp.mkdir(parents=True, exist_ok=True)
+        for i in range(256):  # every blob directory once, not a mkdir per copied file
+            (root / f"{i:02x}").mkdir(exist_ok=True)
+        self._names = itertools.count()
         self._lock = threading.Lock()
         self._index: dict[str, dict[str, Any]] = {}
         index = root / "index.json"
@@ -97,8 +101,9 @@ class Store:
     def _copy_in(self, src: Path, executable: bool, digest: str) -> tuple[str, bytes]:
         """Copy SRC to a temporary file and link it in as its blob; (blob id, first 4 bytes).
         DIGEST: the blob id when already known (CVMFS), else it is the sha256 computed here."""
-        fd, tmpname = _mkstemp(self.tmp)
-        tmp = Path(tmpname)
+        # A name no other thread or process uses (pid, counter); O_EXCL refuses a leftover.
+        tmp = self.tmp / f"blob-{os.getpid()}-{next(self._names)}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
             with os.fdopen(fd, "wb", buffering=0) as out, src.open("rb", buffering=0) as inp:
                 if digest:
@@ -106,9 +111,8 @@ class Store:
                     _kernel_copy(inp.fileno(), out.fileno())
                 else:
                     digest, head = _copy(inp.fileno(), out.fileno())
-            os.chmod(tmp, 0o755 if executable else 0o644)
+                os.fchmod(out.fileno(), 0o755 if executable else 0o644)
             blob = self.blob_path(digest, executable)
-            blob.parent.mkdir(exist_ok=True)
             with contextlib.suppress(FileExistsError):
                 os.link(tmp, blob)
         finally:
@@ -190,9 +194,3 @@ def _copy_loop(src: int, dst: int) -> tuple[str, bytes]:
         while done < n:  # a write may be partial
             done += os.write(dst, view[done:n])
     return digest.hexdigest(), head[:4]
-
-
-def _mkstemp(directory: Path) -> tuple[int, str]:
-    import tempfile
-
-    return tempfile.mkstemp(dir=directory, prefix="blob-")

@@ -56,8 +56,16 @@ demo: venv ## the main job on the embedded default
 demo-federation: venv ## the testbed federation: remote vs same-site reads, cold vs warm caches (docs/federation.md)
 	@scripts/demo-federation
 
-bench: venv ## benchmarks (ratios against the reference tools, same machine, same run)
-	@scripts/bench
+BENCH_AREAS := image clients campaign
+bench: venv ## benchmarks (ratios against the reference tools, same run); 'make bench image' runs one area
+	@scripts/bench $(filter $(BENCH_AREAS),$(MAKECMDGOALS))
+
+# 'make bench image': the area names are arguments of bench, not targets of their own.
+ifneq ($(filter bench,$(MAKECMDGOALS)),)
+.PHONY: $(BENCH_AREAS)
+$(BENCH_AREAS):
+	@:
+endif
 
 ci-local: venv testbed ## run .gitlab-ci.yml with gitlab-ci-local in the testbed, against a local OCI registry
 	@scripts/ci-local --prepare

@@ -10,6 +10,7 @@ REPO=$(afkit_repo_root)
 usage() {
   cat <<'USAGE'
 Usage: bench/image.sh [--size-mb N] [--runs N] [--json FILE] [--workdir DIR] [--build]
+       bench/image.sh --scale GIB [--runs N] [--json FILE]
 
 Generates an alice.cern.ch fixture padded to about N MiB (default 256) with
 tests/fixtures/mkcvmfs, then measures on this host (no Apptainer needed), median of --runs (default 5, the cases interleaved):
@@ -23,24 +24,57 @@ adjacent daily built in a fresh directory vs after the previous daily (one build
 squashfs step is not incremental). The fixture then goes under <repo>/build (visible inside).
 --workdir DIR: where the padded fixture and the scratch copies go (default: a temporary
 directory under ${TMPDIR:-/tmp}, or under <repo>/build with --build; removed at the end).
+--scale GIB: the image build at real scale (what 'make bench image' runs, GIB 4.5): generates the
+scale fixture (tests/fixtures/mkcvmfs --closure-gib GIB, cached in ~/.cache/afkit/cvmfs-scale),
+then inside the testbed, with that fixture bound at /cvmfs, median of --runs (default 3) rounds of:
+cp -a of the closure of AliPhysics/vAN-20250402_ROOT6-1, mksquashfs of that copy (Apptainer's
+options), afkit staging, afkit image build --layers (staging + image), and the adjacent daily
+vAN-20250403 (AliPhysics and AliRoot changed) built after it. Prints the scale and the ratios
+staging / cp -a, whole build / (cp -a + mksquashfs), incremental / cold. Scratch in
+<repo>/build/bench-image-scale (removed at the end).
 Exit codes: 0 ok, 1 a build failed, 2 usage, 3 prerequisite missing (gcc for the fixture, the
 .venv, the testbed for --build).
 USAGE
 }
 
+# scale_bench GIB RUNS JSON : the real-scale image build benchmark, inside the testbed.
+scale_bench() {
+  local gib=$1 runs=$2 json=$3 fixture work
+  fixture=${AFKIT_CVMFS_SCALE:-$(afkit_cache_dir)/cvmfs-scale}
+  log "scale fixture: about $gib GiB of closure in $fixture (generated once, then cached)"
+  "$REPO/tests/fixtures/mkcvmfs" --closure-gib "$gib" --out "$fixture" -q
+  if ! (cd "$REPO" && "$REPO/scripts/testbed" run -- test -d "$fixture/alice.cern.ch") >/dev/null 2>&1; then
+    die "$AFKIT_EX_PREREQ" "the testbed does not see $fixture" "scripts/testbed down && scripts/testbed up"
+  fi
+  work=$REPO/build/bench-image-scale
+  rm -rf -- "$work"
+  mkdir -p "$work"
+  # shellcheck disable=SC2064  # expand now
+  trap "rm -rf -- '$work'" EXIT
+  local -a extra=()
+  [[ -z $json ]] || extra=(--json "$json")
+  # A private mount namespace with the scale fixture at /cvmfs: the closure is the one a build
+  # host with the repository mounted at /cvmfs resolves (the toolchain's /cvmfs branch).
+  # shellcheck disable=SC2016  # expanded by the inner sh
+  (cd "$REPO" && "$REPO/scripts/testbed" run -- unshare --mount -- sh -c \
+    'mount --bind "$1" /cvmfs && shift && exec "$@"' sh "$fixture" \
+    python3 bench/image_scale.py --work "$work" --runs "$runs" "${extra[@]}")
+}
+
 main() {
-  local size=256 runs=5 json="" workdir="" builds=0
+  local size=256 runs=5 json="" workdir="" builds=0 scale=""
   while (($#)); do
     case $1 in
       -h | --help) usage; return 0 ;;
       --build) builds=1; shift; continue ;;
-      --size-mb | --runs | --json | --workdir)
+      --size-mb | --runs | --json | --workdir | --scale)
         (($# >= 2)) || die "$AFKIT_EX_USAGE" "$1 needs a value" "see --help"
         case $1 in
           --size-mb) size=$2 ;;
           --runs) runs=$2 ;;
           --json) json=$2 ;;
           --workdir) workdir=$2 ;;
+          --scale) scale=$2 ;;
         esac
         shift 2
         continue
@@ -50,6 +84,11 @@ main() {
   done
   [[ $size =~ ^[0-9]+$ && $runs =~ ^[1-9][0-9]*$ ]] ||
     die "$AFKIT_EX_USAGE" "--size-mb and --runs take positive whole numbers" "e.g. --size-mb 256 --runs 3"
+  if [[ -n $scale ]]; then
+    [[ $scale =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "$AFKIT_EX_USAGE" "--scale takes a size in GiB" "e.g. --scale 4.5"
+    scale_bench "$scale" "$runs" "$json"
+    return
+  fi
   local python="$REPO/.venv/bin/python"
   [[ -x $python ]] || die "$AFKIT_EX_PREREQ" "no $python" "run 'make venv'"
   if ((builds)); then

@@ -417,3 +417,67 @@ PY
   assert_success
   assert [ "$(sums "$other/sft.cern.ch" | grep -c 'lib/lib.*\.so$')" -gt 5 ]
 }
+
+# scale_env : the scale fixture of this file's tests in a private cache (never the shared one)
+scale_env() {
+  unset AFKIT_CVMFS_SCALE AFKIT_CVMFS_FIXTURE
+  export XDG_CACHE_HOME=$BATS_FILE_TMPDIR/scale-cache
+  PKGS=$XDG_CACHE_HOME/afkit/cvmfs-scale/alice.cern.ch/el9-x86_64/Packages
+}
+
+# scale_fixture : generate it (a no-op when its stamp is current)
+scale_fixture() {
+  scale_env
+  "$MKCVMFS" --closure-gib 0.04 -q
+}
+
+@test "--closure-gib grows the adjacent dailies with compressible real bytes and user.hash, in the scale directory" {
+  scale_env
+  run "$MKCVMFS" --closure-gib 0.04 -q
+  assert_success
+  assert [ -d "$PKGS/AliPhysics/vAN-20250403_ROOT6-1" ]
+  refute [ -e "$XDG_CACHE_HOME/afkit/cvmfs" ] # never the shared default fixture
+}
+
+@test "--closure-gib: files compress like binaries and carry CVMFS's user.hash (their SHA-1)" {
+  scale_fixture
+  local lib size packed
+  lib=$(find "$PKGS/ROOT/v6-32-06-alice1-3/lib" -name '*.pcm' -size +64k | head -n 1)
+  assert [ -n "$lib" ]
+  # compresses like binaries: neither random (ratio ~1) nor zeros (ratio ~0)
+  size=$(stat -c %s "$lib") packed=$(gzip -c "$lib" | wc -c)
+  assert [ "$packed" -lt $((size * 80 / 100)) ]
+  assert [ "$packed" -gt $((size * 10 / 100)) ]
+  run python3 -c 'import os,sys; print(os.getxattr(sys.argv[1], "user.hash").decode())' "$lib"
+  assert_output "$(sha1sum <"$lib" | cut -c1-40)"
+}
+
+@test "--closure-gib: the AliRoot rebuild keeps most headers and changes the libraries" {
+  scale_fixture
+  local same=0 all=0 header
+  for header in "$PKGS"/AliRoot/v5-09-59l-1/include/*/*.h; do
+    all=$((all + 1))
+    ! cmp -s "$header" "${header/v5-09-59l-1/v5-09-59l-2}" || same=$((same + 1))
+  done
+  assert [ "$all" -gt 10 ]
+  assert [ $((same * 4)) -gt $((all * 3)) ]
+  run cmp -s "$PKGS/AliRoot/v5-09-59l-1/lib/libCore0.so" "$PKGS/AliRoot/v5-09-59l-2/lib/libCore0.so"
+  assert_failure
+}
+
+@test "--closure-gib: the toolchain has hard-linked programs and symlinked libraries" {
+  scale_fixture
+  run find "$PKGS/GCC-Toolchain/v13.2.0-alice1-1/bin" -links +1 -type f
+  assert_success
+  refute_output ""
+  run find "$PKGS/GCC-Toolchain/v13.2.0-alice1-1/lib64" -type l
+  assert_success
+  refute_output ""
+}
+
+@test "--closure-gib: the new daily loads with the real modulecmd, on the AliRoot rebuild" {
+  scale_fixture
+  MODULEPATH="${PKGS%/Packages}/Modules/modulefiles" run modcmd bash load AliPhysics/vAN-20250403_ROOT6-1
+  assert_success
+  assert_output --partial "AliRoot/v5-09-59l-2"
+}

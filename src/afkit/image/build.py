@@ -6,11 +6,13 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
+import tempfile
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -18,7 +20,7 @@ from typing import Any
 from afkit import __version__
 from afkit.atomic import write_atomic
 from afkit.errors import AfkitError, ExitCode, InvalidError, UsageError
-from afkit.image import apptainer, render, stage, tags, validate, workdir
+from afkit.image import apptainer, layers, narrow, render, stage, tags, validate, workdir
 from afkit.image import plan as planning
 from afkit.image import profile as profiles
 from afkit.image.model import Resolution
@@ -75,8 +77,11 @@ def build(
     plan_only: bool = False,
     no_validate: bool = False,
     name: str | None = None,
+    layered: bool = False,
+    narrow_commands: list[str] | None = None,
 ) -> Path:
-    """Build the image; returns the SIF path (or the spec path with plan_only)."""
+    """Build the image; returns the SIF path (or the spec path with plan_only). NARROW_COMMANDS
+    (not None: --narrow) also builds and checks NAME.narrow.sif from what they open."""
     profile = profiles.load(profile_name)
     tag = tags.parse(tag_text, profile)
     name = check_name(name or tag.slug)
@@ -112,9 +117,28 @@ def build(
         file=sys.stderr,
     )
     partial = outdir / "rootfs.partial"
-    if partial.exists():
-        workdir.remove(partial)
-    stats = stage.execute(st_plan, partial / "cvmfs" / profile.repository, store)
+    layer_trees = outdir / "layers.partial"
+    for old in (partial, layer_trees):
+        if old.exists():
+            workdir.remove(old)
+    dest = partial / "cvmfs" / profile.repository
+    chosen: list[layers.Layer] = []
+    router = None
+    if layered:
+        unit_dirs = [u.rel for u in res.units if (src / u.rel).is_dir() and not (src / u.rel).is_symlink()]
+        chosen = layers.choose(st_plan, unit_dirs, compression)
+        trees = {layer.unit: layer_trees / str(i) for i, layer in enumerate(chosen)}
+        reuse = {layer.unit for layer in chosen if layer.path(store.root).is_file()}
+        repo_in = Path("cvmfs") / profile.repository
+        router = stage.Router(dest, {u: tree / repo_in for u, tree in trees.items()}, reuse)
+        print(
+            f"afkit: {len(chosen)} packages as squashfs layers, {len(reuse)} of them already built",
+            file=sys.stderr,
+        )
+    stats = stage.execute(st_plan, dest, store, router=router)
+    if chosen:
+        layers.build_missing(chosen, trees, store.root, compression)
+        workdir.remove(layer_trees)
     print(
         f"afkit: staged in {stats.seconds:.1f} s: copied {stats.copied_files} files "
         f"({stats.copied_bytes / stage.MIB:.1f} MiB), reused {stats.reused_files} "
@@ -133,6 +157,8 @@ def build(
     sif = outdir / f"{name}.sif"
     tmp_sif = outdir / f".{name}.sif.partial"
     run_build(runtime, definition, tmp_sif, outdir, compression)
+    if chosen:
+        layers.add_to_sif(runtime.binary, tmp_sif, chosen, store.root)
     valid: bool | None = None
     if not no_validate:
         try:
@@ -163,13 +189,117 @@ def build(
         "env": [asdict(e) for e in res.env],
         "stage": {k: v for k, v in asdict(stats).items() if k != "elf"},
         "elf_files": len(stats.elf),
+        "layers": [asdict(layer) for layer in chosen],
         "validated": valid,
         "build_time": build_time,
         "afkit": __version__,
     }
     tmp_sif.replace(sif)
+    if narrow_commands is not None:
+        manifest["narrow"] = build_narrowed(
+            Narrowing(profile, res, base, runtime, store, st_plan, outdir, name, compression),
+            sif,
+            narrow_commands,
+            closure_sha,
+        )
     write_atomic(outdir / f"{name}.json", json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return sif
+
+
+@dataclass(frozen=True)
+class Narrowing:
+    """What building the narrowed image needs from the full build."""
+
+    profile: profiles.Profile
+    res: Resolution
+    base: render.Base
+    runtime: apptainer.Runtime
+    store: Store
+    plan: stage.Plan
+    outdir: Path
+    name: str
+    compression: str | None
+
+
+def build_narrowed(
+    n: Narrowing, full_sif: Path, user_commands: list[str], closure_sha: str
+) -> dict[str, Any]:
+    """Trace the proofs and USER_COMMANDS in FULL_SIF, build NAME.narrow.sif from the files they
+    opened, rerun them there; InvalidError (exit 6) when any result differs."""
+    image_root = f"/cvmfs/{n.profile.repository}"
+    cwd = str(Path.cwd())
+    options = ("--bind", f"{cwd}:{cwd}", "--pwd", cwd)
+    commands = [_proof_line(p.command, p.optional) for p in n.profile.proof] + list(user_commands)
+    full_base = validate.Runner(full_sif, n.runtime).base(*options)
+    used: set[str] = set()
+    outcomes = []
+    with tempfile.TemporaryDirectory(prefix="afkit-narrow.") as tmp:
+        for i, command in enumerate(commands):
+            trace = Path(tmp) / f"trace.{i}"
+            outcomes.append(narrow.run(full_base, command, trace))
+            used |= narrow.traced_paths(trace, image_root)
+    sub = narrow.narrowed(n.plan, narrow.keep_set(used, n.plan, image_root))
+    print(
+        f"afkit: narrowing to {len(sub.files)} of {len(n.plan.files)} files "
+        f"({sub.total_bytes / stage.MIB:.1f} of {n.plan.total_bytes / stage.MIB:.1f} MiB) opened by "
+        f"{len(commands)} commands",
+        file=sys.stderr,
+    )
+    name = f"{n.name}.narrow"
+    write_atomic(
+        n.outdir / f"{name}.spec", "\n".join(narrow.spec_lines(sub, n.res.tag, n.profile.repository)) + "\n"
+    )
+    rootfs = n.outdir / "rootfs-narrow"
+    partial = n.outdir / "rootfs-narrow.partial"
+    for old in (rootfs, partial):
+        if old.exists():
+            workdir.remove(old)
+    stats = stage.execute(sub, partial / "cvmfs" / n.profile.repository, n.store)
+    (partial / ".afkit").mkdir()
+    info = image_info(n.profile, n.res, stats)
+    (partial / ".afkit" / "image.json").write_text(json.dumps(info, indent=1, sort_keys=True) + "\n")
+    partial.rename(rootfs)
+    definition = n.outdir / f"{name}.def"
+    build_time = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    write_atomic(definition, render.render(n.profile, n.res, n.base, rootfs, closure_sha, build_time))
+    tmp_sif = n.outdir / f".{name}.sif.partial"
+    run_build(n.runtime, definition, tmp_sif, n.outdir, n.compression)
+    narrow_base = validate.Runner(tmp_sif, n.runtime).base(*options)
+    for full in outcomes:
+        again = narrow.run(narrow_base, full.command)
+        why = full.differs(again)
+        if why:
+            missing = narrow.missing_files(narrow_base, full.command, image_root, n.plan)
+            bad = n.outdir / f"{name}.invalid.sif"
+            tmp_sif.replace(bad)
+            lacks = f"; it lacks {', '.join(missing[:5])}" if missing else ""
+            raise InvalidError(
+                f"the narrowed image gives another result for {full.command!r}: {why}{lacks}",
+                hint=f"the command opens other files on another run; add a command that opens them "
+                f"(--narrow-command) or use the full image {full_sif}; kept {bad} for inspection",
+            )
+    sif = n.outdir / f"{name}.sif"
+    tmp_sif.replace(sif)
+    full_bytes, sub_bytes = full_sif.stat().st_size, sif.stat().st_size
+    print(
+        f"afkit: narrowed image {sif}: {sub_bytes / stage.MIB:.1f} MiB, full image "
+        f"{full_bytes / stage.MIB:.1f} MiB; {len(commands)} commands give the same results",
+        file=sys.stderr,
+    )
+    return {
+        "sif": sif.name,
+        "sif_bytes": sub_bytes,
+        "full_sif_bytes": full_bytes,
+        "files": len(sub.files),
+        "bytes": sub.total_bytes,
+        "commands": commands,
+        "spec": f"{name}.spec",
+    }
+
+
+def _proof_line(command: tuple[str, ...], optional: bool) -> str:
+    line = shlex.join(command)
+    return f"if command -v {shlex.quote(command[0])} >/dev/null; then {line}; fi" if optional else line
 
 
 def run_build(

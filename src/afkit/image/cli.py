@@ -45,6 +45,27 @@ def register(sub: Any) -> None:
     b.add_argument("--plan", action="store_true", help="print the closure and write NAME.spec; no build")
     b.add_argument("--no-validate", action="store_true", help="skip the validation after the build")
     b.add_argument("--name", help="image name (default: from the tag)")
+    b.add_argument(
+        "--layers",
+        action="store_true",
+        help="put each big package in its own squashfs overlay partition of the SIF, kept in DIR's "
+        "store: the next build (e.g. the adjacent daily) recompresses only the packages that changed",
+    )
+    b.add_argument(
+        "--narrow",
+        action="store_true",
+        help="also build NAME.narrow.sif with only the files that the profile's proof commands and "
+        "the --narrow-command commands open (traced with strace in the full image), and check that "
+        "they give the same output and exit code in it",
+    )
+    b.add_argument(
+        "--narrow-command",
+        action="append",
+        default=[],
+        metavar="CMD",
+        help="a command line (run with bash -c in the image, in the current directory) whose files "
+        "the narrowed image must hold, e.g. 'root -b -q ana.C'; repeatable; implies --narrow",
+    )
     b.set_defaults(func=_build)
 
     v = isub.add_parser("validate", help="check an image (exit 6 on any failure)", epilog=EPILOG)
@@ -129,6 +150,8 @@ def _build(args: argparse.Namespace) -> int:
         plan_only=args.plan,
         no_validate=args.no_validate,
         name=args.name,
+        layered=args.layers,
+        narrow_commands=args.narrow_command if args.narrow or args.narrow_command else None,
     )
     if not args.plan:
         print(path)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import threading
 import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
@@ -21,6 +20,7 @@ from afkit.errors import InvalidError, PrereqError
 from afkit.image import elf
 from afkit.image.model import Unit
 from afkit.image.store import Store
+from afkit.progress import bar
 
 MIB = 1 << 20
 
@@ -171,43 +171,64 @@ def check_space(where: Path, needed: int, what: str) -> None:
         )
 
 
-class Progress:
-    def __init__(self, total_files: int, total_bytes: int, quiet: bool = False) -> None:
-        self.total_files, self.total_bytes = total_files, total_bytes
-        self.files = self.bytes = 0
-        self.quiet = quiet
-        self._lock = threading.Lock()
-        self._last = time.monotonic()
-        self._start = self._last
+class Router:
+    """Where each closure path goes: under the layer directory of the unit holding it (units
+    built as their own squashfs layer), else under DEST; files of SKIP units are not staged."""
 
-    def tick(self, size: int) -> None:
-        with self._lock:
-            self.files += 1
-            self.bytes += size
-            now = time.monotonic()
-            if not self.quiet and now - self._last >= 2.0:
-                self._last = now
-                pct = 100.0 * self.bytes / self.total_bytes if self.total_bytes else 100.0
-                print(
-                    f"afkit: staging {self.files}/{self.total_files} files, "
-                    f"{self.bytes / MIB:.1f}/{self.total_bytes / MIB:.1f} MiB ({pct:.0f}%)",
-                    file=sys.stderr,
-                )
+    def __init__(
+        self, dest: Path, layers: dict[str, Path] | None = None, skip: set[str] | None = None
+    ) -> None:
+        self.dest = dest
+        self.layers = layers or {}
+        self.skip = skip or set()
+
+    def unit_of(self, rel: str) -> str | None:
+        for root in self.layers:
+            if rel == root or rel.startswith(root + "/"):
+                return root
+        return None
+
+    def place(self, rel: str) -> Path | None:
+        """The path REL is created at; None for a skipped unit's path."""
+        unit = self.unit_of(rel)
+        if unit is None:
+            return self.dest / rel
+        if unit in self.skip:
+            return None
+        return self.layers[unit] / rel
 
 
-def execute(plan: Plan, dest: Path, store: Store, jobs: int | None = None, quiet: bool = False) -> Stats:
-    """Create PLAN under DEST (the repository's place in the rootfs) from the store."""
+def execute(
+    plan: Plan,
+    dest: Path,
+    store: Store,
+    jobs: int | None = None,
+    quiet: bool = False,
+    router: Router | None = None,
+) -> Stats:
+    """Create PLAN under DEST (the repository's place in the rootfs) from the store; with ROUTER,
+    each layer unit under its own directory and skipped units (already built layers) not at all."""
     start = time.monotonic()
+    route = router or Router(dest)
     stats = Stats(files=len(plan.files), bytes=plan.total_bytes)
     dest.mkdir(parents=True, exist_ok=True)
     for rel in sorted(set(plan.dirs), key=lambda r: r.count("/")):
-        (dest / rel).mkdir(parents=True, exist_ok=True)
-    progress = Progress(len(plan.files), plan.total_bytes, quiet)
+        place = route.place(rel)
+        if place is not None:
+            place.mkdir(parents=True, exist_ok=True)
+    todo = [(t, route.place(t.rel)) for t in plan.files]
+    staged_bytes = sum(t.st.st_size for t, place in todo if place is not None)
+    progress = bar(staged_bytes, f"staging {len(plan.files)} files", quiet=quiet)
     lock = threading.Lock()
     elves: list[dict[str, Any]] = []
 
-    def one(task: FileTask) -> None:
+    def one(task: FileTask, target: Path | None) -> None:
         entry = store.lookup(task.rel, task.st)
+        if target is None:  # in a layer built earlier: only its ELF facts are needed
+            if entry and entry.get("elf"):
+                with lock:
+                    elves.append({"path": task.rel, **entry["elf"]})
+            return
         copied = entry is None
         if entry is None:
             entry = store.add(task.src, task.rel, task.st, {})
@@ -217,9 +238,11 @@ def execute(plan: Plan, dest: Path, store: Store, jobs: int | None = None, quiet
             meta = {"elf": None if info is None else {"interp": info.interp, "needed": list(info.needed)}}
             store.update_meta(task.rel, task.st, meta)
             entry = {**entry, **meta}
-        target = dest / task.rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.link(blob, target)
+        try:
+            os.link(blob, target)
+        except FileNotFoundError:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.link(blob, target)
         with lock:
             if copied:
                 stats.copied_files += 1
@@ -229,20 +252,23 @@ def execute(plan: Plan, dest: Path, store: Store, jobs: int | None = None, quiet
                 stats.reused_bytes += task.st.st_size
             if entry.get("elf"):
                 elves.append({"path": task.rel, **entry["elf"]})
-        progress.tick(task.st.st_size)
+        progress.update(task.st.st_size)
 
     workers = jobs or min(8, 2 * (os.cpu_count() or 1))
     pool = ThreadPoolExecutor(max_workers=workers)
     try:
-        futures = [pool.submit(one, t) for t in plan.files]
+        futures = [pool.submit(one, task, place) for task, place in todo]
         done, _ = wait(futures, return_when=FIRST_EXCEPTION)
         for fut in done:
             fut.result()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+        progress.close()
         store.save()
     for rel, target in plan.links:
-        link = dest / rel
+        link = route.place(rel)
+        if link is None:
+            continue
         link.parent.mkdir(parents=True, exist_ok=True)
         os.symlink(target, link)
     stats.symlinks = len(plan.links)

@@ -4,15 +4,24 @@ Blobs live at ``.data/<2 hex>/<sha256>`` (``<sha256>x`` for executables) and are
 the staged tree. ``index.json`` remembers ``path, size, mtime -> blob`` so an unchanged source
 file is linked without being read again. A blob appears only by an atomic link of a finished
 temporary file, so an interrupted run leaves the store consistent.
+
+On a CVMFS mount the client already knows every file's content hash and exposes it as the
+extended attribute ``user.hash`` (cvmfs/cvmfs ``cvmfs/magic_xattr.cc``: ``HashMagicXattr``, the
+catalog's ``dirent->checksum().ToString()``, absent when the checksum is null). Then the blob is
+named ``cvmfs-<that hash>`` (directory ``.data/<its 2 first hex>/``): a file whose content is
+already in the store is linked without reading a byte, and a new one is copied in the kernel
+(``copy_file_range``) without being hashed. Elsewhere afkit hashes with sha256.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import mmap
 import os
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -20,6 +29,19 @@ from typing import Any
 from afkit.atomic import write_atomic
 
 CHUNK = 4 << 20
+XATTR = "user.hash"
+CVMFS_PREFIX = "cvmfs-"
+# A CVMFS content hash as ToString() prints it: hex digits, then -rmd160 / -shake128 (shash.cc).
+_CVMFS_HASH = re.compile(r"[0-9a-f]{40,128}(-[a-z0-9]{1,16})?")
+
+
+def cvmfs_hash(path: Path) -> str | None:
+    """The content hash the CVMFS client knows for PATH (``user.hash``), or None."""
+    try:
+        value = os.getxattr(path, XATTR, follow_symlinks=False).decode("ascii", "replace").strip()
+    except OSError:
+        return None
+    return value if _CVMFS_HASH.fullmatch(value) else None
 
 
 class Store:
@@ -27,6 +49,9 @@ class Store:
         self.root = root
         self.tmp = root / "tmp"
         self.tmp.mkdir(parents=True, exist_ok=True)
+        for i in range(256):  # every blob directory once, not a mkdir per copied file
+            (root / f"{i:02x}").mkdir(exist_ok=True)
+        self._names = itertools.count()
         self._lock = threading.Lock()
         self._index: dict[str, dict[str, Any]] = {}
         index = root / "index.json"
@@ -41,7 +66,8 @@ class Store:
         return f"{rel}\0{st.st_size}\0{st.st_mtime_ns}"
 
     def blob_path(self, digest: str, executable: bool) -> Path:
-        return self.root / digest[:2] / (digest + ("x" if executable else ""))
+        sub = digest.removeprefix(CVMFS_PREFIX)[:2]
+        return self.root / sub / (digest + ("x" if executable else ""))
 
     def lookup(self, rel: str, st: os.stat_result) -> dict[str, Any] | None:
         """The index entry of an unchanged source file whose blob is present, else None."""
@@ -58,25 +84,42 @@ class Store:
         return entry
 
     def add(self, src: Path, rel: str, st: os.stat_result, meta: dict[str, Any]) -> dict[str, Any]:
-        """Copy SRC into the store (hashing it); returns its index entry."""
+        """Copy SRC into the store (hashing it unless CVMFS knows its hash); returns its index entry."""
         executable = bool(st.st_mode & 0o111)
-        fd, tmpname = _mkstemp(self.tmp)
-        tmp = Path(tmpname)
-        try:
-            with os.fdopen(fd, "wb", buffering=0) as out, src.open("rb", buffering=0) as inp:
-                digest, head = _copy(inp.fileno(), out.fileno())
-            os.chmod(tmp, 0o755 if executable else 0o644)
-            blob = self.blob_path(digest, executable)
-            blob.parent.mkdir(exist_ok=True)
-            with contextlib.suppress(FileExistsError):
-                os.link(tmp, blob)
-        finally:
-            tmp.unlink(missing_ok=True)
+        known = cvmfs_hash(src)
+        digest = f"{CVMFS_PREFIX}{known}" if known else ""
+        blob = self.blob_path(digest, executable) if known else None
+        if blob is not None and _same_size(blob, st.st_size):
+            with src.open("rb", buffering=0) as inp:
+                head = os.pread(inp.fileno(), 4, 0)
+        else:
+            digest, head = self._copy_in(src, executable, digest)
         entry = {"sha256": digest, "x": executable, "size": st.st_size, **meta}
         entry["head_elf"] = head == b"\x7fELF"
         with self._lock:
             self._index[self.key(rel, st)] = entry
         return entry
+
+    def _copy_in(self, src: Path, executable: bool, digest: str) -> tuple[str, bytes]:
+        """Copy SRC to a temporary file and link it in as its blob; (blob id, first 4 bytes).
+        DIGEST: the blob id when already known (CVMFS), else it is the sha256 computed here."""
+        # A name no other thread or process uses (pid, counter); O_EXCL refuses a leftover.
+        tmp = self.tmp / f"blob-{os.getpid()}-{next(self._names)}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            with os.fdopen(fd, "wb", buffering=0) as out, src.open("rb", buffering=0) as inp:
+                if digest:
+                    head = os.pread(inp.fileno(), 4, 0)
+                    _kernel_copy(inp.fileno(), out.fileno())
+                else:
+                    digest, head = _copy(inp.fileno(), out.fileno())
+                os.fchmod(out.fileno(), 0o755 if executable else 0o644)
+            blob = self.blob_path(digest, executable)
+            with contextlib.suppress(FileExistsError):
+                os.link(tmp, blob)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return digest, head
 
     def save(self) -> None:
         """Write the index atomically."""
@@ -103,18 +146,39 @@ def _copy(src: int, dst: int) -> tuple[str, bytes]:
             with mmap.mmap(src, 0, access=mmap.ACCESS_READ) as mapped:
                 digest = hashlib.sha256(mapped).hexdigest()
                 head = mapped[:4]
-            left = size
-            while left > 0:
-                n = os.copy_file_range(src, dst, left)
-                if n == 0:
-                    raise OSError(f"source shrank while copying ({left} bytes short)")
-                left -= n
+            _kernel_copy(src, dst, size)
             return digest, head
         except (OSError, ValueError):
             os.lseek(src, 0, os.SEEK_SET)
             os.lseek(dst, 0, os.SEEK_SET)
             os.ftruncate(dst, 0)
     return _copy_loop(src, dst)
+
+
+def _same_size(path: Path, size: int) -> bool:
+    try:
+        return path.stat().st_size == size
+    except OSError:
+        return False
+
+
+def _kernel_copy(src: int, dst: int, size: int | None = None) -> None:
+    """Copy SRC to DST with copy_file_range (no bytes through Python); a read/write loop where
+    the kernel cannot (e.g. across some FUSE file systems)."""
+    left = os.fstat(src).st_size if size is None else size
+    try:
+        while left > 0:
+            n = os.copy_file_range(src, dst, left)
+            if n == 0:
+                raise OSError(f"source shrank while copying ({left} bytes short)")
+            left -= n
+    except OSError as err:
+        if err.errno not in (18, 22, 38, 95):  # EXDEV, EINVAL, ENOSYS, EOPNOTSUPP
+            raise
+        os.lseek(src, 0, os.SEEK_SET)
+        os.lseek(dst, 0, os.SEEK_SET)
+        os.ftruncate(dst, 0)
+        _copy_loop(src, dst)
 
 
 def _copy_loop(src: int, dst: int) -> tuple[str, bytes]:
@@ -130,9 +194,3 @@ def _copy_loop(src: int, dst: int) -> tuple[str, bytes]:
         while done < n:  # a write may be partial
             done += os.write(dst, view[done:n])
     return digest.hexdigest(), head[:4]
-
-
-def _mkstemp(directory: Path) -> tuple[int, str]:
-    import tempfile
-
-    return tempfile.mkstemp(dir=directory, prefix="blob-")

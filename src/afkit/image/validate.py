@@ -59,6 +59,11 @@ class Runner:
         options = ["--contain", "--cleanenv", "--no-mount", "bind-paths", *self.extra]
         return apptainer.exec_command(self.image, cmd, options=options, verb=verb, binary=self.rt.binary)
 
+    def base(self, *options: str) -> list[str]:
+        """``apptainer exec`` of the image with the runner's options and OPTIONS, no command yet."""
+        cmd = self._command("exec")
+        return [*cmd[:-1], *options, cmd[-1]]
+
     def run(self, *cmd: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(self._command("exec", cmd), capture_output=True, text=True, check=False)
 

@@ -213,7 +213,7 @@ run_dir() { sed -n 's/^ci-local: jobs: .*; logs in \(.*\)$/\1/p' <<<"$1" | tail 
   # shellcheck disable=SC2016 # the variables are the job's, expanded by the runner
   grep -qF -- 'ci/build.sh --profile "$AFKIT_PROFILE" --tag "$AFKIT_TAG" --output "$AFKIT_IMAGE_DIR"' <<<"$child"
   # shellcheck disable=SC2016
-  grep -qF -- 'ci/validate.sh --profile "$AFKIT_PROFILE" "$AFKIT_IMAGE_DIR/$AFKIT_IMAGE_NAME.sif"' <<<"$child"
+  grep -qF -- 'ci/validate.sh --profile "$AFKIT_PROFILE" --fingerprint "" "$AFKIT_IMAGE_DIR/$AFKIT_IMAGE_NAME.sif"' <<<"$child"
   # shellcheck disable=SC2016
   grep -qF -- 'ci/publish.sh --profile "$AFKIT_PROFILE" --tag "$AFKIT_TAG" "$AFKIT_IMAGE_DIR/$AFKIT_IMAGE_NAME.sif"' <<<"$child"
 }

@@ -6,6 +6,7 @@ reached the origin, and stops exactly what it started. Runs inside the testbed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -16,6 +17,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import itsupport
 import pytest
@@ -159,56 +161,53 @@ def test_server_restart_during_a_read_is_recorded(site: tuple[Path, Path, str], 
         assert proc.returncode == 1 and summary["error"]
 
 
-def test_origin_up_as_documented_serves_the_testbeds_data() -> None:
-    """docs/federation.md's `afkit storage up origin`, as root with every default (data
-    $AFKIT_XROOTD_DATA, state /var/lib/afkit/storage), on ports of its own."""
+@contextlib.contextmanager
+def documented_origin(command: str, port: int, size: int) -> Iterator[tuple[dict[str, str], str]]:
+    """COMMAND (a documented `afkit storage up origin ...`) run as written, as root with every default
+    (data $AFKIT_XROOTD_DATA, state /var/lib/afkit/storage) on PORT; yields (its environment, the
+    name of a SIZE-byte file in its data); takes the origin, the file and a state it made down."""
     env = {k: v for k, v in os.environ.items() if k != "AFKIT_STORAGE_STATE"}
-    env["AFKIT_STORAGE_BASE_PORT"] = "13094"
+    env["AFKIT_STORAGE_BASE_PORT"] = str(port)
     state = Path("/var/lib/afkit/storage")
     made = not state.exists()
     name = f"afkit-storage-doc-{uuid.uuid4().hex[:8]}.bin"
-    (DATA / name).write_bytes(os.urandom(1 << 20))
+    (DATA / name).write_bytes(os.urandom(size))
     try:
-        up = subprocess.run(["bash", "-c", "afkit storage up origin"], env=env, capture_output=True,
-                            text=True, check=False, timeout=120)  # fmt: skip
+        up = subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True, check=False,
+                            timeout=120)  # fmt: skip
         assert up.returncode == 0, up.stderr
-        assert (state / "origin" / "origin" / "xrootd.log").is_file()
-        url = subprocess.run(["afkit", "storage", "url", "origin", f"/{name}"], env=env, capture_output=True,
-                             text=True, check=True).stdout.strip()  # fmt: skip
-        assert url == f"root://127.0.0.1:13094//{name}"
-        got = subprocess.run(["afkit", "bench", "read", "--no-monitor", url], env=env, capture_output=True,
-                             text=True, check=False)  # fmt: skip
-        assert got.returncode == 0 and json.loads(got.stdout.splitlines()[-1])["bytes"] == 1 << 20, got.stderr
+        yield env, name
     finally:
         subprocess.run(["afkit", "storage", "down", "origin"], env=env, capture_output=True, check=False)
         (DATA / name).unlink()
         if made:
             shutil.rmtree(state.parent)  # /var/lib/afkit, made by this test
+
+
+def read_summary(url: str, env: dict[str, str]) -> dict[str, Any]:
+    """The summary of `afkit bench read URL`, which must succeed."""
+    got = subprocess.run(["afkit", "bench", "read", "--no-monitor", url], env=env, capture_output=True,
+                         text=True, check=False, timeout=120)  # fmt: skip
+    assert got.returncode == 0, got.stderr
+    summary: dict[str, Any] = json.loads(got.stdout.splitlines()[-1])
+    return summary
+
+
+def test_origin_up_as_documented_serves_the_testbeds_data() -> None:
+    """docs/federation.md's `afkit storage up origin`, on ports of its own."""
+    with documented_origin("afkit storage up origin", 13094, 1 << 20) as (env, name):
+        assert Path("/var/lib/afkit/storage/origin/origin/xrootd.log").is_file()
+        url = subprocess.run(["afkit", "storage", "url", "origin", f"/{name}"], env=env, capture_output=True,
+                             text=True, check=True).stdout.strip()  # fmt: skip
+        assert url == f"root://127.0.0.1:13094//{name}"
+        assert read_summary(url, env)["bytes"] == 1 << 20
 
 
 def test_throttled_origin_as_documented_serves_at_most_its_rate() -> None:
     """docs/gitlab-ci.md's `afkit storage up origin --throttle 4MB` (a slow endpoint on purpose):
     an 8 MiB read through it lasts about 2 s instead of milliseconds."""
-    env = {k: v for k, v in os.environ.items() if k != "AFKIT_STORAGE_STATE"}
-    env["AFKIT_STORAGE_BASE_PORT"] = "13194"
-    state = Path("/var/lib/afkit/storage")
-    made = not state.exists()
-    name = f"afkit-storage-throttle-{uuid.uuid4().hex[:8]}.bin"
-    (DATA / name).write_bytes(os.urandom(8 << 20))
-    try:
-        up = subprocess.run(["bash", "-c", "afkit storage up origin --throttle 4MB"], env=env,
-                            capture_output=True, text=True, check=False, timeout=120)  # fmt: skip
-        assert up.returncode == 0, up.stderr
-        url = f"root://127.0.0.1:13194//{name}"
-        got = subprocess.run(["afkit", "bench", "read", "--no-monitor", url], env=env, capture_output=True,
-                             text=True, check=False, timeout=120)  # fmt: skip
-        assert got.returncode == 0, got.stderr
-        summary = json.loads(got.stdout.splitlines()[-1])
+    with documented_origin("afkit storage up origin --throttle 4MB", 13194, 8 << 20) as (env, name):
+        summary = read_summary(f"root://127.0.0.1:13194//{name}", env)
         assert summary["bytes"] == 8 << 20
         rate = summary["bytes"] / summary["seconds"]
         assert rate < 6e6, f"{rate / 1e6:.1f} MB/s through a 4 MB/s throttle"
-    finally:
-        subprocess.run(["afkit", "storage", "down", "origin"], env=env, capture_output=True, check=False)
-        (DATA / name).unlink()
-        if made:
-            shutil.rmtree(state.parent)  # /var/lib/afkit, made by this test

@@ -32,6 +32,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from afkit.atomic import atomic_path
 from afkit.errors import AfkitError, ExitCode, PrereqError
 from afkit.image.stage import Plan
 from afkit.progress import bar
@@ -105,22 +106,22 @@ def squash_args(compression: str | None) -> list[str]:
     return ["-noappend", "-comp", compression or "gzip", "-all-root"]
 
 
+def _run(cmd: list[str], what: str, hint: str) -> None:
+    """Run CMD; a failure is an AfkitError naming WHAT, the exit code and the end of stderr."""
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise AfkitError(
+            f"{what} failed (exit {proc.returncode}): {proc.stderr.strip()[-500:]}",
+            hint=hint,
+            code=ExitCode.FAILURE,
+        )
+
+
 def squash(tree: Path, target: Path, compression: str | None, quiet: bool = False) -> None:
     """mksquashfs TREE into TARGET (a temporary name, then rename: never half a layer)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.partial")
-    cmd = [mksquashfs(), str(tree), str(tmp), *squash_args(compression), "-no-progress", "-quiet"]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            raise AfkitError(
-                f"mksquashfs of {tree} failed (exit {proc.returncode}): {proc.stderr.strip()[-500:]}",
-                hint="check free space in the working directory",
-                code=ExitCode.FAILURE,
-            )
-        tmp.rename(target)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with atomic_path(target) as tmp:  # -noappend: mksquashfs overwrites the empty temporary file
+        cmd = [mksquashfs(), str(tree), str(tmp), *squash_args(compression), "-no-progress", "-quiet"]
+        _run(cmd, f"mksquashfs of {tree}", "check free space in the working directory")
 
 
 def build_missing(layers: list[Layer], trees: dict[str, Path], store_root: Path, comp: str | None) -> None:
@@ -136,10 +137,4 @@ def add_to_sif(binary: str, sif: Path, layers: list[Layer], store_root: Path) ->
     """Append every layer to SIF as a squashfs overlay partition of the primary's group."""
     for layer in layers:
         cmd = [binary, "sif", "add", *SIF_ADD_ARGS, str(sif), str(layer.path(store_root))]
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            raise AfkitError(
-                f"{' '.join(cmd)} failed (exit {proc.returncode}): {proc.stderr.strip()[-500:]}",
-                hint="Apptainer >= 1.1 is needed for 'apptainer sif add'",
-                code=ExitCode.FAILURE,
-            )
+        _run(cmd, " ".join(cmd), "Apptainer >= 1.1 is needed for 'apptainer sif add'")

@@ -24,7 +24,9 @@ inside and the tag's environment set (no alienv or CVMFS needed where the image 
   -h, --help           this help
   Passed on to afkit image build: --base B (docker://IMG | localimage:PATH | debootstrap:SUITE),
   --compression gzip|zstd|lz4|xz, --plan (print the closure, write the shrinkwrap spec; no build),
-  --no-validate, --name NAME.
+  --no-validate, --name NAME, --layers (each big package its own squashfs partition, reused by
+  the next daily built in DIR), --narrow and --narrow-command CMD (repeatable: also build
+  NAME.narrow.sif with only the files the proof commands and CMD open, checked by rerunning them).
 
 Run as root (sudo) or as a user for whom 'apptainer build --fakeroot' works; the tool says which.
 Environment: AFKIT_BASE_IMAGE (default base), AFKIT_CVMFS_ROOT (default /cvmfs), AFKIT_VENV
@@ -59,7 +61,7 @@ main() {
   while (($#)); do
     case $1 in
       -h | --help) usage; return 0 ;;
-      -t | --tag | -o | --output | --base | --compression | --name)
+      -t | --tag | -o | --output | --base | --compression | --name | --narrow-command)
         (($# >= 2)) || die "$AFKIT_EX_USAGE" "$1 needs a value" "see --help"
         case $1 in
           -t | --tag) tag=$2 ;;
@@ -71,9 +73,9 @@ main() {
         ;;
       --tag=*) tag=${1#*=} ;;
       --output=*) output=${1#*=} ;;
-      --base=* | --compression=* | --name=*) extra+=("$1") ;;
+      --base=* | --compression=* | --name=* | --narrow-command=*) extra+=("$1") ;;
       -y | --yes) yes=1 ;;
-      --plan | --no-validate) extra+=("$1") ;;
+      --plan | --no-validate | --layers | --narrow) extra+=("$1") ;;
       *) die "$AFKIT_EX_USAGE" "unknown option '$1'" "see --help" ;;
     esac
     shift

@@ -148,6 +148,26 @@ setup() {
   assert_output "image|build|--profile|alice|--tag|O2Physics/daily-20250401-0000-1|--output|/scratch/x|--compression|zstd|--base|docker://almalinux:9|--yes|"
 }
 
+@test "--layers, --narrow and --narrow-command reach 'afkit image build' unchanged" {
+  local fake="$BATS_TEST_TMPDIR/repo"
+  fake_checkout "$fake"
+  mkdir -p "$BATS_TEST_TMPDIR/fakebin"
+  printf '#!/bin/sh\nprintf "%%s|" "$@"\n' >"$BATS_TEST_TMPDIR/fakebin/afkit"
+  chmod +x "$BATS_TEST_TMPDIR/fakebin/afkit"
+  PATH="$BATS_TEST_TMPDIR/fakebin:$PATH" run "$fake/scripts/singularity_alice.sh" \
+    -t AliPhysics/vAN-20201018_ROOT6-1 -o /scratch/x --layers --narrow \
+    --narrow-command 'root -b -q macro.C' --narrow-command=aliroot
+  assert_success
+  assert_output "image|build|--profile|alice|--tag|AliPhysics/vAN-20201018_ROOT6-1|--output|/scratch/x|--layers|--narrow|--narrow-command|root -b -q macro.C|--narrow-command=aliroot|"
+}
+
+@test "--narrow-command without its command is a usage error (2)" {
+  run "$SCRIPT" -t AliPhysics/vAN-20201018_ROOT6-1 -o "$WORK" --narrow-command
+  assert_failure 2
+  assert_output --partial "--narrow-command needs a value"
+  assert [ ! -e "$WORK" ]
+}
+
 @test "CDPATH cannot redirect the script to another checkout's afkit" {
   local fake="$BATS_TEST_TMPDIR/repo" evil="$BATS_TEST_TMPDIR/evil" d
   mkdir -p "$fake/scripts/lib" "$evil/scripts/lib"

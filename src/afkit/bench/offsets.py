@@ -56,8 +56,8 @@ class BlockPlan:
         return iter(range(self.start, size, self.block + self.stride))
 
     def requests(self, size: int) -> Iterator[Request]:
-        block = self.block
-        return ([(offset, min(block, size - offset))] for offset in self.offsets(size))
+        block, last = self.block, size - self.block  # a full block fits at offsets up to `last`
+        return ([(o, block)] if o <= last else [(o, size - o)] for o in self.offsets(size))
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ Python (and the bindings).
 from __future__ import annotations
 
 import contextlib
+import mmap
 import os
 import shutil
 import stat
@@ -34,6 +35,9 @@ READ_TIMEOUT = 60
 XRD_NOT_FOUND_ERRNO = 3011  # kXR_NotFound
 XRD_CONNECT_CODES = range(101, 111)  # errInvalidAddr .. errTlsError: the server is not reachable
 XRD_MAX_VECTOR = 1024  # chunks per kXR_readv
+# a private anonymous mapping whose pages the kernel faults in at once (not one fault per page
+# inside the first timed read)
+_ANON_PREFAULTED = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_POPULATE", 0)
 
 
 class ReadError(AfkitError):
@@ -67,7 +71,12 @@ def open_source(url: str) -> Source:
 
 
 class PosixSource:
-    """``pread`` into one reused buffer: no allocation per read, like fio's psync engine."""
+    """``pread`` into one reused, page-aligned buffer: no allocation per read, like fio's psync engine.
+
+    The buffer is an anonymous ``mmap`` (page-aligned) rather than a ``bytearray`` (``malloc``'s
+    blocks start 16 bytes past a page): the kernel's copy from the page cache to a destination
+    16 bytes off a page was measured ~4x slower (AMD EPYC with FSRM, docs/benchmarks.md).
+    """
 
     supports_vector = False
 
@@ -86,15 +95,17 @@ class PosixSource:
             os.close(self._fd)
             raise InvalidError(f"'{path}' is not a regular file", hint="give a file (or a root:// URL)")
         self.size = st.st_size
-        self._buf = bytearray(0)
+        self._buf: mmap.mmap | None = None
         self._iovs: dict[int, list[memoryview]] = {}
 
     def _iov(self, length: int) -> list[memoryview]:
         """One reused buffer; the iovec list of each read length is made once."""
-        if len(self._buf) < length or len(self._iovs) > 4096:
-            self._buf = bytearray(max(length, len(self._buf)))
+        buf = self._buf
+        have = 0 if buf is None else len(buf)
+        if buf is None or have < length or len(self._iovs) > 4096:
             self._iovs = {}
-        iov = self._iovs[length] = [memoryview(self._buf)[:length]]
+            buf = self._buf = mmap.mmap(-1, max(length, have, 1), flags=_ANON_PREFAULTED)
+        iov = self._iovs[length] = [memoryview(buf)[:length]]
         return iov
 
     def read(self, offset: int, length: int) -> int:
@@ -108,6 +119,8 @@ class PosixSource:
         return sum(self.read(offset, length) for offset, length in chunks)
 
     def close(self) -> None:
+        self._iovs = {}
+        self._buf = None
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1

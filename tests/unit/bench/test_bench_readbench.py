@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ctypes
 import json
+import mmap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -92,6 +94,20 @@ def test_posix_reads_return_the_right_bytes(pattern_file: Path) -> None:
     assert bytes(src._buf[:4]) == (1024).to_bytes(4, "little")
     assert src.vector_read([(0, 8), (8, 8)]) == 16
     src.close()
+
+
+def test_posix_reads_land_in_a_page_aligned_buffer(pattern_file: Path) -> None:
+    """The kernel copies out of the page cache ~4x slower to a destination 16 bytes off a page
+    (a malloc'd bytearray) on some CPUs: every read length must start on a page."""
+    src = PosixSource(str(pattern_file))
+    for length in (16, 1 << 20, 3000):
+        src.read(0, length)
+        assert _address(src._iovs[length][0]) % mmap.PAGESIZE == 0
+    src.close()
+
+
+def _address(view: memoryview) -> int:
+    return ctypes.addressof(ctypes.c_char.from_buffer(view))
 
 
 def test_open_errors_map_to_exit_codes(tmp_path: Path) -> None:

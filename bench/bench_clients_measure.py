@@ -31,14 +31,6 @@ def afkit_json(*args: str) -> dict[str, Any]:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def drop(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
-
-
 def warm(path: Path) -> None:
     with path.open("rb") as fh:
         while fh.read(1 << 24):

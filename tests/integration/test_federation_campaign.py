@@ -39,6 +39,8 @@ from itsupport import (
     ok,
 )
 
+from afkit.campaign.aggregate import wave_skews
+
 pytestmark = pytest.mark.testbed
 
 EXAMPLE = itsupport.FEDERATION_CAMPAIGN
@@ -174,3 +176,28 @@ def test_the_report_shows_stage_in_per_pair_longer_for_remote_pairs(documented_r
     local = max(high for (site, ds), (_, high) in stage_in.items() if site == ds)
     remote = {pair: low for pair, (low, _) in stage_in.items() if pair[0] != pair[1]}
     assert all(low >= 1.5 * local for low in remote.values()), f"same-site up to {local} s, remote {remote}"
+
+
+@pytest.fixture
+def two_chains(bench_sif: Path) -> Iterator[tuple[Path, str]]:
+    """(campaign file, data prefix): two train chains at frankfurt at once (gsi's data over the
+    WAN, alpes's over its link), three waves of two jobs each, on the local executor's 2 cores."""
+    bench = {"name": "train", "type": "train", "sites": ["frankfurt"], "datasets": ["gsi-data", "alpes-data"],
+             "sweep": {"jobs": [2], "repetitions": 3}}  # fmt: skip
+    with federation_work(bench_sif, "fed-skew", [bench]) as made:
+        yield made
+
+
+def test_two_wave_chains_at_once_start_every_wave_within_the_skew_goal(two_chains: tuple[Path, str]) -> None:
+    """docs/federation.md, "Wave start skew": each wave at a local site is one snakemake job of
+    its jobs' threads, so the other chain cannot take a slot the wave is waiting for."""
+    cfile, _ = two_chains
+    results = Path(ok(afkit("campaign", "results", str(cfile))).strip())
+    proc = sh("afkit campaign run C.yaml", cwd=cfile.parent)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    with (results / "aggregate" / "jobs.csv").open(newline="", encoding="utf-8") as fh:
+        jobs = list(csv.DictReader(fh))
+    assert [r["status"] for r in jobs] == ["ok"] * 12, [(r["id"], r["error"]) for r in jobs]
+    skews = wave_skews(jobs)
+    print("wave start skew [s]:", [(w["wave"], w["skew_s"]) for w in skews])
+    assert len(skews) == 6 and all(w["within_goal"] for w in skews), skews

@@ -160,7 +160,7 @@ def test_the_documented_federation_campaign_runs_every_job(documented_run: Path)
 
 
 STEP_ROW = re.compile(
-    r"<tr><td>(?P<site>[\w-]+)</td><td>(?P<dataset>[\w-]+)</td><td>origin</td><td>copy</td><td>\d+</td>"
+    r"<tr><td>(?P<site>[\w-]+)</td><td>(?P<dataset>[\w-]+)</td><td>origin</td><td>copy</td><td>\d+</td>\s*"
     r"<td>[^<]*</td><td>(?P<low>[\d.]+)&ndash;(?P<high>[\d.]+)</td>"
 )
 
@@ -172,6 +172,7 @@ def test_the_report_shows_stage_in_per_pair_longer_for_remote_pairs(documented_r
     html = (documented_run / "report" / "report.html").read_text(encoding="utf-8")
     stage_in = {(m["site"], m["dataset"].removesuffix("-data")): (float(m["low"]), float(m["high"]))
                 for m in STEP_ROW.finditer(html)}  # fmt: skip
+    print("stage-in [s] per (WN site, dataset site), copy mode:", stage_in)
     assert len(stage_in) == 9, f"step table rows (copy mode): {sorted(stage_in)}"
     local = max(high for (site, ds), (_, high) in stage_in.items() if site == ds)
     remote = {pair: low for pair, (low, _) in stage_in.items() if pair[0] != pair[1]}

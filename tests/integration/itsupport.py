@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import csv
+import json
 import os
 import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -133,3 +136,89 @@ def snakemake_local(
 def text_or_empty(path: Path) -> str:
     """PATH's text ('' when it does not exist): a log to show in a failure message."""
     return path.read_text(encoding="utf-8") if path.exists() else ""
+
+
+# --- campaigns across the testbed federation (docs/federation.md) ---------------------------------
+
+FEDERATION_CAMPAIGN = REPO / "workflows" / "config" / "federation.yaml"
+# XRootD client timeouts the federation campaign's jobs inherit (XRD_* pass into the payload): a
+# dead link fails fast (XRD_TIMEOUTRESOLUTION: how often the client checks its timeouts, 15 s by
+# default)
+FED_XRD_ENV = {"XRD_STREAMTIMEOUT": "5", "XRD_REQUESTTIMEOUT": "8", "XRD_CONNECTIONWINDOW": "3",
+               "XRD_TIMEOUTRESOLUTION": "1"}  # fmt: skip
+
+# the federation fault tests' benchmark: frankfurt's jobs read gsi's data (over gsi's WAN link),
+# their own (local path) and alpes's (over alpes's link), one `afkit bench read` each
+FED_READ: dict[str, Any] = {
+    "name": "read",
+    "type": "read",
+    "payload": "afkit-bench",
+    "sites": ["frankfurt"],
+    "datasets": ["gsi-data", "frankfurt-data", "alpes-data"],
+    "sweep": {"block_size": ["1m"]},
+}
+
+
+@contextmanager
+def federation_work(
+    bench_sif: Path, name: str, benchmarks: list[dict[str, Any]], more: dict[str, str] | None = None
+) -> Iterator[tuple[Path, str]]:
+    """(campaign file, data prefix): workflows/config/federation.yaml cut down to BENCHMARKS, every
+    dataset one 16 MB file (PREFIX/blob-0000.dat; MORE: more datasets, name -> storage, each
+    PREFIX/NAME-0000.dat), the bench image, results and job scratch in a new directory.
+    Afterwards the links are reset and the data made under the prefix and the directory are
+    removed."""
+    if afkit("federation", "urls").returncode != 0:
+        pytest.fail("the federation is not up (run: scripts/testbed federation up)")
+    prefix = f"{name}-{uuid.uuid4().hex[:8]}"
+    d = Path(tempfile.mkdtemp(prefix=f"afkit-{name}-", dir="/tmp"))
+    raw: dict[str, Any] = yaml.safe_load(FEDERATION_CAMPAIGN.read_text(encoding="utf-8"))
+    raw["name"] = name
+    raw["image"] = {"sif": str(bench_sif)}
+    raw["results"] = str(d / "results")
+    for site in raw["sites"].values():
+        site["scratch"] = str(d / "scratch")  # where the test sees the jobs' progress
+    for ds in raw["datasets"].values():
+        ds["generate"] = {"count": 1, "size_mb": 16, "prefix": f"{prefix}/blob"}
+    for ds, store in (more or {}).items():
+        raw["datasets"][ds] = {
+            "storage": store,
+            "generate": {"count": 1, "size_mb": 16, "prefix": f"{prefix}/{ds}"},
+        }
+    raw["benchmarks"] = benchmarks
+    cfile = d / "C.yaml"
+    cfile.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    try:
+        yield cfile, prefix
+    finally:
+        for site in raw["sites"]:
+            ok(afkit("federation", "link", site, "--reset"))
+        for store in raw["storage"].values():
+            shutil.rmtree(Path(store["path"]) / prefix, ignore_errors=True)  # the data made here
+        shutil.rmtree(d, ignore_errors=True)  # the directory this test created
+
+
+def job_reading(scratch: Path, dataset: str) -> bool:
+    """Has the `afkit bench read` of DATASET's job (jobs' scratch in SCRATCH) written an interval
+    record (bytes are flowing)?"""
+    for spec in scratch.glob("afkit-job-*/spec.json"):
+        try:
+            if json.loads(spec.read_text(encoding="utf-8"))["dataset"] != dataset:
+                continue
+            # afkit bench writes its records, flushed, to .bench.jsonl.PID.part until it ends
+            parts = (spec.parent / "bench").glob(".bench.jsonl.*.part")
+            return any('"interval"' in part.read_text(encoding="utf-8") for part in parts)
+        except (OSError, ValueError):
+            continue
+    return False
+
+
+def jobs_by_dataset(results: Path) -> dict[str, dict[str, str]]:
+    """The rows of RESULTS/aggregate/jobs.csv by dataset (one job per dataset)."""
+    with (results / "aggregate" / "jobs.csv").open(newline="", encoding="utf-8") as fh:
+        return {r["dataset"]: r for r in csv.DictReader(fh)}
+
+
+def job_records(results: Path, bench: str) -> dict[str, tuple[int, bytes]]:
+    """(mtime in ns, content) of every job record of BENCH: what a rerun must leave alone."""
+    return {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in (results / "job" / bench).glob("*.json")}

@@ -15,12 +15,12 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,74 +28,39 @@ from typing import Any
 import itsupport
 import pytest
 import yaml
-from itsupport import REPO, ok
+from itsupport import (
+    FED_READ,
+    FED_XRD_ENV,
+    REPO,
+    federation_work,
+    job_reading,
+    job_records,
+    jobs_by_dataset,
+    ok,
+)
+
+from afkit.campaign.aggregate import wave_skews
 
 pytestmark = pytest.mark.testbed
 
-EXAMPLE = REPO / "workflows" / "config" / "federation.yaml"
+EXAMPLE = itsupport.FEDERATION_CAMPAIGN
 SLOW = "20mbit"  # gsi's link while the campaign runs: the 16 MB read lasts ~6 s, time to cut it
-# XRootD client timeouts the jobs inherit (XRD_* pass into the payload): a dead link fails fast
-# (XRD_TIMEOUTRESOLUTION: how often the client checks its timeouts, 15 s by default)
-XRD_ENV = {"XRD_STREAMTIMEOUT": "5", "XRD_REQUESTTIMEOUT": "8", "XRD_CONNECTIONWINDOW": "3",
-           "XRD_TIMEOUTRESOLUTION": "1"}  # fmt: skip
 
 
 def afkit(*args: str, timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return itsupport.afkit(*args, timeout=timeout, cwd=cwd, env=XRD_ENV)
+    return itsupport.afkit(*args, timeout=timeout, cwd=cwd, env=FED_XRD_ENV)
 
 
 def sh(line: str, cwd: Path | None = None, timeout: float = 180) -> subprocess.CompletedProcess[str]:
     """A command line as docs/federation.md writes it, with the XRootD client settings above."""
-    return itsupport.sh(line, cwd=cwd, timeout=timeout, env=XRD_ENV)
+    return itsupport.sh(line, cwd=cwd, timeout=timeout, env=FED_XRD_ENV)
 
 
 @pytest.fixture
 def work(bench_sif: Path) -> Iterator[tuple[Path, str]]:
     """(campaign file, dataset prefix): federation.yaml cut down to one read benchmark."""
-    if afkit("federation", "urls").returncode != 0:
-        pytest.fail("the federation is not up (run: scripts/testbed federation up)")
-    prefix = f"fed-campaign-{uuid.uuid4().hex[:8]}"
-    d = Path(tempfile.mkdtemp(prefix="afkit-fed-campaign-", dir="/tmp"))
-    raw: dict[str, Any] = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
-    raw["name"] = "fed-partition"
-    raw["image"] = {"sif": str(bench_sif)}
-    raw["results"] = str(d / "results")
-    for site in raw["sites"].values():
-        site["scratch"] = str(d / "scratch")  # where the test sees the jobs' progress
-    for ds in raw["datasets"].values():
-        ds["generate"] = {"count": 1, "size_mb": 16, "prefix": f"{prefix}/blob"}
-    raw["benchmarks"] = [
-        {"name": "read", "type": "read", "payload": "afkit-bench", "sites": ["frankfurt"],
-         "datasets": ["gsi-data", "frankfurt-data", "alpes-data"], "sweep": {"block_size": ["1m"]}},
-    ]  # fmt: skip
-    cfile = d / "C.yaml"
-    cfile.write_text(yaml.safe_dump(raw), encoding="utf-8")
-    try:
-        yield cfile, prefix
-    finally:
-        ok(sh("afkit federation link gsi --reset"))
-        for site in raw["storage"].values():
-            shutil.rmtree(Path(site["path"]) / prefix, ignore_errors=True)  # the data made here
-        shutil.rmtree(d, ignore_errors=True)  # the directory this test created
-
-
-def reading(scratch: Path) -> bool:
-    """Has the gsi job's `afkit bench read` written an interval record (bytes are flowing)?"""
-    for spec in scratch.glob("afkit-job-*/spec.json"):
-        try:
-            if json.loads(spec.read_text(encoding="utf-8"))["dataset"] != "gsi-data":
-                continue
-            # afkit bench writes its records, flushed, to .bench.jsonl.PID.part until it ends
-            parts = (spec.parent / "bench").glob(".bench.jsonl.*.part")
-            return any('"interval"' in part.read_text(encoding="utf-8") for part in parts)
-        except (OSError, ValueError):
-            continue
-    return False
-
-
-def rows(results: Path) -> dict[str, dict[str, str]]:
-    with (results / "aggregate" / "jobs.csv").open(newline="", encoding="utf-8") as fh:
-        return {r["dataset"]: r for r in csv.DictReader(fh)}
+    with federation_work(bench_sif, "fed-partition", [FED_READ]) as made:
+        yield made
 
 
 def test_partitioned_site_fails_its_job_only_and_retry_redoes_just_that_job(
@@ -111,46 +76,52 @@ def test_partitioned_site_fails_its_job_only_and_retry_redoes_just_that_job(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env={**os.environ, **XRD_ENV},
+        env={**os.environ, **FED_XRD_ENV},
     )
     try:
         deadline = time.monotonic() + 60
-        while not reading(scratch) and time.monotonic() < deadline and run.poll() is None:
+        while not job_reading(scratch, "gsi-data") and time.monotonic() < deadline and run.poll() is None:
             time.sleep(0.2)
-        assert reading(scratch), "the gsi job never started reading"
+        assert job_reading(scratch, "gsi-data"), "the gsi job never started reading"
         ok(sh("afkit federation link gsi --down"))
         out, _ = run.communicate(timeout=120)
     finally:
         if run.poll() is None:
             run.kill()
     assert run.returncode == 0, out[-4000:]
-    first = rows(results)
+    first = jobs_by_dataset(results)
     assert first["gsi-data"]["status"] == "failed", first["gsi-data"]
     cause = first["gsi-data"]["error"]
     assert cause and "\n" not in cause and "afkit bench exited" in cause and "10.77.1.1:1094" in cause, cause
     for ds in ("frankfurt-data", "alpes-data"):
         assert first[ds]["status"] == "ok", (ds, first[ds]["error"])
-    records = {p.name: p.stat().st_mtime_ns for p in (results / "job" / "read").glob("*.json")}
+    failed = json.loads(
+        (results / "job" / "read" / f"{first['gsi-data']['id']}.json").read_text(encoding="utf-8")
+    )
+    assert failed["intervals"] and any(i["bytes"] > 0 for i in failed["intervals"]), failed  # read until cut
+    assert failed["gaps"] and not failed["gaps"][-1]["recovered"], failed.get("gaps")
+    records = job_records(results, "read")
 
     ok(sh("afkit federation link gsi --reset"))  # healed
     proc = sh("afkit campaign retry C.yaml --failed", cwd=cfile.parent)
     out = ok(proc) + proc.stderr
-    again = rows(results)
+    again = jobs_by_dataset(results)
     assert again["gsi-data"]["status"] == "ok", again["gsi-data"]["error"]
     assert int(again["gsi-data"]["bytes"]) == 16_000_000
     retried = [line for line in out.splitlines() if line.startswith("retry:")]
     assert retried == [f"retry: failed  read/{first['gsi-data']['id']}"], out[-3000:]
-    for name, mtime in records.items():
+    for name, (mtime, _content) in records.items():
         if first["gsi-data"]["id"] not in name:
             assert (results / "job" / "read" / name).stat().st_mtime_ns == mtime, f"{name} was rerun"
     record = results / "job" / "read" / f"{again['gsi-data']['id']}.json"
     assert json.loads(record.read_text(encoding="utf-8"))["status"] == "ok"
 
 
-@pytest.fixture
-def campaign_dir() -> Iterator[Path]:
-    """A working directory with the repository's workflows/ in it; the data the campaign generates
-    into the federation's storage is removed afterwards when this run made it."""
+@pytest.fixture(scope="module")
+def documented_run() -> Iterator[Path]:
+    """The results directory of docs/federation.md's campaign, run once as written from a working
+    directory with the repository's workflows/ in it; the data the campaign generates into the
+    federation's storage is removed afterwards when this run made it."""
     if afkit("federation", "urls").returncode != 0:
         pytest.fail("the federation is not up (run: scripts/testbed federation up)")
     raw: dict[str, Any] = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
@@ -159,26 +130,75 @@ def campaign_dir() -> Iterator[Path]:
     d = Path(tempfile.mkdtemp(prefix="afkit-fed-doc-", dir="/tmp"))
     (d / "workflows").symlink_to(REPO / "workflows")
     try:
-        yield d
+        link = subprocess.run(["bash", "-c", 'ln -sf "$(scripts/mkbase bench)" build/bench.sif'], cwd=REPO,
+                              capture_output=True, text=True, check=False)  # fmt: skip
+        assert link.returncode == 0, link.stderr
+        proc = sh("afkit campaign run workflows/config/federation.yaml", cwd=d, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        [results] = list((d / "results").iterdir())
+        yield results
     finally:
         for path in made:
             shutil.rmtree(path, ignore_errors=True)
         shutil.rmtree(d, ignore_errors=True)  # the directory this test created
 
 
-def test_the_documented_federation_campaign_runs_every_job(campaign_dir: Path) -> None:
-    """docs/federation.md: the read sweep over frankfurt's caches and the nine-pair step matrix."""
-    link = subprocess.run(["bash", "-c", 'ln -sf "$(scripts/mkbase bench)" build/bench.sif'], cwd=REPO,
-                          capture_output=True, text=True, check=False)  # fmt: skip
-    assert link.returncode == 0, link.stderr
-    proc = sh("afkit campaign run workflows/config/federation.yaml", cwd=campaign_dir, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    [results] = list((campaign_dir / "results").iterdir())
+def all_jobs(results: Path) -> list[dict[str, str]]:
     with (results / "aggregate" / "jobs.csv").open(newline="", encoding="utf-8") as fh:
-        jobs = list(csv.DictReader(fh))
+        return list(csv.DictReader(fh))
+
+
+def test_the_documented_federation_campaign_runs_every_job(documented_run: Path) -> None:
+    """docs/federation.md: the read sweep over frankfurt's caches and the nine-pair step matrix."""
+    jobs = all_jobs(documented_run)
     assert len(jobs) == 8 + 18
     assert [(r["id"], r["error"]) for r in jobs if r["status"] != "ok"] == []
     pairs = {(r["site"], r["dataset"]) for r in jobs if r["bench"] == "steps"}
     assert len(pairs) == 9
     warm = [r for r in jobs if r["scenario"] in ("xcache-dca", "dcotf")]
     assert len(warm) == 4 and all(int(r["bytes"]) == 48_000_000 for r in warm)
+
+
+STEP_ROW = re.compile(
+    r"<tr><td>(?P<site>[\w-]+)</td><td>(?P<dataset>[\w-]+)</td><td>origin</td><td>copy</td><td>\d+</td>\s*"
+    r"<td>[^<]*</td><td>(?P<low>[\d.]+)&ndash;(?P<high>[\d.]+)</td>"
+)
+
+
+def test_the_report_shows_stage_in_per_pair_longer_for_remote_pairs(documented_run: Path) -> None:
+    """The report's step-duration table, copy mode: every (WN site, dataset site) pair has a
+    stage-in range, and each remote pair's (over the WAN) is at least 1.5 times the longest
+    same-site one (the local copy)."""
+    html = (documented_run / "report" / "report.html").read_text(encoding="utf-8")
+    stage_in = {(m["site"], m["dataset"].removesuffix("-data")): (float(m["low"]), float(m["high"]))
+                for m in STEP_ROW.finditer(html)}  # fmt: skip
+    print("stage-in [s] per (WN site, dataset site), copy mode:", stage_in)
+    assert len(stage_in) == 9, f"step table rows (copy mode): {sorted(stage_in)}"
+    local = max(high for (site, ds), (_, high) in stage_in.items() if site == ds)
+    remote = {pair: low for pair, (low, _) in stage_in.items() if pair[0] != pair[1]}
+    assert all(low >= 1.5 * local for low in remote.values()), f"same-site up to {local} s, remote {remote}"
+
+
+@pytest.fixture
+def two_chains(bench_sif: Path) -> Iterator[tuple[Path, str]]:
+    """(campaign file, data prefix): two train chains at frankfurt at once (gsi's data over the
+    WAN, alpes's over its link), three waves of two jobs each, on the local executor's 2 cores."""
+    bench = {"name": "train", "type": "train", "sites": ["frankfurt"], "datasets": ["gsi-data", "alpes-data"],
+             "sweep": {"jobs": [2], "repetitions": 3}}  # fmt: skip
+    with federation_work(bench_sif, "fed-skew", [bench]) as made:
+        yield made
+
+
+def test_two_wave_chains_at_once_start_every_wave_within_the_skew_goal(two_chains: tuple[Path, str]) -> None:
+    """docs/federation.md, "Wave start skew": each wave at a local site is one snakemake job of
+    its jobs' threads, so the other chain cannot take a slot the wave is waiting for."""
+    cfile, _ = two_chains
+    results = Path(ok(afkit("campaign", "results", str(cfile))).strip())
+    proc = sh("afkit campaign run C.yaml", cwd=cfile.parent)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    with (results / "aggregate" / "jobs.csv").open(newline="", encoding="utf-8") as fh:
+        jobs = list(csv.DictReader(fh))
+    assert [r["status"] for r in jobs] == ["ok"] * 12, [(r["id"], r["error"]) for r in jobs]
+    skews = wave_skews(jobs)
+    print("wave start skew [s]:", [(w["wave"], w["skew_s"]) for w in skews])
+    assert len(skews) == 6 and all(w["within_goal"] for w in skews), skews

@@ -2,6 +2,7 @@
 # the job plan, input functions.
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 from afkit.campaign import plan as afkit_plan
 from afkit.campaign import rules as afkit_rules
@@ -88,6 +89,49 @@ def default_targets():
     if SITE_FILTER is not None:
         return all_job_records(SITE_FILTER)
     return [*all_job_records(), f"{RESULTS}/report/report.html"]
+
+
+# Waves on local-executor sites run as one snakemake job each (wave_local_N in rules/jobs.smk);
+# the local executor has no job groups, and a wave whose jobs are separate snakemake jobs gets its
+# slots one by one as other jobs free them (docs/federation.md, "Wave start skew").
+LOCAL_SITES = sorted(s for s, v in CFG["sites"].items() if v["executor"] == "local")
+LOCAL_WAVE_SIZES = sorted(
+    {
+        j.wave_size
+        for (_b, _w), js in WAVES.items()
+        for j in js
+        if j.site in LOCAL_SITES and j.wave_size > 1
+    }
+)
+
+
+def local_wave_pattern(size):
+    """The ids of the waves of SIZE jobs (a regex) at a local site, the wave wildcard of wave_local_N."""
+    sites = "|".join(LOCAL_SITES)
+    return rf"(?:{sites})\.[^/]*\.w{size}\.r\d+"
+
+
+def not_a_local_wave_job():
+    """Rule job's wildcard: any job id but those of the jobs of a local wave."""
+    sizes = "|".join(str(n) for n in LOCAL_WAVE_SIZES)
+    # the id is followed by .json or .log in the rule's paths: no $ in the look-ahead
+    return (
+        rf"(?!{local_wave_pattern(f'(?:{sizes})')}\.i\d+\.)[^/]+" if sizes else r"[^/]+"
+    )
+
+
+def wave_jobs(wildcards):
+    return WAVES[(wildcards.bench, wildcards.wave)]
+
+
+def wave_first(wildcards):
+    """The wildcards of a wave's first job: the site, inputs and context its jobs share."""
+    job = wave_jobs(wildcards)[0]
+    return SimpleNamespace(bench=job.bench, job=job.id)
+
+
+def wave_inputs(wildcards):
+    return job_inputs(wave_first(wildcards))
 
 
 def job_inputs(wildcards):

@@ -18,6 +18,9 @@ rule job:
         f"{RESULTS}/job/{{bench}}/{{job}}.json",
     log:
         f"{RESULTS}/job/{{bench}}/{{job}}.log",
+    wildcard_constraints:
+        # not a job of a wave at a local site: rule wave_local_N runs those
+        job=not_a_local_wave_job(),
     threads: lambda wc: job_site(wc)["resources"]["cores"]
     resources:
         mem_mb=lambda wc: job_site(wc)["resources"]["mem_mb"],
@@ -27,6 +30,35 @@ rule job:
         campaign=job_context,
     run:
         afkit_rules.job(input, output, params, log)
+
+
+# A wave of N jobs at a local-executor site is one snakemake job of N jobs' threads: it starts
+# when the executor has all their slots at once and starts the N payloads together (the local
+# executor ignores job groups). Its records are the wave's jobs' records; a deleted one (retry)
+# reruns the whole wave, whose jobs are measured together.
+for _size in LOCAL_WAVE_SIZES:
+
+    rule:
+        name:
+            f"wave_local_{_size}"
+        input:
+            unpack(wave_inputs),
+        output:
+            [f"{RESULTS}/job/{{bench}}/{{wave}}.i{i}.json" for i in range(_size)],
+        log:
+            [f"{RESULTS}/job/{{bench}}/{{wave}}.i{i}.log" for i in range(_size)],
+        wildcard_constraints:
+            wave=local_wave_pattern(_size),
+        threads: lambda wc: len(wave_jobs(wc)) * job_site(wave_first(wc))["resources"]["cores"]
+        resources:
+            mem_mb=lambda wc: len(wave_jobs(wc))
+            * job_site(wave_first(wc))["resources"]["mem_mb"],
+            runtime=lambda wc: job_site(wave_first(wc))["resources"]["runtime"],
+        params:
+            jobs=lambda wc: [j.as_dict() for j in wave_jobs(wc)],
+            campaign=lambda wc: job_context(wave_first(wc)),
+        run:
+            afkit_rules.wave(input, output, params, log)
 
 
 localrules:

@@ -11,8 +11,11 @@ Two payloads, one engine (docs/campaigns.md, "What a job does"):
 
 Either way the clients' interval records are summed and become the job's ``intervals``
 (afkit.campaign.record): ``time`` is the end of an interval, ``t`` that time since the start of
-processing. Standard library only: uproot (analysis) and the XRootD bindings (``root://``) are
-imported when a client needs them.
+processing. The clients' ``gap`` records (a read that failed, the reconnect that followed and
+whether it came back: afkit.bench.readbench) become the job's ``gaps``. A processing step that
+fails raises ProcessingFailed, which carries the intervals and gaps seen until then: a failed
+job's record shows where its read stopped. Standard library only: uproot (analysis) and the
+XRootD bindings (``root://``) are imported when a client needs them.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from afkit.bench.offsets import BlockPlan, parse_stride
 from afkit.bench.readbench import ReadConfig
 from afkit.bench.records import read_jsonl
 from afkit.bench.units import parse_size
+from afkit.errors import AfkitError
 
 if TYPE_CHECKING:
     from afkit.bench.analysis import AnalysisConfig
@@ -101,6 +105,25 @@ def ended(returncode: int) -> str:
     return f"exited {returncode}"
 
 
+class ProcessingFailed(RuntimeError):
+    """The processing step failed; ``partial``: the intervals and gaps recorded before it did."""
+
+    def __init__(self, message: str, partial: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.partial = partial
+
+
+def gap_records(out_dir: Path) -> list[Record]:
+    """The clients' gap records in OUT_DIR's JSON-lines files (each once), oldest first:
+    {t (wall clock of the failure), seconds, url, recovered}."""
+    seen: dict[tuple[Any, Any], Record] = {}
+    for path in sorted(out_dir.glob("*.jsonl")):
+        for rec in read_jsonl(path):
+            if rec.get("type") == "gap":
+                seen.setdefault((rec.get("t"), rec.get("url")), {k: v for k, v in rec.items() if k != "type"})
+    return sorted(seen.values(), key=lambda g: float(g.get("t", 0)))
+
+
 def afkit_bench(spec: dict[str, Any], inputs: list[str], out_dir: Path) -> tuple[list[Record], Record]:
     """(interval records, summary) of `afkit bench` run as a command by the image's Python."""
     cmd, out = afkit_bench_command(spec, inputs, out_dir)
@@ -123,18 +146,40 @@ def job_intervals(records: list[Record], width: float, start: float, end: float)
     return out
 
 
+def partial_result(out_dir: Path, width: float, start: float) -> dict[str, Any]:
+    """What a failed processing step leaves: the interval records its clients wrote (the first
+    client's, or the files' sum for several) and their gaps; empty when they cannot be read
+    (a client killed in the middle of a line)."""
+    try:
+        series = [read_jsonl(p) for p in sorted(out_dir.glob("*.jsonl")) if p.name != "sum.jsonl"]
+        gaps = gap_records(out_dir)
+    except (OSError, ValueError, AfkitError):  # read_jsonl: InvalidError on a torn line
+        return {}
+    records = sum_series(series, width) if len(series) > 1 else (series[0] if series else [])
+    out: dict[str, Any] = {"intervals": job_intervals(records, width, start, time.time())}
+    if gaps:
+        out["gaps"] = gaps
+    return out
+
+
 def process(spec: dict[str, Any], inputs: list[str], out_dir: Path) -> dict[str, Any]:
     """The processing step: bytes, events and intervals (and ``afkit_bench``, the command's kind)."""
     os.makedirs(out_dir, exist_ok=True)
     start = time.time()
     out: dict[str, Any] = {}
-    if spec.get("payload") == "afkit-bench":
-        width = 1.0
-        records, summary = afkit_bench(spec, inputs, out_dir)
-        out["afkit_bench"] = str(summary.get("kind", ""))
-    else:
-        width = float(spec["interval"])
-        records, summary = builtin(spec, inputs, out_dir, width)
+    bench = spec.get("payload") == "afkit-bench"
+    width = 1.0 if bench else float(spec["interval"])
+    try:
+        if bench:
+            records, summary = afkit_bench(spec, inputs, out_dir)
+            out["afkit_bench"] = str(summary.get("kind", ""))
+        else:
+            records, summary = builtin(spec, inputs, out_dir, width)
+    except Exception as err:
+        raise ProcessingFailed(str(err), partial_result(out_dir, width, start)) from err
+    gaps = gap_records(out_dir)
+    if gaps:
+        out["gaps"] = gaps
     intervals = job_intervals(records, width, start, time.time())
     out["bytes"] = int(summary.get("bytes", sum(i["bytes"] for i in intervals)))
     out["events"] = int(summary.get("events", 0))

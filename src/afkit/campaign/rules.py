@@ -66,6 +66,33 @@ def job(input: Any, output: Any, params: Any, log: Any) -> None:
     run(params.job, campaign=params.campaign, image=image_info, output=Path(output[0]), log=Path(log[0]))
 
 
+def wave(input: Any, output: Any, params: Any, log: Any) -> None:
+    """A wave at a local site: its jobs' payloads started together, one thread each (the rule has
+    the threads of all of them); the first error of a job (after all have ended) is raised."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from afkit.campaign.job import run
+
+    image_info = json.loads(Path(input.image).read_text(encoding="utf-8"))
+    outputs = {Path(p).stem: Path(p) for p in output}  # job id -> its record, its log
+    logs = {Path(p).stem: Path(p) for p in log}
+    with ThreadPoolExecutor(max_workers=len(params.jobs)) as pool:
+        futures = [
+            pool.submit(
+                run,
+                job,
+                campaign=params.campaign,
+                image=image_info,
+                output=outputs[job["id"]],
+                log=logs[job["id"]],
+            )
+            for job in params.jobs
+        ]
+    errors = [err for err in (f.exception() for f in futures) if err is not None]
+    if errors:
+        raise errors[0]
+
+
 def aggregate(input: Any, output: Any, log: Any) -> None:
     from afkit.campaign.aggregate import aggregate as agg
     from afkit.campaign.aggregate import load_records

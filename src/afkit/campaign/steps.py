@@ -129,7 +129,11 @@ def main(argv: list[str]) -> int:
         rec.update(run_steps(spec, steps), status="ok")
     except Exception as err:  # the record carries the failure; the wrapper decides what it means
         traceback.print_exc(file=sys.stderr)  # the whole story goes to the job's log
-        rec.update(status="failed", error=one_line(describe(err)))
+        shown: BaseException = err
+        if isinstance(err, payload.ProcessingFailed):  # its intervals and gaps until the failure
+            rec.update(err.partial)
+            shown = err.__cause__ or err  # the message is the real error's
+        rec.update(status="failed", error=one_line(describe(shown)))
     rec["steps"] = steps
     record.check(rec, part="payload", job=str(spec.get("id", "")))
     print(json.dumps(rec))

@@ -283,3 +283,28 @@ def test_a_payload_output_that_breaks_the_record_contract_is_an_error_naming_the
     with pytest.raises(job.AfkitError, match=r"job here\.hzz\.origin\.direct.*bytes: 'many' is not int"):
         run_one(c, "s", fake_apptainer, tmp_path)
     assert not list((tmp_path / "out").glob("*.json"))  # no record written
+
+
+def test_a_failed_processing_step_keeps_the_intervals_and_gaps_its_clients_wrote(tmp_path: Path) -> None:
+    """afkit.bench.payload: what a job record shows of a read that failed (docs/federation.md)."""
+    from afkit.bench import payload
+
+    lines = [
+        {"type": "interval", "t": 100, "bytes": 5, "ops": 1, "covered": 1.0},
+        {"type": "error", "t": 101.2, "url": "root://h//f", "message": "reset"},
+        {"type": "gap", "t": 101.2, "seconds": 3.0, "url": "root://h//f", "recovered": True},
+        {"type": "interval", "t": 101, "bytes": 0, "ops": 0, "covered": 1.0},
+        {"type": "gap", "t": 104.5, "seconds": 10.0, "url": "root://h//f", "recovered": False},
+    ]
+    (tmp_path / "bench.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    part = payload.partial_result(tmp_path, 1.0, 100.0)
+    assert [(i["t"], i["bytes"]) for i in part["intervals"]] == [(1.0, 5), (2.0, 0)]
+    assert [(g["t"], g["recovered"]) for g in part["gaps"]] == [(101.2, True), (104.5, False)]
+    assert all("type" not in g for g in part["gaps"])
+
+
+def test_a_torn_client_file_leaves_no_partial_result(tmp_path: Path) -> None:
+    from afkit.bench import payload
+
+    (tmp_path / "bench.jsonl").write_text('{"type": "interval", "t": 1', encoding="utf-8")
+    assert payload.partial_result(tmp_path, 1.0, 0.0) == {}

@@ -9,6 +9,7 @@ tests/integration.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -220,3 +221,32 @@ def test_snakemake_report_of_a_finished_campaign_has_the_tables_figures_and_capt
     for shown in ("jobs.csv", "intervals.csv", "rate_vs_time.png", "report.html"):  # tables, figure, afkit
         assert shown in html, shown
     assert "One row per planned job of the campaign" in html  # a caption (workflows/report/jobs.rst)
+
+
+def test_a_wave_at_a_local_site_is_one_snakemake_job_with_the_threads_of_all_its_jobs(
+    tmp_path: Path, raw: dict[str, Any], write: Any
+) -> None:
+    """docs/federation.md, "Wave start skew": the local executor gives such a job all its slots at
+    once; a batch site's waves stay one snakemake job per job (the batch system releases them)."""
+    raw["sites"]["here"]["resources"] = {"cores": 1}
+    raw["benchmarks"] = [
+        {
+            "name": "t",
+            "type": "train",
+            "sites": ["here", "far"],
+            "datasets": ["hzz"],
+            "sweep": {"jobs": [1, 3]},
+        }
+    ]
+    proc = snakemake("-n", "-c", "4", "--configfile", str(write(raw)), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout + proc.stderr
+    field = r"(?:\s+\w+: .*\n)*?"  # the dry run's lines of a job (input, output, reason, ...)
+    waves = re.findall(
+        rf"rule wave_local_3:\n{field}\s+wildcards: bench=t, wave=(\S+)\n\s+threads: (\d+)", out
+    )
+    assert [(w.split(".")[0], t) for w, t in waves] == [("here", "3")], out[-3000:]
+    jobs = re.findall(rf"rule job:\n{field}\s+wildcards: bench=t, job=(\S+)", out)
+    assert sorted(j.split(".")[0] + j[j.index(".w") :] for j in jobs) == sorted(
+        ["here.w1.r0.i0", "far.w1.r0.i0", "far.w3.r0.i0", "far.w3.r0.i1", "far.w3.r0.i2"]
+    )

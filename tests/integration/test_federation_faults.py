@@ -1,0 +1,203 @@
+"""Network faults during a campaign across the testbed federation, and what the campaign keeps.
+
+Each test runs ``workflows/config/federation.yaml`` cut down to one small read benchmark
+(``payload: afkit-bench``, jobs at frankfurt, one 16 MB file per dataset, the local executor), hits
+the gsi job with one fault while it reads and checks three things: the job's record shows the
+fault (a gap in its intervals, its ``gaps``, or ``failed`` with the cause on one line in
+``jobs.csv``), the other jobs are ``ok``, and a rerun afterwards recomputes exactly what was lost
+(nothing when the job survived) while the other records stay as they were (mtime and content).
+The partitioned site is test_federation_campaign.py's. Needs the federation up
+(``scripts/testbed federation up``); docs/federation.md, "Network faults".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import itsupport
+import pytest
+from itsupport import FED_READ, FED_XRD_ENV, federation_work, job_reading, job_records, jobs_by_dataset, ok
+
+pytestmark = pytest.mark.testbed
+
+SLOW = "20mbit"  # gsi's link during a test: the 16 MB read of the gsi job lasts ~6 s
+SIZE = 16_000_000
+
+
+def sh(line: str, cwd: Path | None = None, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    """A command line as docs/federation.md writes it, with the federation's XRootD client settings."""
+    return itsupport.sh(line, cwd=cwd, timeout=timeout, env=FED_XRD_ENV)
+
+
+@pytest.fixture
+def work(bench_sif: Path) -> Iterator[tuple[Path, str]]:
+    """(campaign file, data prefix): frankfurt's jobs read gsi's, frankfurt's and alpes's data."""
+    with federation_work(bench_sif, "fed-fault", [FED_READ]) as made:
+        yield made
+
+
+def run_with_fault(cfile: Path, fault: str, undo: str, hold: float) -> tuple[Path, str]:
+    """(results directory, campaign output): run CFILE's campaign with gsi's link at SLOW; once the
+    gsi job's read has written an interval record, FAULT (a documented command line), HOLD seconds
+    later UNDO."""
+    results = Path(ok(itsupport.afkit("campaign", "results", str(cfile))).strip())
+    ok(sh(f"afkit federation link gsi --rate {SLOW}"))
+    run = subprocess.Popen(shlex.split("afkit campaign run C.yaml"), cwd=cfile.parent, text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           env={**os.environ, **FED_XRD_ENV})  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        scratch = cfile.parent / "scratch"
+        while not job_reading(scratch, "gsi-data") and time.monotonic() < deadline and run.poll() is None:
+            time.sleep(0.1)
+        assert job_reading(scratch, "gsi-data"), "the gsi job never started reading"
+        ok(sh(fault))
+        time.sleep(hold)
+        ok(sh(undo))
+        out, _ = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 0, out[-4000:]
+    return results, out
+
+
+def record(results: Path, row: dict[str, str]) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(
+        (results / "job" / "read" / f"{row['id']}.json").read_text(encoding="utf-8")
+    )
+    return data
+
+
+def all_ok_and_rerun_changes_nothing(cfile: Path, results: Path) -> dict[str, dict[str, str]]:
+    """Every job ok with its whole file; a rerun of the campaign afterwards recomputes nothing."""
+    jobs = jobs_by_dataset(results)
+    assert {ds: (r["status"], r["bytes"], r["error"]) for ds, r in jobs.items()} == {
+        ds: ("ok", str(SIZE), "") for ds in ("gsi-data", "frankfurt-data", "alpes-data")
+    }
+    before = job_records(results, "read")
+    ok(sh("afkit campaign run C.yaml", cwd=cfile.parent))
+    assert job_records(results, "read") == before, "the rerun recomputed a job that had survived"
+    return jobs
+
+
+def test_latency_spike_the_job_survives_with_an_empty_second_in_its_intervals(
+    work: tuple[Path, str],
+) -> None:
+    cfile, _ = work
+    results, _ = run_with_fault(
+        cfile,
+        "afkit federation toxic gsi add --type latency --name spike --attr latency=2500",
+        "afkit federation toxic gsi remove --name spike",
+        2.5,
+    )
+    jobs = all_ok_and_rerun_changes_nothing(cfile, results)
+    intervals = record(results, jobs["gsi-data"])["intervals"]
+    assert any(i["bytes"] == 0 for i in intervals[:-1]), f"no empty second in {intervals}"
+
+
+@pytest.fixture
+def small_blocks(bench_sif: Path) -> Iterator[tuple[Path, str]]:
+    """Like ``work``, reading 256 KiB blocks: a slow second still counts a block or two."""
+    with federation_work(
+        bench_sif, "fed-collapse", [{**FED_READ, "sweep": {"block_size": ["256k"]}}]
+    ) as made:
+        yield made
+
+
+def test_bandwidth_collapse_the_job_survives_with_the_drop_in_its_intervals(
+    small_blocks: tuple[Path, str],
+) -> None:
+    cfile, _ = small_blocks
+    results, _ = run_with_fault(
+        cfile, "afkit federation link gsi --rate 1mbit", f"afkit federation link gsi --rate {SLOW}", 3.0
+    )
+    jobs = all_ok_and_rerun_changes_nothing(cfile, results)
+    # whole seconds only (the first and the last are partial)
+    rates = [i["bytes"] for i in record(results, jobs["gsi-data"])["intervals"][1:-1]]
+    assert len(rates) >= 3 and min(rates) < 0.25 * max(rates), f"no collapse in the per-second bytes {rates}"
+
+
+def test_connection_reset_mid_read_the_job_reconnects_and_records_the_gap(
+    work: tuple[Path, str],
+) -> None:
+    cfile, _ = work
+    results, _ = run_with_fault(
+        cfile,
+        "afkit federation toxic gsi add --type reset_peer --name reset --attr timeout=0",
+        "afkit federation toxic gsi remove --name reset",
+        1.0,
+    )
+    jobs = all_ok_and_rerun_changes_nothing(cfile, results)
+    gaps = record(results, jobs["gsi-data"])["gaps"]
+    assert gaps and all(g["recovered"] for g in gaps), gaps
+    assert all("10.77.1.1:1094" in g["url"] for g in gaps), gaps
+    rec = record(results, jobs["gsi-data"])
+    assert rec["processing_start"] <= gaps[0]["t"] <= rec["end"], (gaps, rec["processing_start"])
+    for ds in ("frankfurt-data", "alpes-data"):
+        assert "gaps" not in record(results, jobs[ds]), ds
+
+
+@pytest.fixture
+def cache_work(bench_sif: Path) -> Iterator[tuple[Path, str]]:
+    """(campaign file, data prefix): frankfurt's jobs read two datasets of gsi's storage through
+    frankfurt's XCache, ``cached`` and ``cold``; ``cached``'s file is written here (the campaign
+    keeps a generated file of the right size), so that the test can read it through the cache
+    first."""
+    bench = {
+        **FED_READ,
+        "datasets": ["cached", "cold"],
+        "sweep": {"block_size": ["1m"], "scenario": ["xcache"]},
+    }
+    more = {"cached": "gsi", "cold": "gsi"}
+    with federation_work(bench_sif, "fed-origin-down", [bench], more) as (cfile, prefix):
+        data = Path(json.loads(ok(itsupport.afkit("federation", "urls")))["sites"]["gsi"]["data"])
+        cached = data / prefix / "cached-0000.dat"
+        cached.parent.mkdir(parents=True)
+        cached.write_bytes(os.urandom(SIZE))
+        cached.chmod(0o644)
+        yield cfile, prefix
+
+
+def test_origin_down_the_cached_file_is_read_and_only_the_uncached_job_fails_and_is_retried(
+    cache_work: tuple[Path, str],
+) -> None:
+    cfile, prefix = cache_work
+    fed = json.loads(ok(itsupport.afkit("federation", "urls")))
+    cache = fed["sites"]["frankfurt"]["caches"]["xcache"]
+    url = f"{cache}//{prefix}/cached-0000.dat"
+    reader = [sys.executable, "-m", "afkit", "bench", "read", "--no-monitor", url]
+    warm = itsupport.afkit("federation", "exec", "frankfurt", "--", *reader, timeout=120)
+    assert warm.returncode == 0, warm.stderr[-2000:]
+    time.sleep(1)  # the cache writes its last block and closes the file
+    ok(sh("afkit federation toxic gsi disable"))  # gsi's storage unreachable from the WAN
+    results = Path(ok(itsupport.afkit("campaign", "results", str(cfile))).strip())
+    run = sh("afkit campaign run C.yaml", cwd=cfile.parent)
+    assert run.returncode == 0, run.stderr[-4000:]
+    first = jobs_by_dataset(results)
+    cached = first["cached"]
+    assert (cached["status"], cached["bytes"]) == ("ok", str(SIZE)), cached["error"]
+    assert first["cold"]["status"] == "failed", first["cold"]
+    cause = first["cold"]["error"]
+    assert cause and "\n" not in cause and "afkit bench exited 1" in cause and "cold-0000.dat" in cause, cause
+    before = job_records(results, "read")
+
+    ok(sh("afkit federation link gsi --reset"))  # the origin is back
+    retry = sh("afkit campaign retry C.yaml --failed", cwd=cfile.parent)
+    out = ok(retry) + retry.stderr
+    assert [ln for ln in out.splitlines() if ln.startswith("retry:")] == [
+        f"retry: failed  read/{first['cold']['id']}"
+    ], out[-3000:]
+    again = jobs_by_dataset(results)
+    assert (again["cold"]["status"], again["cold"]["bytes"]) == ("ok", str(SIZE)), again["cold"]["error"]
+    after = job_records(results, "read")
+    name = f"{cached['id']}.json"
+    assert after[name] == before[name], "the job of the cached file was rerun"

@@ -12,9 +12,10 @@ Started by ``afkit federation up`` after the sites' storage, stopped by ``down``
   name ``AFKIT_SITE``.
 - **SLURM**: ``/etc/slurm/federation.conf`` (included by the testbed's ``slurm.conf``;
   ``templates/federation/slurm.conf.j2``) adds a node ``afkit-SITE`` at the site's address in a
-  partition named after the site; ``scontrol reconfigure`` tells slurmctld. Each site's slurmd runs
-  in the site's namespace with a copy of ``slurm.conf`` whose controller address is the federation
-  address (sites cannot reach the controller's loopback).
+  partition named after the site and ``SlurmctldAddr=10.77.0.10`` (every client, also ``srun`` in a
+  job at a site, reaches the controller there: the sites cannot reach its loopback); ``scontrol
+  reconfigure`` tells slurmctld. Each site's slurmd runs in the site's namespace (``slurmd -N
+  afkit-SITE``) with a copy of ``slurm.conf`` naming its own spool, pid and log files.
 - **Registry**: an OCI registry (``docker-registry``, plain HTTP) on ``10.77.0.10:5000`` for
   images pulled at the sites (``oras://10.77.0.10:5000/...``), state in ``/srv/federation/registry``.
 """
@@ -45,7 +46,7 @@ SLURM_FED_CONF = Path("/etc/slurm/federation.conf")
 NO_SITES = "# no federation sites\n"  # an empty included file makes every slurm command warn
 COLLECTOR_PORT = 9618
 REGISTRY_PORT = 5000
-SITE_CPUS = 1
+SITE_CPUS = 2  # slots (HTCondor) and CPUs (SLURM) per site: two jobs at once
 SITE_MEMORY_MB = 2048
 START_TIMEOUT = 90.0
 Log = Any
@@ -233,6 +234,7 @@ def condor_up(root: Path, site: Site) -> None:
     files.config.write_text(
         render(
             "condor.conf.j2",
+        shared_fs=site.shared_fs,
             site=site.name,
             address=site.address,
             submit_address=net.submit_address(),
@@ -253,13 +255,10 @@ def condor_up(root: Path, site: Site) -> None:
 # ---------------------------------------------------------------- SLURM
 
 
-def _site_slurm_conf(site: Site, files: dmn.DaemonFiles) -> str:
-    """The testbed's slurm.conf for a site's slurmd: the controller at the federation address,
-    the slurmd's spool, pid and log files in the site's directory."""
+def _site_slurm_conf(files: dmn.DaemonFiles) -> str:
+    """The testbed's slurm.conf for a site's slurmd: its spool, pid and log files in the site's
+    directory (the controller's address comes from the federation's SlurmctldAddr)."""
     text = SLURM_CONF.read_text()
-    text = re.sub(
-        r"^SlurmctldHost=([^(\s]+)\([^)]*\)", rf"SlurmctldHost=\1({net.submit_address()})", text, flags=re.M
-    )
     d = files.config.parent
     for key, value in (
         ("SlurmdSpoolDir", d / "spool"),
@@ -281,6 +280,7 @@ def slurm_up(fed: Federation, root: Path, log: Log) -> None:
     text = render(
         "slurm.conf.j2",
         sites=[{"name": s.name, "node": slurm_node(s), "address": s.address} for s in fed.sites.values()],
+        submit_address=net.submit_address(),
         cpus=SITE_CPUS,
         memory_mb=SITE_MEMORY_MB,
     )
@@ -293,7 +293,7 @@ def slurm_up(fed: Federation, root: Path, log: Log) -> None:
         if dmn.read_pid(files) is not None:
             continue
         (files.config.parent / "spool").mkdir(parents=True, exist_ok=True)
-        files.config.write_text(_site_slurm_conf(site, files))
+        files.config.write_text(_site_slurm_conf(files))
         _spawn(net.in_ns(site.name, "slurmd", "-D", "-f", str(files.config), "-N", slurm_node(site)), files)
     for site in fed.sites.values():
         _wait(

@@ -64,10 +64,16 @@ def site_options(site: dict[str, Any]) -> list[str]:
         resources += [f"job:requirements={site['requirements']!r}", "job:classad_WantAfkitSite=True"]
     if site["executor"] == "slurm" and site.get("partition"):
         resources.append(f"job:slurm_partition={site['partition']!r}")
-    options = ["--set-resources", *resources] if resources else []
+    options = []
     if not site.get("shared_fs", True):
-        options += ["--shared-fs-usage", "none"]  # the plugin then transfers inputs and outputs
-    return options
+        # the plugin transfers the job's inputs and outputs (--shared-fs-usage none); the installed
+        # workflow is shared software (named as given, absolute and relative to the submit
+        # directory), run by the sandbox wrapper (workflows/scripts/htcondor-sandbox-job)
+        files = workflow_files()
+        software = [str(files.root), os.path.relpath(files.root)]
+        resources.append(f"job:job_wrapper={str(files.sandbox_wrapper)!r}")
+        options += ["--shared-fs-usage", "none", "--htcondor-shared-fs-prefixes", ",".join(software)]
+    return (["--set-resources", *resources] if resources else []) + options
 
 
 def plan_calls(

@@ -234,7 +234,7 @@ def condor_up(root: Path, site: Site) -> None:
     files.config.write_text(
         render(
             "condor.conf.j2",
-        shared_fs=site.shared_fs,
+            shared_fs=site.shared_fs,
             site=site.name,
             address=site.address,
             submit_address=net.submit_address(),

@@ -3,6 +3,7 @@ workers"): HTCondor requirements, the SLURM partition, a site without the submit
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 
 from afkit.campaign import config, runner
 from afkit.errors import InvalidError
+from afkit.paths import workflow_files
 
 
 def _error(raw: dict[str, Any]) -> str:
@@ -68,8 +70,12 @@ def test_site_options_become_the_sites_own_snakemake_call(
     here, far = runner.plan_calls(make(raw), tmp_path / "c.yaml")
     assert "afkit_site=here" in here and "afkit_site=far" in far
     sets = here[here.index("--set-resources") + 1 : here.index("--shared-fs-usage")]
-    assert sets == ["job:requirements='AFKIT_SITE == \"alpes\"'", "job:classad_WantAfkitSite=True"]
+    assert sets[:2] == ["job:requirements='AFKIT_SITE == \"alpes\"'", "job:classad_WantAfkitSite=True"]
+    assert sets[2] == f"job:job_wrapper={str(workflow_files().sandbox_wrapper)!r}"
     assert here[here.index("--shared-fs-usage") + 1] == "none"
+    # the installed workflow is shared software: not transferred, as given and relative to the cwd
+    shared = here[here.index("--htcondor-shared-fs-prefixes") + 1].split(",")
+    assert shared == [str(workflow_files().root), os.path.relpath(workflow_files().root)]
     assert far[far.index("--set-resources") + 1] == "job:slurm_partition='gsi'"
     assert "--shared-fs-usage" not in far
 

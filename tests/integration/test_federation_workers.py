@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -61,9 +62,11 @@ def run(state: dict[str, Any], bench_sif: Path) -> Iterator[tuple[list[dict[str,
     (work / "C.yaml").write_text(yaml.safe_dump(raw), encoding="utf-8")
     env = {**os.environ, "HOME": "/home/afkit", "USER": "afkit", "LOGNAME": "afkit",
            "AFKIT_REGISTRY_INSECURE": "1"}  # fmt: skip
-    proc = subprocess.run(["setpriv", "--reuid=afkit", "--regid=afkit", "--init-groups",
-                           "afkit", "campaign", "run", "C.yaml"], cwd=work, env=env, capture_output=True,
-                          text=True, check=False, timeout=300)  # fmt: skip
+    # docs/federation.md's command, as user afkit from the directory holding the campaign file
+    line = "afkit campaign run C.yaml"
+    as_afkit = ["setpriv", "--reuid=afkit", "--regid=afkit", "--init-groups"]
+    proc = subprocess.run([*as_afkit, *shlex.split(line)], cwd=work, env=env, capture_output=True, text=True,
+                          check=False, timeout=300)  # fmt: skip
     try:
         assert proc.returncode == 0, f"exit {proc.returncode}: {proc.stderr[-4000:]}"
         [results] = (work / "results").iterdir()

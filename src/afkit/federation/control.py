@@ -166,7 +166,6 @@ def up(fed: Federation, log: Any = print) -> dict[str, Any]:
                 hint="take it down first (afkit federation down), then up with the new link file",
             )
         log(f"afkit federation: already up ({state_file()})")
-        batch.up(fed, root_dir(), log)  # restarts a site's worker that died
         return state
     _prepare_dirs(fed)
     try:

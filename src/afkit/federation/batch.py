@@ -130,14 +130,16 @@ def _condor_val(name: str) -> str:
     return _run(["condor_config_val", name], f"condor_config_val {name}").strip()
 
 
-def _pool_ready() -> bool:
+def _pool_ready(address: str | None = None) -> bool:
+    """The pool's schedd advertises ADDRESS (default the federation address) and its collector answers."""
+    address = address or net.submit_address()
     proc = subprocess.run(
-        ["condor_status", "-pool", f"{net.submit_address()}:{COLLECTOR_PORT}", "-schedd", "-af", "MyAddress"],
+        ["condor_status", "-pool", f"{address}:{COLLECTOR_PORT}", "-schedd", "-af", "MyAddress"],
         capture_output=True,
         text=True,
         check=False,
     )
-    return proc.returncode == 0 and net.submit_address() in proc.stdout
+    return proc.returncode == 0 and f"<{address}:" in proc.stdout
 
 
 def pool_up(log: Log) -> None:
@@ -156,9 +158,12 @@ def pool_up(log: Log) -> None:
 
 
 def pool_down() -> None:
+    """The pool back on loopback only (restarted; returns once its schedd is there again)."""
     if POOL_CONF.is_file():
         POOL_CONF.unlink()
         subprocess.run(["condor_restart", "-master"], capture_output=True, check=False)
+        _wait(lambda: _pool_ready("127.0.0.1"), "the testbed's HTCondor pool on 127.0.0.1",
+              Path("/var/log/condor/MasterLog"))  # fmt: skip
 
 
 def site_slots(site: str) -> list[dict[str, str]]:

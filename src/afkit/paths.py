@@ -70,6 +70,12 @@ class WorkflowFiles:
         """Every campaign key, generated from the schema (``afkit campaign config-doc``)."""
         return self.root / "config" / "README.md"
 
+    @property
+    def sandbox_wrapper(self) -> Path:
+        """The HTCondor job wrapper of a site without the submit host's files (runs the job's
+        snakemake from the transferred sandbox with the installed workflow)."""
+        return self.root / "scripts" / "htcondor-sandbox-job"
+
     def profile(self, executor: str) -> Path:
         """The snakemake profile of an executor (local, htcondor, slurm)."""
         return self.root / "profiles" / executor

@@ -104,9 +104,44 @@ def _check_sizes(where: str, sweep: dict[str, Any]) -> list[str]:
     return problems
 
 
+# site keys that only one executor acts on (the others would silently ignore them)
+EXECUTOR_KEYS = {"requirements": "htcondor", "partition": "slurm"}
+
+
+def _check_sites(cfg: dict[str, Any]) -> list[str]:
+    """Site keys that fit the site's executor; a site without the submit host's files needs an image
+    its jobs can pull (docs/federation.md, "Per-site batch workers")."""
+    problems = []
+    for name, site in cfg["sites"].items():
+        executor = site["executor"]
+        for key, needs in EXECUTOR_KEYS.items():
+            if key in site and executor != needs:
+                problems.append(
+                    f"sites.{name}.{key}: only for executor {needs!r}, not {executor!r}; "
+                    f"remove it or set sites.{name}.executor: {needs}"
+                )
+        if site.get("netns") and executor != "local":
+            problems.append(
+                f"sites.{name}.netns: only for executor 'local'; a {executor} worker already runs in its "
+                "site's network namespace (remove netns)"
+            )
+        if not site["shared_fs"]:
+            if executor != "htcondor":
+                problems.append(
+                    f"sites.{name}.shared_fs: false needs executor 'htcondor' (HTCondor file transfer); "
+                    f"{executor!r} jobs read and write the submit host's files"
+                )
+            if not str(cfg["image"].get("sif", "")).startswith("oras://"):
+                problems.append(
+                    f"sites.{name}.shared_fs: false needs image.sif to be an oras:// reference: the "
+                    "site's jobs pull the image from the registry (they cannot see a SIF file here)"
+                )
+    return problems
+
+
 def _check_references(cfg: dict[str, Any]) -> list[str]:
     """Cross-references the schema cannot express: names that must exist."""
-    problems: list[str] = []
+    problems: list[str] = _check_sites(cfg)
     allowed = ", ".join(sorted(cfg["storage"]))
     for name, site in cfg["sites"].items():
         if site["storage"] not in cfg["storage"]:

@@ -91,19 +91,73 @@ def root_cause(text: str, limit: int = 300) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
+def _read_ad(path: str) -> dict[str, str]:
+    """A ClassAd file (HTCondor's job or machine ad) as attribute -> value, strings unquoted."""
+    ad: dict[str, str] = {}
+    try:
+        for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
+            key, sep, value = line.partition(" = ")
+            if sep:
+                ad[key.strip()] = value.strip().strip('"')
+    except OSError:
+        pass
+    return ad
+
+
+def batch_site(env: dict[str, str] | None = None) -> str:
+    """The batch system's site of the worker running this job: the machine ad's AFKIT_SITE
+    (HTCondor, the federation's execute nodes), the SLURM partition; empty for a local job."""
+    env = dict(os.environ if env is None else env)
+    if env.get("_CONDOR_MACHINE_AD"):
+        return _read_ad(env["_CONDOR_MACHINE_AD"]).get("AFKIT_SITE", "")
+    return env.get("SLURM_JOB_PARTITION", "")
+
+
+def worker_address(netns: str = "") -> str:
+    """The worker node's first global IPv4 address (in network namespace NETNS when given)."""
+    cmd = ["ip", "-4", "-o", "addr", "show", "scope", "global"]
+    if netns:
+        cmd = ["nsenter", f"--net=/run/netns/{netns}", "--", *cmd]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, check=False).stdout
+    except OSError:
+        return ""
+    for line in out.splitlines():
+        fields = line.split()
+        if "inet" in fields:
+            return fields[fields.index("inet") + 1].split("/")[0]
+    return ""
+
+
+def pull_on_worker(image: dict[str, Any], scratch: Path) -> tuple[str, float]:
+    """A site without the submit host's files: pull the campaign's oras:// image into the job's
+    SCRATCH (the same sha256 as the submit host's pull, or the job fails); (path, seconds)."""
+    from afkit.campaign.image import oras_pull_command, sha256_of
+
+    ref = str(image.get("source", ""))
+    if not ref.startswith("oras://"):
+        raise PrereqError(
+            f"this site has no shared filesystem, but the image {image['path']} is not from a registry",
+            hint="give image.sif as an oras:// reference (docs/federation.md)",
+        )
+    sif = scratch / "image.sif"
+    t0 = time.monotonic()
+    proc = subprocess.run(oras_pull_command(ref, sif), capture_output=True, text=True, check=False)
+    seconds = time.monotonic() - t0
+    if proc.returncode != 0 or not sif.is_file():
+        raise NotFoundError(f"cannot pull {ref} on the worker node: {root_cause(proc.stderr + proc.stdout)}")
+    if sha256_of(sif) != image["sha256"]:
+        raise AfkitError(f"{ref} pulled on the worker node is not the image of the campaign (sha256 differs)",
+                         hint="the tag was pushed again during the campaign: rerun it")  # fmt: skip
+    return str(sif), seconds
+
+
 def batch_identity(env: dict[str, str] | None = None) -> tuple[str, str]:
     """(executor, batch job id) of the process running this job, from its own environment."""
     env = dict(os.environ if env is None else env)
     ad_path = env.get("_CONDOR_JOB_AD")
     if ad_path:
-        ad: dict[str, str] = {}
-        try:
-            for line in Path(ad_path).read_text(encoding="utf-8", errors="replace").splitlines():
-                key, sep, value = line.partition(" = ")
-                if sep:
-                    ad[key.strip()] = value.strip().strip('"')
-        except OSError:
-            pass
+        ad = _read_ad(ad_path)
         job_id = f"{ad['ClusterId']}.{ad.get('ProcId', '0')}" if "ClusterId" in ad else ""
         return "htcondor", job_id
     if env.get("SLURM_JOB_ID"):
@@ -149,11 +203,15 @@ def run(
 ) -> dict[str, Any]:
     """Run one job; return (and write to OUTPUT) its record."""
     site = campaign["site"]
+    os.environ.update(site.get("env", {}))  # this job's process only: the worker's batch job
     if apptainer.command_name() is None:
         raise PrereqError("apptainer not found on PATH on the worker node", hint="install Apptainer there")
-    if not Path(image["path"]).exists():
+    shared_fs = site.get("shared_fs", True)
+    if shared_fs and not Path(image["path"]).exists():
         raise NotFoundError(f"image not found on the worker node: {image['path']}")
-    scratch_root = Path(site.get("scratch") or "/tmp")
+    # without the submit host's files, the job works in its HTCondor sandbox
+    sandbox = "" if shared_fs else os.environ.get("_CONDOR_SCRATCH_DIR", "")
+    scratch_root = Path(sandbox or site.get("scratch") or "/tmp")
     scratch_root.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="afkit-job-", dir=scratch_root))
     record: dict[str, Any] = {
@@ -167,9 +225,16 @@ def run(
         "image_tag": image.get("tag", ""),
         "image_fingerprint": image.get("fingerprint", ""),
         "submit_host": socket.gethostname(),
+        "wn_site": batch_site(),
+        "wn_address": worker_address(site.get("netns", "")),
+        "submit_files": "shared" if shared_fs else "transferred",
     }
     record["executor"], record["batch_job_id"] = batch_identity()
     try:
+        image_path = image["path"]
+        if not shared_fs:
+            image_path, record["image_pull_s"] = pull_on_worker(image, scratch)
+            record["image_path"] = image_path
         spec = {
             **job,
             "scratch": str(scratch),
@@ -182,7 +247,7 @@ def run(
         spec["t_launch"] = time.time()
         spec_path.write_text(json.dumps(spec), encoding="utf-8")
         binds = [p for p in campaign.get("binds", []) if Path(p).is_dir()]
-        cmd = apptainer_command(image["path"], site, scratch, spec_path, binds, image.get("python", "auto"))
+        cmd = apptainer_command(image_path, site, scratch, spec_path, binds, image.get("python", "auto"))
         if site.get("netns"):  # a federation site: the job's network is the site's (docs/federation.md)
             cmd = ["nsenter", f"--net=/run/netns/{site['netns']}", "--", *cmd]
         record["start"] = spec["t_launch"]

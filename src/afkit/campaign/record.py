@@ -81,6 +81,12 @@ FIELDS: tuple[Field, ...] = (
     _wrapper("image_fingerprint"),
     _wrapper("bottleneck"),
     _wrapper("bottleneck_reason"),
+    _wrapper("wn_site"),  # the batch worker's site: HTCondor machine ad AFKIT_SITE, SLURM partition
+    _wrapper("wn_address"),  # the worker node's IPv4 address (in the site's namespace)
+    _wrapper("submit_files"),  # shared (the submit host's filesystem) or transferred (shared_fs: false)
+    Field(
+        "image_pull_s", NUM, "wrapper", "optional"
+    ),  # seconds of the image's pull on the worker (shared_fs: false)
     # in the record only
     _plan("payload", column=False),
     _plan("branches", LIST, column=False),

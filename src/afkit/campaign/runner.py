@@ -1,8 +1,9 @@
 """``afkit campaign run`` / ``retry``: the snakemake command lines for a campaign, one per executor.
 
-A campaign whose sites all use one executor is one snakemake call. Sites with different executors
-run one after another (``--config afkit_site=SITE`` with that executor's profile: the workflow's
-default target is then that site's job records, no marker file); the report is then made locally
+A campaign whose sites all use one executor (and no site options: requirements, partition,
+shared_fs false) is one snakemake call. Otherwise the sites run one after another (``--config
+afkit_site=SITE`` with that executor's profile and the site's options: the workflow's default
+target is then that site's job records, no marker file); the report is then made locally
 from whatever records exist, with missing cells marked. ``retry`` passes the job records to redo
 as the targets.
 
@@ -22,6 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from afkit.campaign.config import Campaign
 from afkit.errors import ExitCode
@@ -53,6 +55,27 @@ def snakemake_cmd(
     return cmd
 
 
+def site_options(site: dict[str, Any]) -> list[str]:
+    """Snakemake options of a site's own call: where its batch jobs go (HTCondor requirements, the
+    SLURM partition) and, for a site without the submit host's files, HTCondor file transfer."""
+    resources = []
+    if site["executor"] == "htcondor" and site.get("requirements"):
+        # the testbed federation's execute nodes start only jobs that want a site (docs/federation.md)
+        resources += [f"job:requirements={site['requirements']!r}", "job:classad_WantAfkitSite=True"]
+    if site["executor"] == "slurm" and site.get("partition"):
+        resources.append(f"job:slurm_partition={site['partition']!r}")
+    options = []
+    if not site.get("shared_fs", True):
+        # the plugin transfers the job's inputs and outputs (--shared-fs-usage none); the installed
+        # workflow is shared software (named as given, absolute and relative to the submit
+        # directory), run by the sandbox wrapper (workflows/scripts/htcondor-sandbox-job)
+        files = workflow_files()
+        software = [str(files.root), os.path.relpath(files.root)]
+        resources.append(f"job:job_wrapper={str(files.sandbox_wrapper)!r}")
+        options += ["--shared-fs-usage", "none", "--htcondor-shared-fs-prefixes", ",".join(software)]
+    return (["--set-resources", *resources] if resources else []) + options
+
+
 def plan_calls(
     campaign: Campaign,
     campaign_file: Path,
@@ -64,7 +87,7 @@ def plan_calls(
     """The snakemake calls; TARGETS: site → files to make (retry), None = the whole campaign."""
     sites = campaign.config["sites"]
     executors = {s["executor"] for s in sites.values()}
-    if len(executors) == 1:
+    if len(executors) == 1 and not any(site_options(s) for s in sites.values()):
         files = None if targets is None else [f for fs in targets.values() for f in fs]
         if files == []:
             return []
@@ -89,7 +112,7 @@ def plan_calls(
                 targets=files,
                 site=name,
                 dry_run=dry_run,
-                extra=extra,
+                extra=[*site_options(site), *(extra or [])],
             )
         )
     return calls

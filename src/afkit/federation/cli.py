@@ -11,7 +11,7 @@ from typing import Any
 
 from afkit.cli import usage_handler
 from afkit.errors import ExitCode, UsageError
-from afkit.federation import control, links, net, toxiproxy
+from afkit.federation import batch, control, links, net, toxiproxy
 
 
 def _fed(args: argparse.Namespace) -> links.Federation:
@@ -34,12 +34,13 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     state = control.load_state()
+    workers = batch.status(_fed(args))
     for name, site in state["sites"].items():
         qdisc = net.run(["tc", "-n", name, "qdisc", "show", "dev", net.SITE_IF]).strip()
         link = net.run(["ip", "-n", links.WAN_NS, "-br", "link", "show", f"w-{name}"]).split()
         print(json.dumps({"site": name, "address": site["address"], "link": link[1] if len(link) > 1 else "?",
                           "qdisc": qdisc, "storage_url": site["storage_url"],
-                          "caches": site["caches"]}))  # fmt: skip
+                          "caches": site["caches"], "workers": workers.get(name, {})}))  # fmt: skip
     return ExitCode.OK
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from afkit.atomic import write_atomic
 from afkit.errors import AfkitError, PrereqError, UnsafeError
-from afkit.federation import net, toxiproxy
+from afkit.federation import batch, net, toxiproxy
 from afkit.federation.links import ORIGIN_PORT, SUBNET, TOXIPROXY_API_PORT, WAN_NS, Federation, Site
 from afkit.storage import daemon as dmn
 from afkit.storage.scenarios import SCENARIOS, entry_port
@@ -179,10 +179,11 @@ def up(fed: Federation, log: Any = print) -> dict[str, Any]:
             for cmd in storage_up_cmds(fed, site):
                 net.run(cmd)
             log(f"afkit federation: {site.name}: storage up at {site.address}")
+        workers = batch.up(fed, root_dir(), log)
     except BaseException:
         down(fed, log=lambda *_: None)
         raise
-    state = describe(fed)
+    state = {**describe(fed), **workers}
     write_atomic(state_file(), json.dumps(state, indent=1))
     return state
 
@@ -190,6 +191,7 @@ def up(fed: Federation, log: Any = print) -> dict[str, Any]:
 def down(fed: Federation, log: Any = print) -> None:
     state_file().unlink(missing_ok=True)
     present = set(net.namespaces())
+    batch.down(fed, root_dir())  # before the namespaces go: the daemons run in them
     for site in fed.sites.values():
         if site.name in present:
             subprocess.run(storage_cmd(fed, site, "down", "all"), capture_output=True, check=False)

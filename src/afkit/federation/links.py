@@ -63,6 +63,7 @@ class Site:
     link: Link
     cache_origin: str | None = None
     caches: tuple[str, ...] = ()
+    shared_fs: bool = True  # false: the site's batch workers are another file-system domain
 
     @property
     def address(self) -> str:
@@ -126,10 +127,15 @@ def _site(name: str, raw: Any, defaults: Link) -> Site:
             f"{where}: site names are 1-12 lower-case letters or digits, starting with a letter, not 'wan'"
         )
     if not isinstance(raw, dict):
-        raise InvalidError(f"{where}: must be a mapping (index, optional wan and caches)")
-    extra = set(raw) - {"index", "wan", "caches"}
+        raise InvalidError(f"{where}: must be a mapping (index, optional wan, caches and shared_fs)")
+    extra = set(raw) - {"index", "wan", "caches", "shared_fs"}
     if extra:
-        raise InvalidError(f"{where}: unknown key(s) {', '.join(sorted(extra))}; allowed: index, wan, caches")
+        raise InvalidError(
+            f"{where}: unknown key(s) {', '.join(sorted(extra))}; allowed: index, wan, caches, shared_fs"
+        )
+    shared_fs = raw.get("shared_fs", True)
+    if not isinstance(shared_fs, bool):
+        raise InvalidError(f"{where}.shared_fs: {shared_fs!r} is not true or false")
     index = raw.get("index")
     if not isinstance(index, int) or isinstance(index, bool) or not 1 <= index <= 254:
         raise InvalidError(f"{where}.index: {index!r} is not an integer in 1..254 (the subnet 10.77.INDEX)")
@@ -140,7 +146,7 @@ def _site(name: str, raw: Any, defaults: Link) -> Site:
         raise InvalidError(
             f"{where}.caches: give 'origin' (a site name) and 'scenarios' (of {', '.join(CACHE_SCENARIOS)})"
         )
-    return Site(name, index, _link(raw.get("wan"), defaults, f"{where}.wan"), origin, scenarios)
+    return Site(name, index, _link(raw.get("wan"), defaults, f"{where}.wan"), origin, scenarios, shared_fs)
 
 
 def parse(raw: Any, source: Path) -> Federation:

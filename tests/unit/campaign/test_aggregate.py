@@ -41,6 +41,7 @@ def record(i: int, **kw: Any) -> dict[str, Any]:
         "duration": 10.0, "interval": 1.0, "template": "redirlocal", "url": "/d/f", "files": 1,
         "bottleneck": "none", "bottleneck_reason": "-", "payload": "builtin", "branches": [],
         "submit_host": "sub", "container_start": 100.5, "bytes_staged": 0, "bytes_out": 20,
+        "wn_site": "", "wn_address": "10.0.0.1", "submit_files": "shared",
     }  # fmt: skip
     rec.update(kw)
     return rec

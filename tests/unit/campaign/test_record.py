@@ -13,6 +13,7 @@ from afkit.campaign import record
 from afkit.errors import InvalidError
 
 # jobs.csv's header before the contract existed: the columns derived from it keep names and order
+# (new columns are appended)
 JOBS_CSV = [
     "campaign", "campaign_hash", "image_sha256", "image_tag", "image_path", "bench", "type", "id", "wave",
     "site", "executor", "batch_job_id", "host", "dataset", "scenario", "access", "clients", "block_size",
@@ -20,6 +21,8 @@ JOBS_CSV = [
     "status", "error", "start", "end", "processing_start", "setup_s", "stage_in_s", "processing_s",
     "stage_out_s", "wall_s", "bytes", "bytes_staged", "events", "throughput_MBps", "events_per_s",
     "image_fingerprint", "bottleneck", "bottleneck_reason",
+    # the federation's batch workers (docs/federation.md): appended, the columns before keep their place
+    "wn_site", "wn_address", "submit_files", "image_pull_s",
 ]  # fmt: skip
 
 

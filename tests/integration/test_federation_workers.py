@@ -1,0 +1,115 @@
+"""The federation campaign on the sites' own batch workers: ``workflows/config/federation-workers.yaml``.
+
+gsi's jobs go to gsi's slurmd (partition ``gsi``), frankfurt's and alpes's to their HTCondor
+execute nodes (requirements on ``AFKIT_SITE``); alpes has no shared filesystem with the submit
+host (HTCondor file transfer, the image pulled on the worker from the federation's registry).
+The bench image is pushed to the registry (``oras://10.77.0.10:5000/...``) under a tag of this
+test's own; the campaign runs as user afkit (HTCondor refuses root's jobs) from a directory holding
+its file. Checks, per job in ``jobs.csv``: it succeeded, on the batch system and the worker of its
+site (AFKIT_SITE / partition, the site's address), and alpes's jobs had their files transferred and
+pulled the image themselves (the record came back by file transfer). Needs the federation up
+(``scripts/testbed federation up``).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import itsupport
+import pytest
+import yaml
+from itsupport import REPO, ok
+
+pytestmark = pytest.mark.testbed
+
+EXAMPLE = REPO / "workflows" / "config" / "federation-workers.yaml"
+EXECUTOR = {"gsi": "slurm", "frankfurt": "htcondor", "alpes": "htcondor"}
+
+
+@pytest.fixture(scope="module")
+def state() -> dict[str, Any]:
+    proc = itsupport.afkit("federation", "urls")
+    if proc.returncode != 0:
+        pytest.fail("the federation is not up (run: scripts/testbed federation up)")
+    data: dict[str, Any] = json.loads(proc.stdout)
+    return data
+
+
+@pytest.fixture(scope="module")
+def run(state: dict[str, Any], bench_sif: Path) -> Iterator[tuple[list[dict[str, str]], Path]]:
+    """The campaign run once: (rows of jobs.csv, results directory)."""
+    tag = uuid.uuid4().hex[:8]
+    ref = f"oras://{state['registry']}/afkit/bench:{tag}"
+    ok(subprocess.run(["apptainer", "push", str(bench_sif), ref], capture_output=True, text=True, check=False,
+                      timeout=120))  # fmt: skip
+    work = Path(tempfile.mkdtemp(prefix="afkit-fed-workers-", dir="/tmp"))
+    shutil.chown(work, "afkit", "afkit")
+    raw: dict[str, Any] = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
+    raw["image"] = {"sif": ref}
+    prefix = f"fed-workers-{tag}"
+    for ds in raw["datasets"].values():
+        ds["generate"]["prefix"] = f"{prefix}/blob"
+    (work / "C.yaml").write_text(yaml.safe_dump(raw), encoding="utf-8")
+    env = {**os.environ, "HOME": "/home/afkit", "USER": "afkit", "LOGNAME": "afkit",
+           "AFKIT_REGISTRY_INSECURE": "1"}  # fmt: skip
+    # docs/federation.md's command, as user afkit from the directory holding the campaign file
+    line = "afkit campaign run C.yaml"
+    as_afkit = ["setpriv", "--reuid=afkit", "--regid=afkit", "--init-groups"]
+    proc = subprocess.run([*as_afkit, *shlex.split(line)], cwd=work, env=env, capture_output=True, text=True,
+                          check=False, timeout=300)  # fmt: skip
+    try:
+        assert proc.returncode == 0, f"exit {proc.returncode}: {proc.stderr[-4000:]}"
+        [results] = (work / "results").iterdir()
+        with (results / "aggregate" / "jobs.csv").open(encoding="utf-8") as fh:
+            rows = list(csv.DictReader(fh))
+        yield rows, results
+    finally:
+        for store in raw["storage"].values():
+            shutil.rmtree(Path(store["path"]) / prefix, ignore_errors=True)  # the data made here
+        shutil.rmtree(work, ignore_errors=True)  # the directory this test created
+
+
+def test_every_job_succeeds(run: tuple[list[dict[str, str]], Path]) -> None:
+    rows, _ = run
+    assert len(rows) == 6  # 3 sites x 2 datasets
+    assert {r["status"] for r in rows} == {"ok"}, [(r["id"], r["error"]) for r in rows]
+
+
+def test_each_job_ran_on_its_sites_worker(
+    run: tuple[list[dict[str, str]], Path], state: dict[str, Any]
+) -> None:
+    rows, _ = run
+    for r in rows:
+        site = r["site"]
+        assert r["executor"] == EXECUTOR[site], r["id"]
+        assert r["batch_job_id"], r["id"]
+        assert r["wn_site"] == site, r["id"]  # AFKIT_SITE of the machine ad / the SLURM partition
+        assert r["wn_address"] == state["sites"][site]["address"], r["id"]
+
+
+def test_alpes_jobs_transfer_their_files_and_pull_the_image(run: tuple[list[dict[str, str]], Path]) -> None:
+    rows, results = run
+    for r in rows:
+        if r["site"] == "alpes":
+            assert r["submit_files"] == "transferred", r["id"]
+            assert float(r["image_pull_s"]) > 0, r["id"]
+            # the image the job ran: pulled into its HTCondor sandbox at alpes, not the submit host's copy
+            assert r["image_path"].startswith("/srv/federation/alpes/condor/execute/"), r["image_path"]
+        else:
+            assert r["submit_files"] == "shared", r["id"]
+            assert r["image_pull_s"] == "", r["id"]
+            assert r["image_path"].startswith(str(results)), r["image_path"]
+    shared = {r["image_sha256"] for r in rows}
+    assert len(shared) == 1  # one image everywhere: the pull on the worker matched the campaign's
+    alpes_records = sorted((results / "job" / "steps").glob("alpes.*.json"))
+    assert len(alpes_records) == 2  # transferred back to the submit directory

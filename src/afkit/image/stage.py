@@ -230,19 +230,21 @@ def execute(
                     elves.append({"path": task.rel, **entry["elf"]})
             return
         copied = entry is None
-        if entry is None:
-            entry = store.add(task.src, task.rel, task.st, {})
+        placed = False
+        if entry is None:  # new content is copied straight to its place, the blob linked from it
+            entry, placed = store.add_placing(task.src, task.rel, task.st, {}, place=target)
         blob = store.blob_path(entry["sha256"], bool(entry["x"]))
         if entry.get("head_elf") and "elf" not in entry:
             info = elf.read(blob)
             meta = {"elf": None if info is None else {"interp": info.interp, "needed": list(info.needed)}}
             store.update_meta(task.rel, task.st, meta)
             entry = {**entry, **meta}
-        try:
-            os.link(blob, target)
-        except FileNotFoundError:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.link(blob, target)
+        if not placed:
+            try:
+                os.link(blob, target)
+            except FileNotFoundError:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.link(blob, target)
         with lock:
             if copied:
                 stats.copied_files += 1

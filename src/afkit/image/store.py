@@ -85,40 +85,64 @@ class Store:
 
     def add(self, src: Path, rel: str, st: os.stat_result, meta: dict[str, Any]) -> dict[str, Any]:
         """Copy SRC into the store (hashing it unless CVMFS knows its hash); returns its index entry."""
+        return self.add_placing(src, rel, st, meta)[0]
+
+    def add_placing(
+        self, src: Path, rel: str, st: os.stat_result, meta: dict[str, Any], place: Path | None = None
+    ) -> tuple[dict[str, Any], bool]:
+        """``add``; with PLACE (a path that does not exist yet, e.g. the file's place in the staged
+        tree), new content is copied straight to PLACE and the blob is a hard link of it: one file
+        created instead of a temporary one, its link and its removal. (entry, True when PLACE was
+        made); False: the content was in the store already, PLACE is untouched."""
         executable = bool(st.st_mode & 0o111)
         known = cvmfs_hash(src)
         digest = f"{CVMFS_PREFIX}{known}" if known else ""
         blob = self.blob_path(digest, executable) if known else None
+        placed = False
         if blob is not None and _same_size(blob, st.st_size):
-            with src.open("rb", buffering=0) as inp:
-                head = os.pread(inp.fileno(), 4, 0)
+            fd = os.open(src, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                head = os.pread(fd, 4, 0)
+            finally:
+                os.close(fd)
         else:
-            digest, head = self._copy_in(src, executable, digest)
+            digest, head = self._copy_in(src, executable, digest, place)
+            placed = place is not None
         entry = {"sha256": digest, "x": executable, "size": st.st_size, **meta}
         entry["head_elf"] = head == b"\x7fELF"
         with self._lock:
             self._index[self.key(rel, st)] = entry
-        return entry
+        return entry, placed
 
-    def _copy_in(self, src: Path, executable: bool, digest: str) -> tuple[str, bytes]:
-        """Copy SRC to a temporary file and link it in as its blob; (blob id, first 4 bytes).
-        DIGEST: the blob id when already known (CVMFS), else it is the sha256 computed here."""
-        # A name no other thread or process uses (pid, counter); O_EXCL refuses a leftover.
-        tmp = self.tmp / f"blob-{os.getpid()}-{next(self._names)}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    def _copy_in(self, src: Path, executable: bool, digest: str, place: Path | None) -> tuple[str, bytes]:
+        """Copy SRC to PLACE (or a temporary file) and link it in as its blob; (blob id, first 4
+        bytes). DIGEST: the blob id when already known (CVMFS), else the sha256 computed here.
+        The blob appears only when its copy is complete; a failed copy leaves neither file."""
+        # A temporary name no other thread or process uses (pid, counter); O_EXCL refuses a leftover.
+        out_path = place if place is not None else self.tmp / f"blob-{os.getpid()}-{next(self._names)}"
+        out = _create(out_path)
         try:
-            with os.fdopen(fd, "wb", buffering=0) as out, src.open("rb", buffering=0) as inp:
+            inp = os.open(src, os.O_RDONLY | os.O_CLOEXEC)
+            try:
                 if digest:
-                    head = os.pread(inp.fileno(), 4, 0)
-                    _kernel_copy(inp.fileno(), out.fileno())
+                    head = os.pread(inp, 4, 0)
+                    _kernel_copy(inp, out)
                 else:
-                    digest, head = _copy(inp.fileno(), out.fileno())
-                os.fchmod(out.fileno(), 0o755 if executable else 0o644)
-            blob = self.blob_path(digest, executable)
+                    digest, head = _copy(inp, out)
+            finally:
+                os.close(inp)
+            os.fchmod(out, 0o755 if executable else 0o644)
+        except BaseException:
+            os.close(out)
+            Path(out_path).unlink(missing_ok=True)
+            raise
+        os.close(out)
+        try:
             with contextlib.suppress(FileExistsError):
-                os.link(tmp, blob)
+                os.link(out_path, self.blob_path(digest, executable))
         finally:
-            tmp.unlink(missing_ok=True)
+            if place is None:
+                Path(out_path).unlink(missing_ok=True)
         return digest, head
 
     def save(self) -> None:
@@ -153,6 +177,16 @@ def _copy(src: int, dst: int) -> tuple[str, bytes]:
             os.lseek(dst, 0, os.SEEK_SET)
             os.ftruncate(dst, 0)
     return _copy_loop(src, dst)
+
+
+def _create(path: Path) -> int:
+    """A new file at PATH for writing (its directory made when missing); refuses an existing one."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+    try:
+        return os.open(path, flags, 0o600)
+    except FileNotFoundError:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, flags, 0o600)
 
 
 def _same_size(path: Path, size: int) -> bool:

@@ -10,6 +10,7 @@ import pytest
 
 from afkit.errors import ExitCode, PrereqError
 from afkit.image import profile, resolve, stage, tags
+from afkit.image import store as store_mod
 from afkit.image.model import Unit
 from afkit.image.store import Store
 
@@ -95,7 +96,7 @@ def test_failure_mid_copy_leaves_the_store_consistent(
     units = _tree(src)
     store_dir = tmp_path / ".data"
     store = Store(store_dir)
-    real_add = Store.add
+    real_add = Store.add_placing
     calls = {"n": 0}
 
     def flaky(self: Store, *args: object, **kwargs: object) -> object:
@@ -104,11 +105,11 @@ def test_failure_mid_copy_leaves_the_store_consistent(
             raise KeyboardInterrupt
         return real_add(self, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(Store, "add", flaky)
+    monkeypatch.setattr(Store, "add_placing", flaky)
     with pytest.raises(KeyboardInterrupt):
         stage.execute(stage.walk(src, units, IMAGE_ROOT), tmp_path / "r1", store, jobs=1, quiet=True)
     assert list((store_dir / "tmp").iterdir()) == []  # no half-written blob
-    monkeypatch.setattr(Store, "add", real_add)
+    monkeypatch.setattr(Store, "add_placing", real_add)
     fresh = Store(store_dir)  # the saved index only names complete blobs
     stats = stage.execute(stage.walk(src, units, IMAGE_ROOT), tmp_path / "r2", fresh, quiet=True)
     assert stats.reused_files >= 1
@@ -152,3 +153,24 @@ def test_both_copy_paths_agree(tmp_path: Path, size: int) -> None:
             digest, head = func(inp.fileno(), dst.fileno())
         assert out.read_bytes() == data
         assert digest == hashlib.sha256(data).hexdigest() and head == data[:4]
+
+
+def test_a_copy_failing_halfway_leaves_neither_the_staged_file_nor_its_blob(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """New content is copied straight to its place in the tree and linked into the store only
+    when complete: a copy that fails leaves no partial file in either."""
+    src = tmp_path / "src"
+    units = _tree(src)
+    store = Store(tmp_path / ".data")
+
+    def half(inp: int, out: int, size: int | None = None) -> None:
+        os.write(out, b"half")
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(store_mod, "_kernel_copy", half)
+    monkeypatch.setattr(store_mod, "cvmfs_hash", lambda path: "a" * 40)
+    with pytest.raises(OSError, match="Input/output error"):
+        stage.execute(stage.walk(src, units, IMAGE_ROOT), tmp_path / "r1", store, jobs=1, quiet=True)
+    assert [p for p in (tmp_path / "r1").rglob("*") if p.is_file()] == []
+    assert [p for p in (tmp_path / ".data").rglob("cvmfs-*")] == []

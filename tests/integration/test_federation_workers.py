@@ -113,3 +113,25 @@ def test_alpes_jobs_transfer_their_files_and_pull_the_image(run: tuple[list[dict
     assert len(shared) == 1  # one image everywhere: the pull on the worker matched the campaign's
     alpes_records = sorted((results / "job" / "steps").glob("alpes.*.json"))
     assert len(alpes_records) == 2  # transferred back to the submit directory
+
+
+def _sees(site: str, path: Path) -> bool:
+    """Whether the processes of SITE's HTCondor execute node see PATH (in their mount namespace)."""
+    pid = (Path("/srv/federation") / site / "condor" / "master.pid").read_text().strip()
+    cmd = ["nsenter", f"--target={pid}", "--mount", "--", "test", "-e", str(path)]
+    return subprocess.run(cmd, check=False).returncode == 0
+
+
+def test_alpes_workers_do_not_see_the_submit_hosts_files(state: dict[str, Any]) -> None:
+    """alpes's execute node has empty /tmp and /home of its own; frankfurt's sees the submit host's."""
+    home = Path("/home/afkit")
+    with (
+        tempfile.TemporaryDirectory(prefix="afkit-submit-", dir="/tmp") as in_tmp,
+        tempfile.TemporaryDirectory(prefix="afkit-submit-", dir=home) as in_home,
+    ):
+        for submit in (Path(in_tmp), Path(in_home)):
+            marker = submit / "C.yaml"
+            marker.write_text("name: x\n", encoding="utf-8")
+            assert _sees("frankfurt", marker)
+            assert not _sees("alpes", marker)
+    assert _sees("alpes", home)  # the user's home made again, empty

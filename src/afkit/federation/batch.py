@@ -227,6 +227,25 @@ def testbed_condor_files() -> list[str]:
     return [str(f) for f in sorted(files, key=lambda f: f.name) if f != POOL_CONF]
 
 
+# A site without the shared filesystem: its execute node runs in a mount namespace of its own in
+# which /tmp and /home (where users keep their campaigns, the submit directories) are new, empty
+# tmpfs (each user's home directory made again, empty).
+_HIDE_SUBMIT_FILES = (
+    "mount -t tmpfs -o mode=1777 afkit-no-shared-fs /tmp && "
+    "mount -t tmpfs -o mode=0755 afkit-no-shared-fs /home && "
+    "getent passwd | while IFS=: read -r _ _ uid gid _ home _; do "
+    'case $home in /home/?*) mkdir -p "$home" && chown "$uid:$gid" "$home" ;; esac; done && '
+    'exec "$@"'
+)
+
+
+def _without_submit_files(cmd: list[str]) -> list[str]:
+    """CMD where the submit host's files are not seen (above): the site's workers get a job's
+    files only by HTCondor's file transfer."""
+    unshare = ["unshare", "--mount", "--propagation", "private", "--"]
+    return [*unshare, "sh", "-c", _HIDE_SUBMIT_FILES, "sh", *cmd]
+
+
 def condor_up(root: Path, site: Site) -> None:
     files = _condor_files(root, site)
     if _master_pid(files) is not None:
@@ -251,7 +270,8 @@ def condor_up(root: Path, site: Site) -> None:
         )
     )
     env = {**os.environ, "CONDOR_CONFIG": str(files.config)}
-    _spawn(net.in_ns(site.name, "condor_master", "-f"), files, env)
+    cmd = net.in_ns(site.name, "condor_master", "-f")
+    _spawn(cmd if site.shared_fs else _without_submit_files(cmd), files, env)
     _wait(
         lambda: bool(site_slots(site.name)), f"{site.name}: HTCondor execute node", local / "log" / "StartLog"
     )

@@ -147,6 +147,12 @@ FEDERATION_CAMPAIGN = REPO / "workflows" / "config" / "federation.yaml"
 FED_XRD_ENV = {"XRD_STREAMTIMEOUT": "5", "XRD_REQUESTTIMEOUT": "8", "XRD_CONNECTIONWINDOW": "3",
                "XRD_TIMEOUTRESOLUTION": "1"}  # fmt: skip
 
+
+def fed_sh(line: str, cwd: Path | None = None, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    """A command line as docs/federation.md writes it, with the federation's XRootD client settings."""
+    return sh(line, cwd=cwd, timeout=timeout, env=FED_XRD_ENV)
+
+
 # the federation fault tests' benchmark: frankfurt's jobs read gsi's data (over gsi's WAN link),
 # their own (local path) and alpes's (over alpes's link), one `afkit bench read` each
 FED_READ: dict[str, Any] = {

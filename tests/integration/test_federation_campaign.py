@@ -38,6 +38,7 @@ from itsupport import (
     jobs_by_dataset,
     ok,
 )
+from itsupport import fed_sh as sh
 
 from afkit.campaign.aggregate import wave_skews
 
@@ -49,11 +50,6 @@ SLOW = "20mbit"  # gsi's link while the campaign runs: the 16 MB read lasts ~6 s
 
 def afkit(*args: str, timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return itsupport.afkit(*args, timeout=timeout, cwd=cwd, env=FED_XRD_ENV)
-
-
-def sh(line: str, cwd: Path | None = None, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    """A command line as docs/federation.md writes it, with the XRootD client settings above."""
-    return itsupport.sh(line, cwd=cwd, timeout=timeout, env=FED_XRD_ENV)
 
 
 @pytest.fixture

@@ -25,16 +25,12 @@ from typing import Any
 import itsupport
 import pytest
 from itsupport import FED_READ, FED_XRD_ENV, federation_work, job_reading, job_records, jobs_by_dataset, ok
+from itsupport import fed_sh as sh
 
 pytestmark = pytest.mark.testbed
 
 SLOW = "20mbit"  # gsi's link during a test: the 16 MB read of the gsi job lasts ~6 s
 SIZE = 16_000_000
-
-
-def sh(line: str, cwd: Path | None = None, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    """A command line as docs/federation.md writes it, with the federation's XRootD client settings."""
-    return itsupport.sh(line, cwd=cwd, timeout=timeout, env=FED_XRD_ENV)
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import multiprocessing
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -151,11 +151,12 @@ def _from_build(build: dict[str, Any], place: Place) -> dict[str, Any]:
 INSECURE_ENV = "AFKIT_REGISTRY_INSECURE"
 
 
-def oras_pull_command(ref: str, dest: Path) -> list[str]:
+def oras_pull_command(ref: str, dest: Path, env: Mapping[str, str] | None = None) -> list[str]:
     """``apptainer pull [--no-https] DEST REF``. Plain HTTP only when ``$AFKIT_REGISTRY_INSECURE=1``
-    (a test registry; never the default). Apptainer itself already falls back to HTTP for a
-    registry on localhost / 127.0.0.1."""
-    return apptainer.pull_command(ref, dest, insecure=os.environ.get(INSECURE_ENV, "") == "1")
+    in ENV (default: this process's environment; a test registry, never the default). Apptainer
+    itself already falls back to HTTP for a registry on localhost / 127.0.0.1."""
+    env = os.environ if env is None else env
+    return apptainer.pull_command(ref, dest, insecure=env.get(INSECURE_ENV, "") == "1")
 
 
 def _apptainer_error(log: Path) -> str:

@@ -113,11 +113,14 @@ def batch_site(env: dict[str, str] | None = None) -> str:
     return env.get("SLURM_JOB_PARTITION", "")
 
 
+def in_netns(netns: str, cmd: list[str]) -> list[str]:
+    """CMD in network namespace NETNS (a federation site's, docs/federation.md); CMD when empty."""
+    return ["nsenter", f"--net=/run/netns/{netns}", "--", *cmd] if netns else cmd
+
+
 def worker_address(netns: str = "") -> str:
     """The worker node's first global IPv4 address (in network namespace NETNS when given)."""
-    cmd = ["ip", "-4", "-o", "addr", "show", "scope", "global"]
-    if netns:
-        cmd = ["nsenter", f"--net=/run/netns/{netns}", "--", *cmd]
+    cmd = in_netns(netns, ["ip", "-4", "-o", "addr", "show", "scope", "global"])
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, check=False).stdout
     except OSError:
@@ -129,9 +132,10 @@ def worker_address(netns: str = "") -> str:
     return ""
 
 
-def pull_on_worker(image: dict[str, Any], scratch: Path) -> tuple[str, float]:
+def pull_on_worker(image: dict[str, Any], scratch: Path, env: dict[str, str]) -> tuple[str, float]:
     """A site without the submit host's files: pull the campaign's oras:// image into the job's
-    SCRATCH (the same sha256 as the submit host's pull, or the job fails); (path, seconds)."""
+    SCRATCH with the job's ENV (the same sha256 as the submit host's pull, or the job fails);
+    (path, seconds)."""
     from afkit.campaign.image import oras_pull_command, sha256_of
 
     ref = str(image.get("source", ""))
@@ -142,7 +146,8 @@ def pull_on_worker(image: dict[str, Any], scratch: Path) -> tuple[str, float]:
         )
     sif = scratch / "image.sif"
     t0 = time.monotonic()
-    proc = subprocess.run(oras_pull_command(ref, sif), capture_output=True, text=True, check=False)
+    cmd = oras_pull_command(ref, sif, env)
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
     seconds = time.monotonic() - t0
     if proc.returncode != 0 or not sif.is_file():
         raise NotFoundError(f"cannot pull {ref} on the worker node: {root_cause(proc.stderr + proc.stdout)}")
@@ -182,9 +187,11 @@ def job_bottleneck(record: dict[str, Any], monitor: Path, site: dict[str, Any]) 
     return bottleneck.verdict(window, counters, bottleneck.link_rate(site))
 
 
-def _run_payload(cmd: list[str]) -> subprocess.CompletedProcess[str]:
-    """The payload in its own process group (so an interrupt can stop exactly it)."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, process_group=0)
+def _run_payload(cmd: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The payload in its own process group (so an interrupt can stop exactly it), with ENV."""
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, process_group=0, env=env
+    )
     interrupt.register(proc)
     try:
         out, err = proc.communicate()
@@ -203,7 +210,9 @@ def run(
 ) -> dict[str, Any]:
     """Run one job; return (and write to OUTPUT) its record."""
     site = campaign["site"]
-    os.environ.update(site.get("env", {}))  # this job's process only: the worker's batch job
+    # the site's variables for this job's commands only (the local executor runs jobs of several
+    # sites in one process, as threads of a wave)
+    env = {**os.environ, **site.get("env", {})}
     if apptainer.command_name() is None:
         raise PrereqError("apptainer not found on PATH on the worker node", hint="install Apptainer there")
     shared_fs = site.get("shared_fs", True)
@@ -233,7 +242,7 @@ def run(
     try:
         image_path = image["path"]
         if not shared_fs:
-            image_path, record["image_pull_s"] = pull_on_worker(image, scratch)
+            image_path, record["image_pull_s"] = pull_on_worker(image, scratch, env)
             record["image_path"] = image_path
         spec = {
             **job,
@@ -248,11 +257,10 @@ def run(
         spec_path.write_text(json.dumps(spec), encoding="utf-8")
         binds = [p for p in campaign.get("binds", []) if Path(p).is_dir()]
         cmd = apptainer_command(image_path, site, scratch, spec_path, binds, image.get("python", "auto"))
-        if site.get("netns"):  # a federation site: the job's network is the site's (docs/federation.md)
-            cmd = ["nsenter", f"--net=/run/netns/{site['netns']}", "--", *cmd]
+        cmd = in_netns(site.get("netns", ""), cmd)  # a federation site: the job's network is the site's
         record["start"] = spec["t_launch"]
         with HostMonitor(scratch / "monitor.jsonl"):
-            proc = _run_payload(cmd)
+            proc = _run_payload(cmd, env)
         record["end"] = time.time()
         log.parent.mkdir(parents=True, exist_ok=True)
         with log.open("a", encoding="utf-8") as fh:

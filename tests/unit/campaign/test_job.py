@@ -278,11 +278,32 @@ def test_a_payload_output_that_breaks_the_record_contract_is_an_error_naming_the
     import subprocess
 
     out = json.dumps({"status": "ok", "bytes": "many"})
-    monkeypatch.setattr(job, "_run_payload", lambda cmd: subprocess.CompletedProcess(cmd, 0, out, ""))
+    monkeypatch.setattr(job, "_run_payload", lambda cmd, env: subprocess.CompletedProcess(cmd, 0, out, ""))
     c = make(steps_campaign(raw, ["direct"]))
     with pytest.raises(job.AfkitError, match=r"job here\.hzz\.origin\.direct.*bytes: 'many' is not int"):
         run_one(c, "s", fake_apptainer, tmp_path)
     assert not list((tmp_path / "out").glob("*.json"))  # no record written
+
+
+def test_a_sites_env_reaches_its_payload_and_not_the_process_running_the_job(
+    raw: dict[str, Any], make: Any, fake_apptainer: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The local executor runs jobs of several sites in one process: a site's env stays its own."""
+    import subprocess
+
+    seen: list[dict[str, str]] = []
+
+    def fake(cmd: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        seen.append(env)
+        return subprocess.CompletedProcess(cmd, 1, "", "stopped here")
+
+    monkeypatch.setattr(job, "_run_payload", fake)
+    monkeypatch.delenv("AFKIT_SITE_ONLY", raising=False)
+    raw["sites"]["here"]["env"] = {"AFKIT_SITE_ONLY": "1"}
+    rec = run_one(make(steps_campaign(raw, ["direct"])), "s", fake_apptainer, tmp_path)
+    assert rec["status"] == "failed"
+    assert seen and seen[0]["AFKIT_SITE_ONLY"] == "1"
+    assert "AFKIT_SITE_ONLY" not in os.environ
 
 
 def test_a_failed_processing_step_keeps_the_intervals_and_gaps_its_clients_wrote(tmp_path: Path) -> None:

@@ -51,7 +51,7 @@ def test_a_netns_site_runs_its_job_in_that_namespace(
 ) -> None:
     calls: list[list[str]] = []
 
-    def fake_run(cmd: list[str], **_kw: Any) -> subprocess.CompletedProcess[str]:
+    def fake_run(cmd: list[str], *_args: Any, **_kw: Any) -> subprocess.CompletedProcess[str]:
         calls.append(cmd)
         out = {"status": "ok", "host": "wn", "container_start": 1.0, "processing_start": 1.5, "bytes": 1,
                "bytes_staged": 0, "events": 0, "bytes_out": 2, "steps": {"processing": 0.5},

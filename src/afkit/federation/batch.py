@@ -108,21 +108,6 @@ def _wait(check: Any, what: str, log: Path, timeout: float = START_TIMEOUT) -> N
     )
 
 
-def _spawn(cmd: list[str], files: dmn.DaemonFiles, env: dict[str, str] | None = None) -> int:
-    files.log.parent.mkdir(parents=True, exist_ok=True)
-    with files.log.open("ab") as out:
-        proc = subprocess.Popen(
-            cmd,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            env=env,
-        )
-    files.pidfile.write_text(f"{proc.pid}\n")
-    return proc.pid
-
-
 # ---------------------------------------------------------------- HTCondor
 
 
@@ -271,7 +256,7 @@ def condor_up(root: Path, site: Site) -> None:
     )
     env = {**os.environ, "CONDOR_CONFIG": str(files.config)}
     cmd = net.in_ns(site.name, "condor_master", "-f")
-    _spawn(cmd if site.shared_fs else _without_submit_files(cmd), files, env)
+    dmn.spawn(cmd if site.shared_fs else _without_submit_files(cmd), files, env)
     _wait(
         lambda: bool(site_slots(site.name)), f"{site.name}: HTCondor execute node", local / "log" / "StartLog"
     )
@@ -319,7 +304,8 @@ def slurm_up(fed: Federation, root: Path, log: Log) -> None:
             continue
         (files.config.parent / "spool").mkdir(parents=True, exist_ok=True)
         files.config.write_text(_site_slurm_conf(files))
-        _spawn(net.in_ns(site.name, "slurmd", "-D", "-f", str(files.config), "-N", slurm_node(site)), files)
+        slurmd = ["slurmd", "-D", "-f", str(files.config), "-N", slurm_node(site)]
+        dmn.spawn(net.in_ns(site.name, *slurmd), files)
     for site in fed.sites.values():
         _wait(
             lambda s=site: node_state(s) == "idle",
@@ -350,7 +336,7 @@ def registry_up(root: Path) -> None:
         f"    rootdirectory: {files.config.parent / 'store'}\n  delete:\n    enabled: true\n"
         f"http:\n  addr: {registry_address()}\n"
     )
-    proc_pid = _spawn(["docker-registry", "serve", str(files.config)], files)
+    proc_pid = dmn.spawn(["docker-registry", "serve", str(files.config)], files).pid
     if not dmn.wait_for_port(REGISTRY_PORT, 30, host=net.submit_address()):
         raise AfkitError(
             f"the registry (pid {proc_pid}) did not come up on {registry_address()}",

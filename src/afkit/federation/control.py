@@ -143,10 +143,7 @@ def start_toxiproxy(fed: Federation, timeout: float = 20) -> int:
     host = f"{SUBNET}.0.1"
     cmd = net.in_ns(WAN_NS, str(binary), "-host", host, "-port", str(TOXIPROXY_API_PORT),
                     "-config", str(files.config))  # fmt: skip
-    with files.log.open("ab") as out:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)  # fmt: skip
-    files.pidfile.write_text(f"{proc.pid}\n")
+    proc = dmn.spawn(cmd, files)
     if not dmn.wait_for_port(TOXIPROXY_API_PORT, timeout, proc, host=host):
         raise AfkitError("toxiproxy did not come up", hint=f"its log {files.log}:\n{dmn.log_tail(files.log)}")
     return proc.pid

@@ -133,6 +133,20 @@ def give_to(user: str | None, *paths: Path) -> None:
         os.chown(path, entry.pw_uid, entry.pw_gid, follow_symlinks=False)
 
 
+def spawn(
+    cmd: list[str], files: DaemonFiles, env: dict[str, str] | None = None, out: Path | None = None
+) -> subprocess.Popen[bytes]:
+    """Start CMD as a daemon of its own session, its output appended to OUT (default
+    ``files.log``), its pid written to ``files.pidfile``."""
+    out = files.log if out is None else out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("ab") as sink:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
+                                start_new_session=True, env=env)  # fmt: skip
+    write_atomic(files.pidfile, f"{proc.pid}\n")
+    return proc
+
+
 def start(name: str, files: DaemonFiles, port: int, timeout: float = PORT_TIMEOUT) -> int:
     """Start xrootd with ``files.config``; return its pid once ``port`` accepts connections."""
     xrootd = xrootd_binary()
@@ -145,22 +159,8 @@ def start(name: str, files: DaemonFiles, port: int, timeout: float = PORT_TIMEOU
             hint="stop it, or choose other ports with AFKIT_STORAGE_BASE_PORT",
         )
     stdout = files.log.with_suffix(".out")
-    with stdout.open("ab") as out:
-        proc = subprocess.Popen(
-            [
-                xrootd,
-                "-c",
-                str(files.config),
-                "-l",
-                str(files.log),
-                *(["-R", user] if user else []),
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    write_atomic(files.pidfile, f"{proc.pid}\n")
+    proc = spawn([xrootd, "-c", str(files.config), "-l", str(files.log), *(["-R", user] if user else [])],
+                 files, out=stdout)  # fmt: skip
     if not wait_for_port(port, timeout, proc):
         with contextlib.suppress(ProcessLookupError):
             proc.kill()

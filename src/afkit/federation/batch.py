@@ -22,7 +22,6 @@ Started by ``afkit federation up`` after the sites' storage, stopped by ``down``
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shutil
@@ -188,21 +187,12 @@ def condor_down(root: Path, site: Site) -> None:
     if pid is not None:  # SIGTERM: the master shuts its startd down (and the jobs there)
         os.kill(pid, signal.SIGTERM)
         _wait(
-            lambda: not Path(f"/proc/{pid}").exists() or _zombie(pid),
+            lambda: not dmn.alive(pid),
             f"{site.name}: condor_master stop",
             files.log,
             timeout=30,
         )
     files.pidfile.unlink(missing_ok=True)
-
-
-def _zombie(pid: int) -> bool:
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, os.WNOHANG)
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] == "Z"
-    except (OSError, IndexError):
-        return True
 
 
 def testbed_condor_files() -> list[str]:

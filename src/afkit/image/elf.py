@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,24 +18,26 @@ class ElfInfo:
     runpath: tuple[str, ...]
 
 
-def is_elf(head: bytes) -> bool:
+Data = bytes | mmap.mmap
+
+
+def is_elf(head: Data) -> bool:
     return head[:4] == b"\x7fELF"
 
 
 def read(path: Path) -> ElfInfo | None:
-    """ElfInfo of a dynamically linked ELF file; None for anything else (or a broken ELF)."""
+    """ElfInfo of a dynamically linked ELF file; None for anything else (or a broken ELF).
+    The file is mapped, not read: only the pages of its headers and dynamic strings are touched
+    (a shared library of hundreds of MiB costs a few pages)."""
     try:
-        with path.open("rb") as fh:
-            data = fh.read()
-    except OSError:
-        return None
-    try:
-        return parse(data)
-    except (struct.error, IndexError, ValueError, UnicodeDecodeError):
+        with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return parse(data)
+    # unreadable, empty (cannot be mapped), or its headers point outside it
+    except (OSError, ValueError, struct.error, IndexError):
         return None
 
 
-def parse(data: bytes) -> ElfInfo | None:
+def parse(data: Data) -> ElfInfo | None:
     if not is_elf(data) or data[4] not in (1, 2) or data[5] not in (1, 2):
         return None
     is64 = data[4] == 2
@@ -84,7 +87,10 @@ def parse(data: bytes) -> ElfInfo | None:
 
     def string(at: int) -> str:
         start = strtab + at
-        return data[start : data.index(b"\0", start)].decode()
+        end = data.find(b"\0", start)
+        if end < 0:
+            raise ValueError("dynamic string without its terminating NUL")
+        return data[start:end].decode()
 
     needed = tuple(string(v) for t, v in entries if t == DT_NEEDED)
     runpath: list[str] = []

@@ -7,11 +7,12 @@ the repository are kept as they are (they name the OS) and reported.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import shutil
-import threading
 import time
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -121,11 +122,29 @@ class Walker:
         if path.is_symlink():
             self._symlink(path, rel, depth)
         elif path.is_dir():
-            self.plan.dirs.append(rel)
-            for child in sorted(os.listdir(path)):
-                self._entry(path / child, f"{rel}/{child}", depth)
+            self._directory(path, rel, depth)
         elif path.is_file():
             self.plan.files.append(FileTask(path, rel, path.stat()))
+
+    def _directory(self, path: Path, rel: str, depth: int) -> None:
+        """A directory and what it holds, its entries' types from the directory listing (one
+        ``stat`` per regular file, not four: tens of thousands of files in a real closure)."""
+        self.plan.dirs.append(rel)
+        with os.scandir(path) as listing:
+            children = sorted(listing, key=lambda e: e.name)
+        for child in children:
+            child_rel = f"{rel}/{child.name}"
+            if child_rel in self._seen:
+                continue
+            self._seen.add(child_rel)
+            if child.is_symlink():
+                self._symlink(Path(child.path), child_rel, depth)
+            elif child.is_dir(follow_symlinks=False):
+                self._directory(Path(child.path), child_rel, depth)
+            elif child.is_file(follow_symlinks=False):
+                self.plan.files.append(
+                    FileTask(Path(child.path), child_rel, child.stat(follow_symlinks=False))
+                )
 
     def _symlink(self, path: Path, rel: str, depth: int) -> None:
         target = os.readlink(path)
@@ -142,9 +161,7 @@ class Walker:
         elif target_rel is not None and resolved.exists() and depth < 20:
             self.plan.resolved.append(rel)
             if resolved.is_dir():
-                self.plan.dirs.append(rel)
-                for child in sorted(os.listdir(resolved)):
-                    self._entry(resolved / child, f"{rel}/{child}", depth + 1)
+                self._directory(resolved, rel, depth + 1)
             else:
                 self.plan.files.append(FileTask(resolved, rel, resolved.stat()))
         else:
@@ -198,6 +215,72 @@ class Router:
         return self.layers[unit] / rel
 
 
+# Above this many files staging runs in worker processes: per file it is a dozen system calls
+# and some Python, so under one interpreter lock threads leave cores idle (the
+# scale fixture: 45,105 files; docs/image-builder.md); below it, starting the processes costs more.
+POOL_FILES = 2000
+BATCH_FILES = 256
+BATCH_BYTES = 64 * MIB
+
+
+@dataclass
+class _Item:
+    """One file to create, as sent to a worker process (plain values: cheap to pickle)."""
+
+    src: str
+    rel: str
+    st: os.stat_result
+    target: str
+    entry: dict[str, Any] | None  # the index's entry for an unchanged source file
+
+
+def _stage_one(store: Store, item: _Item) -> tuple[dict[str, Any], bool]:
+    """Create ITEM's file at its target from the store, adding new content on the way;
+    (its index entry, True when its content was copied)."""
+    entry = item.entry if item.entry and store.present(item.entry) else None
+    copied = entry is None
+    placed = False
+    if entry is None:  # new content is copied straight to its place, the blob linked from it
+        entry, placed = store.add_placing(item.src, item.rel, item.st, {}, place=item.target)
+    blob = store.blob(entry["sha256"], bool(entry["x"]))
+    if entry.get("head_elf") and "elf" not in entry:
+        info = elf.read(Path(blob))
+        entry = {
+            **entry,
+            "elf": None if info is None else {"interp": info.interp, "needed": list(info.needed)},
+        }
+    if not placed:
+        try:
+            os.link(blob, item.target)
+        except FileNotFoundError:
+            os.makedirs(os.path.dirname(item.target), exist_ok=True)
+            os.link(blob, item.target)
+    return entry, copied
+
+
+_WORKER_STORE: list[Store] = []
+
+
+def _worker_init(root: str) -> None:
+    _WORKER_STORE[:] = [Store(Path(root), index=False)]
+
+
+def _worker_batch(items: list[_Item]) -> list[tuple[dict[str, Any], bool]]:
+    return [_stage_one(_WORKER_STORE[0], item) for item in items]
+
+
+def _batches(items: list[_Item]) -> list[list[_Item]]:
+    out: list[list[_Item]] = [[]]
+    size = 0
+    for item in items:
+        if len(out[-1]) >= BATCH_FILES or size >= BATCH_BYTES:
+            out.append([])
+            size = 0
+        out[-1].append(item)
+        size += item.st.st_size
+    return [b for b in out if b]
+
+
 def execute(
     plan: Plan,
     dest: Path,
@@ -207,7 +290,8 @@ def execute(
     router: Router | None = None,
 ) -> Stats:
     """Create PLAN under DEST (the repository's place in the rootfs) from the store; with ROUTER,
-    each layer unit under its own directory and skipped units (already built layers) not at all."""
+    each layer unit under its own directory and skipped units (already built layers) not at all.
+    JOBS: worker processes (1: in this process; default: the cores, at most 8, from POOL_FILES files)."""
     start = time.monotonic()
     route = router or Router(dest)
     stats = Stats(files=len(plan.files), bytes=plan.total_bytes)
@@ -216,55 +300,40 @@ def execute(
         place = route.place(rel)
         if place is not None:
             place.mkdir(parents=True, exist_ok=True)
-    todo = [(t, route.place(t.rel)) for t in plan.files]
-    staged_bytes = sum(t.st.st_size for t, place in todo if place is not None)
-    progress = bar(staged_bytes, f"staging {len(plan.files)} files", quiet=quiet)
-    lock = threading.Lock()
     elves: list[dict[str, Any]] = []
-
-    def one(task: FileTask, target: Path | None) -> None:
-        entry = store.lookup(task.rel, task.st)
-        if target is None:  # in a layer built earlier: only its ELF facts are needed
+    items: list[_Item] = []
+    tasks: list[FileTask] = []
+    for task in plan.files:
+        place = route.place(task.rel)
+        entry = store.known(task.rel, task.st)
+        if place is None:  # in a layer built earlier: only its ELF facts are needed
             if entry and entry.get("elf"):
-                with lock:
-                    elves.append({"path": task.rel, **entry["elf"]})
-            return
-        copied = entry is None
-        placed = False
-        if entry is None:  # new content is copied straight to its place, the blob linked from it
-            entry, placed = store.add_placing(task.src, task.rel, task.st, {}, place=target)
-        blob = store.blob_path(entry["sha256"], bool(entry["x"]))
-        if entry.get("head_elf") and "elf" not in entry:
-            info = elf.read(blob)
-            meta = {"elf": None if info is None else {"interp": info.interp, "needed": list(info.needed)}}
-            store.update_meta(task.rel, task.st, meta)
-            entry = {**entry, **meta}
-        if not placed:
-            try:
-                os.link(blob, target)
-            except FileNotFoundError:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                os.link(blob, target)
-        with lock:
-            if copied:
-                stats.copied_files += 1
-                stats.copied_bytes += task.st.st_size
-            else:
-                stats.reused_files += 1
-                stats.reused_bytes += task.st.st_size
-            if entry.get("elf"):
                 elves.append({"path": task.rel, **entry["elf"]})
+            continue
+        items.append(_Item(str(task.src), task.rel, task.st, str(place), entry))
+        tasks.append(task)
+    progress = bar(sum(i.st.st_size for i in items), f"staging {len(plan.files)} files", quiet=quiet)
+
+    def done(task: FileTask, entry: dict[str, Any], copied: bool) -> None:
+        store.remember(task.rel, task.st, entry)
+        if copied:
+            stats.copied_files += 1
+            stats.copied_bytes += task.st.st_size
+        else:
+            stats.reused_files += 1
+            stats.reused_bytes += task.st.st_size
+        if entry.get("elf"):
+            elves.append({"path": task.rel, **entry["elf"]})
         progress.update(task.st.st_size)
 
-    workers = jobs or min(8, 2 * (os.cpu_count() or 1))
-    pool = ThreadPoolExecutor(max_workers=workers)
+    workers = jobs or (min(8, os.cpu_count() or 1) if len(items) >= POOL_FILES else 1)
     try:
-        futures = [pool.submit(one, task, place) for task, place in todo]
-        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
-        for fut in done:
-            fut.result()
+        if workers <= 1:
+            for task, item in zip(tasks, items, strict=True):
+                done(task, *_stage_one(store, item))
+        else:
+            _in_processes(items, tasks, store.root, workers, done)
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
         progress.close()
         store.save()
     for rel, target in plan.links:
@@ -278,3 +347,30 @@ def execute(
     stats.elf = sorted(elves, key=lambda e: e["path"])
     stats.seconds = time.monotonic() - start
     return stats
+
+
+def _in_processes(
+    items: list[_Item],
+    tasks: list[FileTask],
+    root: Path,
+    workers: int,
+    done: Callable[[FileTask, dict[str, Any], bool], None],
+) -> None:
+    """Stage ITEMS in batches over WORKERS processes, calling DONE for each file of a finished
+    batch (in this process, which owns the index); the first failure stops the rest."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__])
+    batches = _batches(items)
+    owners: dict[int, list[FileTask]] = {}
+    at = 0
+    for i, batch in enumerate(batches):
+        owners[i] = tasks[at : at + len(batch)]
+        at += len(batch)
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_init, initargs=(str(root),))
+    try:
+        futures = {pool.submit(_worker_batch, batch): i for i, batch in enumerate(batches)}
+        for fut in as_completed(futures):
+            for task, (entry, copied) in zip(owners[futures[fut]], fut.result(), strict=True):
+                done(task, entry, copied)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)

@@ -28,6 +28,8 @@ from typing import Any
 
 from afkit.atomic import write_atomic
 
+StrPath = str | os.PathLike[str]
+
 CHUNK = 4 << 20
 XATTR = "user.hash"
 CVMFS_PREFIX = "cvmfs-"
@@ -35,7 +37,7 @@ CVMFS_PREFIX = "cvmfs-"
 _CVMFS_HASH = re.compile(r"[0-9a-f]{40,128}(-[a-z0-9]{1,16})?")
 
 
-def cvmfs_hash(path: Path) -> str | None:
+def cvmfs_hash(path: StrPath) -> str | None:
     """The content hash the CVMFS client knows for PATH (``user.hash``), or None."""
     try:
         value = os.getxattr(path, XATTR, follow_symlinks=False).decode("ascii", "replace").strip()
@@ -45,8 +47,11 @@ def cvmfs_hash(path: Path) -> str | None:
 
 
 class Store:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, index: bool = True) -> None:
+        """The store at ROOT; INDEX False: blobs only (a staging worker process, whose index
+        entries go back to the process that owns the index)."""
         self.root = root
+        self._root = str(root)  # blob paths are made per file: plain strings, no Path objects
         self.tmp = root / "tmp"
         self.tmp.mkdir(parents=True, exist_ok=True)
         for i in range(256):  # every blob directory once, not a mkdir per copied file
@@ -54,10 +59,10 @@ class Store:
         self._names = itertools.count()
         self._lock = threading.Lock()
         self._index: dict[str, dict[str, Any]] = {}
-        index = root / "index.json"
-        if index.is_file():
+        saved = root / "index.json"
+        if index and saved.is_file():
             try:
-                self._index = json.loads(index.read_text())["files"]
+                self._index = json.loads(saved.read_text())["files"]
             except (ValueError, KeyError, TypeError):
                 self._index = {}  # a damaged index only costs re-hashing
 
@@ -66,29 +71,38 @@ class Store:
         return f"{rel}\0{st.st_size}\0{st.st_mtime_ns}"
 
     def blob_path(self, digest: str, executable: bool) -> Path:
+        return Path(self.blob(digest, executable))
+
+    def blob(self, digest: str, executable: bool) -> str:
+        """``blob_path`` as a string."""
         sub = digest.removeprefix(CVMFS_PREFIX)[:2]
-        return self.root / sub / (digest + ("x" if executable else ""))
+        return f"{self._root}/{sub}/{digest}{'x' if executable else ''}"
 
     def lookup(self, rel: str, st: os.stat_result) -> dict[str, Any] | None:
         """The index entry of an unchanged source file whose blob is present, else None."""
-        with self._lock:
-            entry = self._index.get(self.key(rel, st))
-        if not entry:
-            return None
-        blob = self.blob_path(entry["sha256"], bool(entry["x"]))
-        try:
-            if blob.stat().st_size != st.st_size:
-                return None
-        except OSError:
-            return None
-        return entry
+        entry = self.known(rel, st)
+        return entry if entry and self.present(entry) else None
 
-    def add(self, src: Path, rel: str, st: os.stat_result, meta: dict[str, Any]) -> dict[str, Any]:
+    def known(self, rel: str, st: os.stat_result) -> dict[str, Any] | None:
+        """The index entry of an unchanged source file (its blob not checked)."""
+        with self._lock:
+            return self._index.get(self.key(rel, st))
+
+    def present(self, entry: dict[str, Any]) -> bool:
+        """ENTRY's blob is in the store with the entry's size."""
+        return _same_size(self.blob(entry["sha256"], bool(entry["x"])), int(entry.get("size", -1)))
+
+    def remember(self, rel: str, st: os.stat_result, entry: dict[str, Any]) -> None:
+        """Record ENTRY for the source file (REL, ST), e.g. one a worker process added."""
+        with self._lock:
+            self._index[self.key(rel, st)] = entry
+
+    def add(self, src: StrPath, rel: str, st: os.stat_result, meta: dict[str, Any]) -> dict[str, Any]:
         """Copy SRC into the store (hashing it unless CVMFS knows its hash); returns its index entry."""
         return self.add_placing(src, rel, st, meta)[0]
 
     def add_placing(
-        self, src: Path, rel: str, st: os.stat_result, meta: dict[str, Any], place: Path | None = None
+        self, src: StrPath, rel: str, st: os.stat_result, meta: dict[str, Any], place: StrPath | None = None
     ) -> tuple[dict[str, Any], bool]:
         """``add``; with PLACE (a path that does not exist yet, e.g. the file's place in the staged
         tree), new content is copied straight to PLACE and the blob is a hard link of it: one file
@@ -97,7 +111,7 @@ class Store:
         executable = bool(st.st_mode & 0o111)
         known = cvmfs_hash(src)
         digest = f"{CVMFS_PREFIX}{known}" if known else ""
-        blob = self.blob_path(digest, executable) if known else None
+        blob = self.blob(digest, executable) if known else None
         placed = False
         if blob is not None and _same_size(blob, st.st_size):
             fd = os.open(src, os.O_RDONLY | os.O_CLOEXEC)
@@ -110,16 +124,17 @@ class Store:
             placed = place is not None
         entry = {"sha256": digest, "x": executable, "size": st.st_size, **meta}
         entry["head_elf"] = head == b"\x7fELF"
-        with self._lock:
-            self._index[self.key(rel, st)] = entry
+        self.remember(rel, st, entry)
         return entry, placed
 
-    def _copy_in(self, src: Path, executable: bool, digest: str, place: Path | None) -> tuple[str, bytes]:
+    def _copy_in(
+        self, src: StrPath, executable: bool, digest: str, place: StrPath | None
+    ) -> tuple[str, bytes]:
         """Copy SRC to PLACE (or a temporary file) and link it in as its blob; (blob id, first 4
         bytes). DIGEST: the blob id when already known (CVMFS), else the sha256 computed here.
         The blob appears only when its copy is complete; a failed copy leaves neither file."""
         # A temporary name no other thread or process uses (pid, counter); O_EXCL refuses a leftover.
-        out_path = place if place is not None else self.tmp / f"blob-{os.getpid()}-{next(self._names)}"
+        out_path = place if place is not None else f"{self.tmp}/blob-{os.getpid()}-{next(self._names)}"
         out = _create(out_path)
         try:
             inp = os.open(src, os.O_RDONLY | os.O_CLOEXEC)
@@ -134,15 +149,17 @@ class Store:
             os.fchmod(out, 0o755 if executable else 0o644)
         except BaseException:
             os.close(out)
-            Path(out_path).unlink(missing_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(out_path)
             raise
         os.close(out)
         try:
             with contextlib.suppress(FileExistsError):
-                os.link(out_path, self.blob_path(digest, executable))
+                os.link(out_path, self.blob(digest, executable))
         finally:
             if place is None:
-                Path(out_path).unlink(missing_ok=True)
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(out_path)
         return digest, head
 
     def save(self) -> None:
@@ -179,19 +196,19 @@ def _copy(src: int, dst: int) -> tuple[str, bytes]:
     return _copy_loop(src, dst)
 
 
-def _create(path: Path) -> int:
+def _create(path: StrPath) -> int:
     """A new file at PATH for writing (its directory made when missing); refuses an existing one."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
     try:
         return os.open(path, flags, 0o600)
     except FileNotFoundError:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         return os.open(path, flags, 0o600)
 
 
-def _same_size(path: Path, size: int) -> bool:
+def _same_size(path: StrPath, size: int) -> bool:
     try:
-        return path.stat().st_size == size
+        return os.stat(path).st_size == size
     except OSError:
         return False
 

@@ -22,6 +22,18 @@ def test_non_elf_and_broken(tmp_path: Path) -> None:
     assert elf.read(tmp_path / "broken") is None
 
 
+def test_an_empty_file_is_not_elf(tmp_path: Path) -> None:
+    (tmp_path / "empty").write_bytes(b"")
+    assert elf.read(tmp_path / "empty") is None
+
+
+def test_a_truncated_library_is_not_elf(tmp_path: Path) -> None:
+    """A real library cut after its program headers: its dynamic section lies past the end."""
+    real = Path(shutil.which("ls") or "/bin/ls").read_bytes()
+    (tmp_path / "cut").write_bytes(real[:1024])
+    assert elf.read(tmp_path / "cut") is None
+
+
 def test_spec_lines(tmp_path: Path) -> None:
     (tmp_path / "el9/Packages/ROOT/v6").mkdir(parents=True)
     (tmp_path / "bin").mkdir()

@@ -174,3 +174,43 @@ def test_a_copy_failing_halfway_leaves_neither_the_staged_file_nor_its_blob(
         stage.execute(stage.walk(src, units, IMAGE_ROOT), tmp_path / "r1", store, jobs=1, quiet=True)
     assert [p for p in (tmp_path / "r1").rglob("*") if p.is_file()] == []
     assert [p for p in (tmp_path / ".data").rglob("cvmfs-*")] == []
+
+
+def _stage_with(jobs: int, work: Path, name: str) -> stage.Stats:
+    prof = profile.load("alice")
+    src = profile.repo_root(prof)
+    res = resolve.resolve(prof, tags.parse("AliPhysics/vAN-20250402_ROOT6-1", prof), src)
+    plan = stage.walk(src, res.units, resolve.image_root(prof))
+    dest = work / name / "cvmfs" / "alice.cern.ch"
+    return stage.execute(plan, dest, Store(work / ".data"), jobs=jobs, quiet=True)
+
+
+def _tree_of(root: Path) -> dict[str, bytes | str]:
+    out: dict[str, bytes | str] = {}
+    for path in sorted(root.rglob("*")):
+        rel = str(path.relative_to(root))
+        out[rel] = os.readlink(path) if path.is_symlink() else path.read_bytes() if path.is_file() else "dir"
+    return out
+
+
+def test_worker_processes_stage_the_same_tree_as_one_process(on_fixture: Path, tmp_path: Path) -> None:
+    serial = _stage_with(1, tmp_path / "serial", "t")
+    pooled = _stage_with(2, tmp_path / "pooled", "t")
+    assert _tree_of(tmp_path / "pooled" / "t") == _tree_of(tmp_path / "serial" / "t")
+    assert pooled.elf == serial.elf and pooled.copied_files == serial.copied_files == pooled.files
+
+
+def test_worker_processes_content_is_remembered_in_the_saved_index(on_fixture: Path, tmp_path: Path) -> None:
+    _stage_with(2, tmp_path, "one")
+    again = _stage_with(2, tmp_path, "two")  # a new Store: reads the index the first run saved
+    assert again.copied_files == 0 and again.reused_files == again.files > 0
+
+
+def test_a_failing_worker_process_fails_staging_with_its_error(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    units = _tree(src)
+    plan = stage.walk(src, units, IMAGE_ROOT)
+    (src / "Packages" / "A" / "lib" / "libA.so").unlink()  # gone between walking and staging
+    with pytest.raises(FileNotFoundError, match=r"libA\.so"):
+        stage.execute(plan, tmp_path / "r1", Store(tmp_path / ".data"), jobs=2, quiet=True)
+    assert not (tmp_path / "r1" / "Packages" / "A" / "lib" / "libA.so").exists()

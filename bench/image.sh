@@ -31,7 +31,10 @@ cp -a of the closure of AliPhysics/vAN-20250402_ROOT6-1, mksquashfs of that copy
 options), afkit staging, afkit image build --layers (staging + image), and the adjacent daily
 vAN-20250403 (AliPhysics and AliRoot changed) built after it. Prints the scale and the ratios
 staging / cp -a, whole build / (cp -a + mksquashfs), incremental / cold. Scratch in
-<repo>/build/bench-image-scale (removed at the end).
+<repo>/build/bench-image-scale (removed at the end). On ext4 without a journal no case creates
+files within 370 s of removing a tree (the inode allocator scans past recently deleted inodes
+there): a round removes the round before's trees before its mksquashfs, and the next round waits
+out the rest.
 Exit codes: 0 ok, 1 a build failed, 2 usage, 3 prerequisite missing (gcc for the fixture, the
 .venv, the testbed for --build).
 USAGE
@@ -52,13 +55,15 @@ scale_bench() {
   # shellcheck disable=SC2064  # expand now
   trap "rm -rf -- '$work'" EXIT
   local -a extra=()
-  [[ -z $json ]] || extra=(--json "$json")
+  # written inside the testbed (which sees the checkout, not every host path), copied out after
+  [[ -z $json ]] || extra=(--json "$work/result.json")
   # A private mount namespace with the scale fixture at /cvmfs: the closure is the one a build
   # host with the repository mounted at /cvmfs resolves (the toolchain's /cvmfs branch).
   # shellcheck disable=SC2016  # expanded by the inner sh
   (cd "$REPO" && "$REPO/scripts/testbed" run -- unshare --mount -- sh -c \
     'mount --bind "$1" /cvmfs && shift && exec "$@"' sh "$fixture" \
     python3 bench/image_scale.py --work "$work" --runs "$runs" "${extra[@]}")
+  [[ -z $json ]] || cp -- "$work/result.json" "$json"
 }
 
 main() {
@@ -84,6 +89,8 @@ main() {
   done
   [[ $size =~ ^[0-9]+$ && $runs =~ ^[1-9][0-9]*$ ]] ||
     die "$AFKIT_EX_USAGE" "--size-mb and --runs take positive whole numbers" "e.g. --size-mb 256 --runs 3"
+  [[ -z $json || -d $(dirname -- "$json") ]] ||
+    die "$AFKIT_EX_USAGE" "--json $json: its directory does not exist" "give a path in an existing directory"
   if [[ -n $scale ]]; then
     [[ $scale =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "$AFKIT_EX_USAGE" "--scale takes a size in GiB" "e.g. --scale 4.5"
     scale_bench "$scale" "$runs" "$json"

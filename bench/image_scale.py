@@ -7,6 +7,9 @@ Per round (the cases interleaved, medians over --runs):
   staging    afkit's staging of the same closure into a fresh store
   cold       afkit image build --layers of TAG_A in a fresh directory (staging + image)
   daily      afkit image build --layers of TAG_B in that directory afterwards (the adjacent daily)
+Each round works in its own directory; the cases creating files run first, then the trees of
+the round before are removed and the reference compressed; on ext4 without a journal the next
+round waits until those inodes settle (class Trees).
 """
 
 from __future__ import annotations
@@ -105,8 +108,12 @@ class Trees:
         for tree in trees:
             if tree.exists():
                 shutil.rmtree(tree)
-                self.removed_at = time.monotonic()
+                self.removed()
         os.sync()
+
+    def removed(self) -> None:
+        """Something removed a tree just now."""
+        self.removed_at = time.monotonic()
 
     def settle(self) -> None:
         """Wait until inodes removed last are allocated again without a scan."""
@@ -121,22 +128,24 @@ class Trees:
 def one_round(
     res: Resolution, src: Path, work: Path, base: Path, trees: Trees, earlier: Path | None
 ) -> dict[str, float]:
-    """One round in WORK; the round before's trees (EARLIER) are removed during this round's
-    compression of the reference, which creates no files, and the builds wait for it to settle."""
+    """One round in WORK. Every case that creates the closure's files runs first; then the
+    round before's trees (EARLIER) are removed and the reference compressed, which creates no
+    files; the next round waits for what is left of the settling time. The daily build removes
+    the cold build's tree itself (an earlier build in its directory): that removal settles there too."""
     times: dict[str, float] = {}
     work.mkdir(parents=True)
     trees.settle()
     times["cp_a"] = _timed(cp_a, res, src, work / "cp")
     times["staging"] = _timed(staging, res, src, work / "stage")
+    times["cold"] = _timed(build, TAG_A, work / "build", base)
+    times["daily"] = _timed(build, TAG_B, work / "build", base)
+    trees.removed()
+    for big in (work / "build").glob("*.sif"):
+        big.unlink()  # one file each: no inodes to wait for, and the disk space back
     if earlier is not None:
         trees.remove(earlier)
     times["mksquashfs"] = _timed(squash, work / "cp", work / "ref.sqfs")
     (work / "ref.sqfs").unlink()
-    trees.settle()
-    times["cold"] = _timed(build, TAG_A, work / "build", base)
-    times["daily"] = _timed(build, TAG_B, work / "build", base)
-    for big in (work / "build").glob("*.sif"):
-        big.unlink()  # one file each: no inodes to wait for, and the disk space back
     return times
 
 

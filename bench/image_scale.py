@@ -79,10 +79,11 @@ def build(tag: str, work: Path, base: Path) -> dict[str, object]:
 def journal_less_ext4(path: Path) -> bool:
     """PATH is on ext4 without a journal (its device has no /proc/fs/jbd2 entry)."""
     best = ("", "", "")
+    where = str(path.resolve())
     for line in Path("/proc/self/mountinfo").read_text().splitlines():
         fields = line.split()
         point, rest = fields[4], fields[fields.index("-") + 1 :]
-        inside = str(path.resolve()).startswith(point.rstrip("/") + "/") or point == "/"
+        inside = where.startswith(point.rstrip("/") + "/") or point == "/"
         if inside and len(point) >= len(best[0]):
             best = (point, rest[0], rest[1])
     _point, fstype, source = best

@@ -269,16 +269,18 @@ def _worker_batch(items: list[_Item]) -> list[tuple[dict[str, Any], bool]]:
     return [_stage_one(_WORKER_STORE[0], item) for item in items]
 
 
-def _batches(items: list[_Item]) -> list[list[_Item]]:
-    out: list[list[_Item]] = [[]]
-    size = 0
-    for item in items:
-        if len(out[-1]) >= BATCH_FILES or size >= BATCH_BYTES:
-            out.append([])
-            size = 0
-        out[-1].append(item)
+def _batches(items: list[_Item]) -> list[range]:
+    """ITEMS' indices in runs of at most BATCH_FILES files and about BATCH_BYTES bytes."""
+    out: list[range] = []
+    start = size = 0
+    for i, item in enumerate(items):
+        if i - start >= BATCH_FILES or size >= BATCH_BYTES:
+            out.append(range(start, i))
+            start, size = i, 0
         size += item.st.st_size
-    return [b for b in out if b]
+    if start < len(items):
+        out.append(range(start, len(items)))
+    return out
 
 
 def execute(
@@ -360,17 +362,12 @@ def _in_processes(
     batch (in this process, which owns the index); the first failure stops the rest."""
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload([__name__])
-    batches = _batches(items)
-    owners: dict[int, list[FileTask]] = {}
-    at = 0
-    for i, batch in enumerate(batches):
-        owners[i] = tasks[at : at + len(batch)]
-        at += len(batch)
     pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_init, initargs=(str(root),))
     try:
-        futures = {pool.submit(_worker_batch, batch): i for i, batch in enumerate(batches)}
+        futures = {pool.submit(_worker_batch, items[b.start : b.stop]): b for b in _batches(items)}
         for fut in as_completed(futures):
-            for task, (entry, copied) in zip(owners[futures[fut]], fut.result(), strict=True):
+            batch = futures[fut]
+            for task, (entry, copied) in zip(tasks[batch.start : batch.stop], fut.result(), strict=True):
                 done(task, entry, copied)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)

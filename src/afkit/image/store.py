@@ -168,12 +168,6 @@ class Store:
             data = json.dumps({"format": 1, "files": self._index}, sort_keys=True)
         write_atomic(self.root / "index.json", data)
 
-    def update_meta(self, rel: str, st: os.stat_result, meta: dict[str, Any]) -> None:
-        with self._lock:
-            entry = self._index.get(self.key(rel, st))
-            if entry is not None:
-                entry.update(meta)
-
 
 def _copy(src: int, dst: int) -> tuple[str, bytes]:
     """Copy file descriptor SRC to DST; (sha256, first 4 bytes).

@@ -67,12 +67,13 @@ def test_files_are_hard_links_into_the_store(tmp_path: Path) -> None:
     assert any(b.samefile(staged) for b in blobs)
 
 
-def _stage_tag(text: str, work: Path, name: str) -> stage.Stats:
+def _stage_tag(text: str, work: Path, name: str, jobs: int | None = None) -> stage.Stats:
     prof = profile.load("alice")
     src = profile.repo_root(prof)
     res = resolve.resolve(prof, tags.parse(text, prof), src)
     plan = stage.walk(src, res.units, resolve.image_root(prof))
-    return stage.execute(plan, work / name / "cvmfs" / "alice.cern.ch", Store(work / ".data"), quiet=True)
+    dest = work / name / "cvmfs" / "alice.cern.ch"
+    return stage.execute(plan, dest, Store(work / ".data"), jobs=jobs, quiet=True)
 
 
 def test_adjacent_tag_reuses_the_store(on_fixture: Path, tmp_path: Path) -> None:
@@ -177,12 +178,7 @@ def test_a_copy_failing_halfway_leaves_neither_the_staged_file_nor_its_blob(
 
 
 def _stage_with(jobs: int, work: Path, name: str) -> stage.Stats:
-    prof = profile.load("alice")
-    src = profile.repo_root(prof)
-    res = resolve.resolve(prof, tags.parse("AliPhysics/vAN-20250402_ROOT6-1", prof), src)
-    plan = stage.walk(src, res.units, resolve.image_root(prof))
-    dest = work / name / "cvmfs" / "alice.cern.ch"
-    return stage.execute(plan, dest, Store(work / ".data"), jobs=jobs, quiet=True)
+    return _stage_tag("AliPhysics/vAN-20250402_ROOT6-1", work, name, jobs)
 
 
 def _tree_of(root: Path) -> dict[str, bytes | str]:

@@ -9,7 +9,7 @@ TESTBED ?= bubblewrap
 export TESTBED
 AFKIT_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/afkit
 
-.PHONY: help deps venv lint unit bats fixture testbed testbed-down integration test demo bench ci-local demo-federation clean
+.PHONY: help deps venv lint unit bats fixture testbed testbed-down integration check test demo bench ci-local demo-federation clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -46,6 +46,9 @@ testbed-down: ## stop the testbed
 
 integration: venv ## integration tests inside the testbed (TESTBED=native: on this host)
 	@scripts/run-tests integration
+
+check: venv ## the fast tier for every commit: lint, unit, bats and one small local campaign in the testbed
+	@scripts/run-tests check
 
 test: venv ## everything: lint, unit, bats, integration; ends with the counts
 	@scripts/run-tests

@@ -439,52 +439,83 @@ def parse_lcg_manifest(text: str) -> list[tuple[str, str, str]]:
     return out
 
 
+# Packages that lcgcmake installs one directory deeper, releases/<category>/<name>/<version>-<hash>
+# (create_lcg_view.py getPackageName; the generators' manifest lists ./MCGenerators/<name>/...).
+LCG_CATEGORIES = ("MCGenerators", "Grid")
+
+
+def _first_file(src: Path, candidates: list[str], item: str, arch: str) -> Path | None:
+    paths = [src / c.format(tag=item, arch=arch) for c in candidates]
+    return next((p for p in paths if p.is_file()), None)
+
+
+def _manifest_packages(
+    manifest: Path, src: Path, lcg: dict[str, str], arch: str, globs: list[str], warnings: list[str]
+) -> dict[str, tuple[str, str | None]]:
+    """Install unit -> (name/version, the release's link to it) of every package line."""
+    out: dict[str, tuple[str, str | None]] = {}
+    text = manifest.read_text()
+    for (name, hsh, version), where in zip(parse_lcg_manifest(text), _manifest_dirs(text), strict=False):
+        # The directory column is relative to the release directory (./ROOT/6.30.02/<platform>,
+        # a symlink to releases/ROOT/6.30.02-<hash>/<platform>); older manifests are absolute.
+        path = Path(os.path.normpath(Path(where) if os.path.isabs(where) else manifest.parent / where))
+        link = _rel(path, src)
+        if link is not None and (src / link).is_symlink():
+            install = _rel(Path(os.path.realpath(src / link)), src)
+        else:
+            install, link = link, None
+        if install is None or not (src / install).exists():
+            install = lcg["release_dir"].format(name=name, version=version, hash=hsh, arch=arch)
+        if not (src / install).exists():
+            warnings.append(f"{manifest.name} lists {name} {version} but {install} does not exist")
+            continue
+        out[_unit_for(install, globs)[0]] = (f"{name}/{version}", link)
+    return out
+
+
 def _resolve_lcg(profile: Profile, tag: Tag, src: Path) -> Resolution:
+    """The view's packages only (lcgcmake's create_lcg_view.py links a release's packages into
+    the view but for its package blacklist: a manifest line alone stages nothing), each for the
+    view's platform, plus both manifests, the compiler and what setup.sh names."""
     arch = pick_arch(profile, tag, src)
     item = tag.items[0]
     lcg = profile.lcg
     view = src / lcg["view"].format(tag=item, arch=arch)
     setup = src / lcg["setup"].format(tag=item, arch=arch)
-    manifests = [src / m.format(tag=item, arch=arch) for m in lcg["manifest"]]
-    manifest = next((m for m in manifests if m.is_file()), manifests[0])
+    manifest = _first_file(src, lcg["manifest"], item, arch)
+    generators = _first_file(src, lcg.get("generators_manifest", []), item, arch)
     units: dict[str, Unit] = {}
     warnings: list[str] = []
     view_rel = _rel(view, src)
     assert view_rel is not None
     _add(units, view_rel, f"view {item}")
-    # Any release directory (<releases>/<name>/<version>-<hash>/<platform>): the view's packages
-    # and those reached only through setup.sh (the compiler runtime, another platform string).
+    # Any release directory (<releases>[/<category>]/<name>/<version>-<hash>/<platform>): the
+    # view's packages and those reached only through setup.sh (the compiler runtime).
     release_root = lcg["release_dir"].split("{name}", 1)[0].rstrip("/")
-    globs = [f"{release_root}/*/*/*"]
-    if manifest.is_file():
-        text = manifest.read_text()
-        dirs = _manifest_dirs(text)
-        for (name, hsh, version), where in zip(parse_lcg_manifest(text), dirs, strict=False):
-            # The directory column is relative to the release directory (./ROOT/6.30.02/<platform>,
-            # a symlink to releases/ROOT/6.30.02-<hash>/<platform>); older manifests are absolute.
-            path = Path(where) if os.path.isabs(where) else manifest.parent / where
-            rel = _rel(Path(os.path.normpath(path)), src)
-            if rel is None or not ((src / rel).exists() or (src / rel).is_symlink()):
-                rel = lcg["release_dir"].format(name=name, version=version, hash=hsh, arch=arch)
-            if (src / rel).exists():
-                _add(units, rel, f"{name}/{version}")
-            else:
-                warnings.append(f"manifest lists {name} {version} but {rel} does not exist")
-        _add(units, _rel(manifest, src) or "", "manifest")
-        compiler = _lcg_compiler_unit(text, src, arch)
+    globs = [*(f"{release_root}/{c}/*/*/*" for c in LCG_CATEGORIES), f"{release_root}/*/*/*"]
+    listed: dict[str, tuple[str, str | None]] = {}
+    for found in (manifest, generators):
+        if found is not None:
+            listed.update(_manifest_packages(found, src, lcg, arch, globs, warnings))
+            _add(units, _rel(found, src) or "", "manifest")
+    if manifest is None:
+        first = src / lcg["manifest"][0].format(tag=item, arch=arch)
+        warnings.append(f"no manifest {first}; closure from the view's symlinks")
+    else:
+        compiler = _lcg_compiler_unit(manifest.read_text(), src, arch)
         if compiler:
             _add(units, compiler, "compiler " + "/".join(compiler.split("/")[-3:-1]))
-    else:
-        warnings.append(f"no manifest {manifest}; closure from the view's symlinks")
     for link in _symlinks(view):
-        target = Path(os.path.realpath(link))
-        rel = _rel(target, src)
+        rel = _rel(Path(os.path.realpath(link)), src)
         if rel is None:
             continue
         unit, matched = _unit_for(rel, globs)
-        if matched:
-            name = unit.split("/")[-3] if unit.count("/") >= 3 else unit
-            _add(units, unit, name)
+        if not matched:
+            continue
+        label, release_link = listed.get(unit, (_lcg_label(unit), None))
+        _add(units, unit, label)
+        if release_link is not None:
+            _add(units, release_link, label)
     clean = envcapture.capture(_SOURCE_SCRIPT, [], {})
     loaded = envcapture.capture(_SOURCE_SCRIPT, [str(setup)], {}) if setup.is_file() else clean
     if not setup.is_file():

@@ -324,7 +324,8 @@ def _resolve_modules(profile: Profile, tag: Tag, src: Path) -> Resolution:
     )
 
 
-_LOADING = re.compile(r"^\s*Loading (\S+)")
+# modulecmd's report (the first line may follow envcapture's "...failed (exit 1): " prefix)
+_LOADING = re.compile(r"(?:^|\): )\s*Loading (\S+)\s*$")
 _ERROR = re.compile(r"ERROR: (.*)")
 _LOCATE = re.compile(r"Unable to locate a modulefile for '([^']+)'")
 
@@ -338,13 +339,45 @@ def missing_toolchains(stderr: str) -> list[str]:
     return sorted(set(missing)) if missing and not others else []
 
 
+# Tcl's errorInfo, which modulecmd prints under a modulefile's error: the command, then its place
+# (modulecmd wraps long lines, so the place may span two)
+_TCL_PLACE = re.compile(r'\(file\s+"([^"]+)"\s+line (\d+)\)')
+_TCL_EXECUTING = re.compile(r"while (?:executing|compiling)\s*\n\s*(.*)")
+
+
+def _tcl_error(stderr: str) -> tuple[str, str, str] | None:
+    """(modulefile, line number, command) of the first Tcl error modulecmd reports, if any."""
+    place = _TCL_PLACE.search(stderr)
+    if place is None:
+        return None
+    executing = _TCL_EXECUTING.search(stderr, 0, place.start())
+    command = executing.group(1).strip().removeprefix('"').removesuffix('"') if executing else ""
+    return place.group(1), place.group(2), command
+
+
 def load_error(stderr: str, items: list[str], modulepath: str) -> AfkitError:
     """A failed ``module load`` as the user needs it: which modulefile, which of its lines, which
-    module could not be found, and MODULEPATH (exit 1: the tag exists, its modulefiles are broken)."""
+    module could not be found, and MODULEPATH (exit 1: the tag exists, its modulefiles are broken).
+    A Tcl error inside a modulefile (a syntax error, an unknown command) is named by the file and
+    line modulecmd reports, and blamed on the modulefile."""
     lines = stderr.splitlines()
+    tcl = _tcl_error(stderr)
+    if tcl is not None:
+        path, number, command = tcl
+        cause = next((m.group(1).strip() for m in map(_ERROR.search, lines) if m), "Tcl error")
+        shown = f' ("{command}")' if command else ""
+        loaders = [m.group(1) for m in map(_LOADING.search, lines) if m]
+        chain = list(dict.fromkeys(reversed(loaders)))
+        via = f"; loaded through {' -> '.join(chain)}" if len(chain) > 1 else ""
+        return AfkitError(
+            f"cannot load {', '.join(items)}: {cause} at {path} line {number}{shown}{via}",
+            hint=f"a syntax error in the modulefile {path} (line {number}, as modulecmd reports it): "
+            "the repository's modulefile is broken and alienv fails on it too; pick another tag, or "
+            "report the modulefile to the repository's maintainers",
+        )
     failing, cause = "", ""
     for line in lines:
-        if (m := _LOADING.match(line)) and not cause:
+        if (m := _LOADING.search(line)) and not cause:
             failing = m.group(1)
         if (m := _ERROR.search(line)) and not cause:
             cause = m.group(1).strip()

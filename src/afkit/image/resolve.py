@@ -16,9 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from afkit.errors import AfkitError, NotFoundError, PrereqError
+from afkit.errors import AfkitError, InvalidError, NotFoundError, PrereqError
 from afkit.image import envcapture
-from afkit.image.model import Resolution, Unit
+from afkit.image.model import EnvVar, Resolution, Unit
 from afkit.image.profile import Profile
 from afkit.image.tags import Tag, nearest
 
@@ -262,6 +262,25 @@ def _rewrite_map(src: Path, profile: Profile) -> dict[str, str]:
     return {str(src): image_root(profile), os.path.realpath(src): image_root(profile)}
 
 
+def _tool_env(profile: Profile, env: list[EnvVar], fields: dict[str, str]) -> list[EnvVar]:
+    """ENV plus the profile's ``env.set`` (what the experiment's tool sets besides the tag, e.g.
+    alienv's MODULEPATH and ALIEN_ORGANISATION), FIELDS filled in; those win over the tag's."""
+    if not profile.env_set:
+        return env
+    names = {name for name, _ in profile.env_set}
+    out = [e for e in env if e.name not in names]
+    for name, template in profile.env_set:
+        try:
+            value = template.format(**fields)
+        except (KeyError, IndexError, ValueError) as exc:
+            raise InvalidError(
+                f"profile {profile.path}: env.set.{name} {template!r} cannot be filled in ({exc!r})",
+                hint=f"the {profile.resolver} resolver fills in: {', '.join(sorted(fields)) or 'nothing'}",
+            ) from None
+        out.append(EnvVar(name, value))
+    return sorted(out, key=lambda e: e.name)
+
+
 # --- resolvers --------------------------------------------------------------------------------
 
 
@@ -310,7 +329,9 @@ def _resolve_modules(profile: Profile, tag: Tag, src: Path) -> Resolution:
     _hidden(profile, src, arch, units)
     _expand_links(units, src, globs)
     _placement_warning(profile, src, warnings)
-    env = envcapture.diff(clean, loaded, exclude=profile.env_exclude, rewrite=_rewrite_map(src, profile))
+    rewrite = _rewrite_map(src, profile)
+    env = envcapture.diff(clean, loaded, exclude=profile.env_exclude, rewrite=rewrite)
+    env = _tool_env(profile, env, {"modulepath": envcapture.rewrite_paths(modulepath, rewrite)})
     return Resolution(
         profile=profile.name,
         repository=profile.repository,
@@ -556,6 +577,7 @@ def _resolve_lcg(profile: Profile, tag: Tag, src: Path) -> Resolution:
     values = [v for k, v in loaded.items() if clean.get(k) != v]
     _env_units(values, src, [*globs, view_rel], units, warnings, _lcg_label)
     env = envcapture.diff(clean, loaded, exclude=profile.env_exclude, rewrite=_rewrite_map(src, profile))
+    env = _tool_env(profile, env, {})
     _hidden(profile, src, arch, units)
     _expand_links(units, src, globs)
     _placement_warning(profile, src, warnings)

@@ -56,6 +56,18 @@ def test_environment_is_rewritten_to_image_paths(on_fixture: Path) -> None:
     assert "bin/alienv" in rels
 
 
+def test_image_gets_what_alienv_exports_besides_the_tag(on_fixture: Path) -> None:
+    """alienv setenv exports MODULEPATH (as it loaded the tag) and ALIEN_ORGANISATION: the image
+    sets both, MODULEPATH in the image's paths, where the tag's modulefiles are staged."""
+    res = _resolve("AliPhysics/vAN-20201018_ROOT6-1")
+    env = {e.name: e for e in res.env}
+    assert env["ALIEN_ORGANISATION"].value == "ALICE"
+    assert env["MODULEPATH"].value == (
+        "/cvmfs/alice.cern.ch/etc/toolchain/modulefiles/el9-x86_64:/cvmfs/alice.cern.ch/el9-x86_64/Modules/modulefiles"
+    )
+    assert not env["MODULEPATH"].inherit
+
+
 def test_arch_fallback_to_el7(on_fixture: Path) -> None:
     res = _resolve("AliPhysics/vAN-20190101_ROOT6-1")
     assert res.arch == "el7-x86_64"

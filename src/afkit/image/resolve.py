@@ -392,9 +392,9 @@ def load_error(stderr: str, items: list[str], modulepath: str) -> AfkitError:
         via = f"; loaded through {' -> '.join(chain)}" if len(chain) > 1 else ""
         return AfkitError(
             f"cannot load {', '.join(items)}: {cause} at {path} line {number}{shown}{via}",
-            hint=f"a syntax error in the modulefile {path} (line {number}, as modulecmd reports it): "
-            "the repository's modulefile is broken and alienv fails on it too; pick another tag, or "
-            "report the modulefile to the repository's maintainers",
+            hint=f"the modulefile {path} itself is broken (a Tcl syntax error or unknown command at line "
+            f"{number}, as modulecmd reports it), not MODULEPATH: alienv fails on it too; pick another "
+            "tag, or report the modulefile to the repository's maintainers",
         )
     failing, cause = "", ""
     for line in lines:

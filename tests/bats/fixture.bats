@@ -215,6 +215,16 @@ PY
   assert_output --partial "aliphysics-check: OK AliPhysics vAN-20201018_ROOT6-1"
 }
 
+@test "alienv setenv exports MODULEPATH (as it loaded the tag) and ALIEN_ORGANISATION, as upstream's" {
+  run env ALIENV_OVERRIDE_PLATFORM=el9 ALIEN_ORGANISATION=alice "$FIX/alice.cern.ch/bin/alienv" \
+    setenv VO_ALICE@AliPhysics::vAN-20201018_ROOT6-1 -c printenv MODULEPATH ALIEN_ORGANISATION
+  assert_success
+  local root
+  root=$(cd "$FIX/alice.cern.ch" && pwd -P)
+  assert_line --index 0 "$root/etc/toolchain/modulefiles/el9-x86_64:$root/el9-x86_64/Modules/modulefiles"
+  assert_line --index 1 ALICE
+}
+
 @test "alienv: an el7-only tag falls back to el7" {
   run "$FIX/alice.cern.ch/bin/alienv" setenv VO_ALICE@AliPhysics::vAN-20190101_ROOT6-1 -c aliphysics-check
   assert_success

@@ -215,6 +215,16 @@ PY
   assert_output --partial "aliphysics-check: OK AliPhysics vAN-20201018_ROOT6-1"
 }
 
+@test "alienv setenv exports MODULEPATH (as it loaded the tag) and ALIEN_ORGANISATION, as upstream's" {
+  run env ALIENV_OVERRIDE_PLATFORM=el9 ALIEN_ORGANISATION=alice "$FIX/alice.cern.ch/bin/alienv" \
+    setenv VO_ALICE@AliPhysics::vAN-20201018_ROOT6-1 -c printenv MODULEPATH ALIEN_ORGANISATION
+  assert_success
+  local root
+  root=$(cd "$FIX/alice.cern.ch" && pwd -P)
+  assert_line --index 0 "$root/etc/toolchain/modulefiles/el9-x86_64:$root/el9-x86_64/Modules/modulefiles"
+  assert_line --index 1 ALICE
+}
+
 @test "alienv: an el7-only tag falls back to el7" {
   run "$FIX/alice.cern.ch/bin/alienv" setenv VO_ALICE@AliPhysics::vAN-20190101_ROOT6-1 -c aliphysics-check
   assert_success
@@ -354,26 +364,41 @@ PY
   assert compgen -G "$lcg/releases/Geant4/11.2.0-*/$plat/lib/libG4run.so"
 }
 
-@test "sft.cern.ch: the manifest lists exactly the view's packages, with hashes and paths that resolve" {
+@test "sft.cern.ch: the manifests list the view's packages and the blacklisted one, with hashes and paths that resolve" {
   local rel=$FIX/sft.cern.ch/lcg/releases/LCG_105 plat=x86_64-el9-gcc13-opt
-  local man=$rel/LCG_externals_$plat.txt view=$FIX/sft.cern.ch/lcg/views/LCG_105/$plat
-  assert_equal "$(sed -n 1p "$man")" "PLATFORM: $plat"
-  assert_equal "$(sed -n 2p "$man")" "VERSION: 105"
-  assert_equal "$(sed -n 3p "$man")" "COMPILER: gcc;13.1.0"
+  local man=$rel/LCG_externals_$plat.txt gen=$rel/LCG_generators_$plat.txt
+  local view=$FIX/sft.cern.ch/lcg/views/LCG_105/$plat m
+  for m in "$man" "$gen"; do
+    assert_equal "$(sed -n 1p "$m")" "PLATFORM: $plat"
+    assert_equal "$(sed -n 2p "$m")" "VERSION: 105"
+    assert_equal "$(sed -n 3p "$m")" "COMPILER: gcc;13.1.0"
+  done
   local listed linked name hash version dir
-  listed=$(tail -n +4 "$man" | awk -F'; ' '{print $1 "-" $2}' | sort)
+  listed=$({ tail -n +4 "$man"; tail -n +4 "$gen"; } | awk -F'; ' '{print $1 "-" $2}' | sort)
   linked=$(find "$view/bin" "$view/lib" "$view/include" -type l -exec readlink {} + |
-    sed -E 's|^/cvmfs/sft.cern.ch/lcg/releases/([^/]+)/[^/]+-([0-9a-f]{5})/.*|\1-\2|' | sort -u)
+    sed -E 's|^/cvmfs/sft.cern.ch/lcg/releases/(MCGenerators/)?([^/]+)/[^/]+-([0-9a-f]{5})/.*|\2-\3|' | sort -u)
   assert [ -n "$listed" ]
-  assert_equal "$listed" "$linked"
+  # all but the blacklisted hepmc3 (create_lcg_view.py -B), which is listed and installed
+  assert_equal "$(grep -v '^hepmc3-' <<<"$listed")" "$linked"
+  assert_regex "$listed" $'(^|\n)hepmc3-[0-9a-f]{5}($|\n)'
+  assert_regex "$(tail -n +4 "$gen")" '^pythia8; [0-9a-f]{5}; 310; ./MCGenerators/pythia8/310/'"$plat"'; $'
   while IFS=' ' read -r name hash version dir _; do
     assert [ -d "$rel/$dir" ]
     assert matches "$(readlink "$rel/$dir")" "*/$name/$version-$hash/$plat"
-  done < <(tail -n +4 "$man" | sed 's/; /;/g' | tr ';' ' ')
+  done < <({ tail -n +4 "$man"; tail -n +4 "$gen"; } | sed 's/; /;/g' | tr ';' ' ')
   run grep -c '^ROOT; ' "$man"
   assert_output 1
   run grep '6.28.10' "$man"
   assert_failure 1
+}
+
+@test "sft.cern.ch: a generator's <version>-<hash> holds two platforms; the view links its own" {
+  local gen=$FIX/sft.cern.ch/lcg/releases/MCGenerators/pythia8
+  run ls "$gen"/310-*
+  assert_success
+  assert_output $'x86_64-el9-gcc13-dbg\nx86_64-el9-gcc13-opt'
+  run readlink "$FIX/sft.cern.ch/lcg/views/LCG_105/x86_64-el9-gcc13-opt/lib/libpythia8.so"
+  assert_output --regexp '^/cvmfs/sft.cern.ch/lcg/releases/MCGenerators/pythia8/310-[0-9a-f]{5}/x86_64-el9-gcc13-opt/lib/libpythia8.so$'
 }
 
 @test "sft.cern.ch: off /cvmfs the view's setup.sh finds itself (BASH_ARGV) but not its absolute links" {

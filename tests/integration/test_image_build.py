@@ -251,6 +251,15 @@ def test_lcg_view_image(base: Path, tmp_path: Path) -> None:
     assert link.returncode == 0 and link.stdout.startswith("/cvmfs/sft.cern.ch/lcg/releases/ROOT/6.30.02-")
     rootsys = in_image(sif, "printenv", "ROOTSYS").stdout.strip()
     assert rootsys.startswith("/cvmfs/sft.cern.ch/lcg/releases/ROOT/6.30.02-")  # setup.sh's readlink
+    # the view's generator runs; the package the view blacklists and the generator's other
+    # platform are not in the image; both manifests are
+    assert in_image(sif, "pythia8-fixture").returncode == 0
+    releases = "/cvmfs/sft.cern.ch/lcg/releases"
+    assert in_image(sif, "test", "-e", f"{releases}/hepmc3").returncode == 1
+    platforms = in_image(sif, "bash", "-c", f"cd {releases}/MCGenerators/pythia8/*/ && ls").stdout.split()
+    assert platforms == ["x86_64-el9-gcc13-opt"]
+    manifests = set(in_image(sif, "ls", f"{releases}/LCG_105").stdout.split())
+    assert {f"LCG_{kind}_x86_64-el9-gcc13-opt.txt" for kind in ("externals", "generators")} <= manifests
 
 
 def test_unprivileged_user_builds_with_fakeroot() -> None:

@@ -122,6 +122,8 @@ def test_image_environment_is_the_hosts(built: dict[str, Path], prof: str, tag: 
     args = ["apptainer", "exec", "--userns", "--contain", "--cleanenv", "--no-mount", "bind-paths"]
     image = _tag_environment(_env_of([*args, str(built[tag]), "env"]), {})
     assert host, "the host tool set no variable"
+    if prof == "alice":  # alienv exports these besides the tag's modules (ali-bot cvmfs/alienv)
+        assert {"MODULEPATH", "ALIEN_ORGANISATION"} <= set(host)
     missing = sorted(set(host) - set(image))
     # an image variable naming /cvmfs is the tag's, not the base's
     extra = sorted(n for n in set(image) - set(host) if "/cvmfs/" in image[n])

@@ -5,13 +5,16 @@ verify), so that they all use the same binary: ``$AFKIT_APPTAINER``, else ``appt
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +46,49 @@ class Runtime:
             self.binary, "build", "--notest", *self.build_args(), *squashfs_args(compression),
             str(target), str(definition),
         ]  # fmt: skip
+
+
+def _group(pgid: int) -> list[int]:
+    """The processes of group PGID that still run (zombies do not), from /proc/<pid>/stat."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(") ", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if len(fields) > 2 and fields[0] != "Z" and fields[2] == str(pgid):
+            pids.append(int(entry.name))
+    return pids
+
+
+def _wait_group(proc: subprocess.Popen[Any], timeout: float) -> bool:
+    """Wait until PROC has ended and no process of its group runs; False after TIMEOUT seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None and not _group(proc.pid):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+
+
+def stop_group(proc: subprocess.Popen[Any], grace: float) -> list[int]:
+    """Stop PROC (started with ``start_new_session=True``) and every process left in its group as
+    Ctrl-C on its own terminal would: SIGINT to the whole group, then SIGKILL to what still runs
+    after GRACE seconds. The group matters: ``build --fakeroot`` re-runs apptainer in a user
+    namespace as a child that the parent does not signal, and mksquashfs and %setup's commands
+    are children too (apptainer/apptainer internal/pkg/fakeroot/fakefake.go UnshareRootMapped,
+    internal/pkg/build/build.go Full). Returns the pids still running 10 s after SIGKILL."""
+    if proc.poll() is not None and not _group(proc.pid):
+        return []
+    for sig, wait in ((signal.SIGINT, grace), (signal.SIGKILL, 10.0)):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, sig)
+        if _wait_group(proc, wait):
+            return []
+    return _group(proc.pid)
 
 
 def command_name() -> str | None:

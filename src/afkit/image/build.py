@@ -12,6 +12,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import FrameType
@@ -305,7 +307,10 @@ def _proof_line(command: tuple[str, ...], optional: bool) -> str:
 def run_build(
     runtime: apptainer.Runtime, definition: Path, target: Path, outdir: Path, comp: str | None
 ) -> None:
-    """apptainer build into TARGET; on failure or Ctrl-C no TARGET is left."""
+    """apptainer build into TARGET; on failure or Ctrl-C no TARGET is left, and never a temporary
+    of Apptainer's: its APPTAINER_TMPDIR is OUTDIR/.tmp, removed once no process of the build
+    runs (on SIGINT Apptainer removes its build-temp-* bundle while its own copy into it may
+    still run, internal/pkg/build/build.go Full, so what it leaves is removed here)."""
     tmpdir = outdir / ".tmp"
     tmpdir.mkdir(exist_ok=True)
     target.unlink(missing_ok=True)
@@ -315,27 +320,48 @@ def run_build(
     proc = subprocess.Popen(cmd, env=env, stdout=sys.stderr, stderr=sys.stderr, start_new_session=True)
 
     def forward(signum: int, _frame: FrameType | None) -> None:
-        proc.send_signal(signum)
         raise KeyboardInterrupt
 
     old = signal.signal(signal.SIGTERM, forward)
     try:
         rc = proc.wait()
     except KeyboardInterrupt:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        target.unlink(missing_ok=True)
+        print("afkit: interrupted: stopping apptainer build, removing its temporary files", file=sys.stderr)
+        with _no_interrupts():
+            _end_build(proc, target, tmpdir, grace=60)
         raise
     finally:
         signal.signal(signal.SIGTERM, old)
+    _end_build(proc, None if rc == 0 else target, tmpdir, grace=10)
     if rc != 0:
-        target.unlink(missing_ok=True)
         raise AfkitError(
             f"apptainer build failed (exit {rc}) for {definition}",
             hint="read its output above; the definition and the staged tree are kept for a retry",
             code=ExitCode.FAILURE,
         )
+
+
+def _end_build(proc: subprocess.Popen[Any], target: Path | None, tmpdir: Path, grace: float) -> None:
+    """Once no process of the build runs: TARGET (if any) and Apptainer's temporaries removed."""
+    running = apptainer.stop_group(proc, grace)
+    if running:
+        print(f"afkit: warning: apptainer processes {running} run on; {tmpdir} is left", file=sys.stderr)
+        return
+    if target is not None:
+        target.unlink(missing_ok=True)
+    try:
+        workdir.remove(tmpdir)
+    except OSError as err:
+        print(f"afkit: warning: cannot remove Apptainer's temporary files ({err})", file=sys.stderr)
+
+
+@contextmanager
+def _no_interrupts() -> Iterator[None]:
+    """SIGINT and SIGTERM ignored while a build is being cleaned up (a second Ctrl-C would leave
+    the cleanup half done)."""
+    old = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)

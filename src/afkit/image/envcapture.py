@@ -60,14 +60,15 @@ def diff(
         inherit = False
         if old and value.endswith(":" + old):
             value, inherit = value[: -len(old) - 1], True
-        result.append(EnvVar(name, _rewrite(value, rewrite or {}), inherit))
+        result.append(EnvVar(name, rewrite_paths(value, rewrite or {}), inherit))
     return result
 
 
-def _rewrite(value: str, rewrite: dict[str, str]) -> str:
-    for src in sorted(rewrite, key=len, reverse=True):
-        if src != rewrite[src]:
-            value = value.replace(src, rewrite[src])
+def rewrite_paths(value: str, mapping: dict[str, str]) -> str:
+    """VALUE with every host path prefix of MAPPING replaced by its image path, longest first."""
+    for src in sorted(mapping, key=len, reverse=True):
+        if src != mapping[src]:
+            value = value.replace(src, mapping[src])
     return value
 
 

@@ -43,6 +43,7 @@ class Profile:
     hidden: tuple[str, ...] = ()
     env_required: tuple[str, ...] = ()
     env_exclude: tuple[str, ...] = ()
+    env_set: tuple[tuple[str, str], ...] = ()
     modules: dict[str, Any] = field(default_factory=dict)
     lcg: dict[str, Any] = field(default_factory=dict)
     description: str = ""
@@ -126,6 +127,7 @@ def from_dict(data: dict[str, Any], path: Path) -> Profile:
         hidden=tuple(data.get("hidden", [])),
         env_required=tuple(env.get("required", [])),
         env_exclude=tuple(env.get("exclude", [])),
+        env_set=tuple(env.get("set", {}).items()),
         modules=dict(data.get("modules", {})),
         lcg=dict(data.get("lcg", {})),
         description=data.get("description", ""),

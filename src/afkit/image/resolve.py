@@ -16,9 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from afkit.errors import AfkitError, NotFoundError, PrereqError
+from afkit.errors import AfkitError, InvalidError, NotFoundError, PrereqError
 from afkit.image import envcapture
-from afkit.image.model import Resolution, Unit
+from afkit.image.model import EnvVar, Resolution, Unit
 from afkit.image.profile import Profile
 from afkit.image.tags import Tag, nearest
 
@@ -262,6 +262,25 @@ def _rewrite_map(src: Path, profile: Profile) -> dict[str, str]:
     return {str(src): image_root(profile), os.path.realpath(src): image_root(profile)}
 
 
+def _tool_env(profile: Profile, env: list[EnvVar], fields: dict[str, str]) -> list[EnvVar]:
+    """ENV plus the profile's ``env.set`` (what the experiment's tool sets besides the tag, e.g.
+    alienv's MODULEPATH and ALIEN_ORGANISATION), FIELDS filled in; those win over the tag's."""
+    if not profile.env_set:
+        return env
+    names = {name for name, _ in profile.env_set}
+    out = [e for e in env if e.name not in names]
+    for name, template in profile.env_set:
+        try:
+            value = template.format(**fields)
+        except (KeyError, IndexError, ValueError) as exc:
+            raise InvalidError(
+                f"profile {profile.path}: env.set.{name} {template!r} cannot be filled in ({exc!r})",
+                hint=f"the {profile.resolver} resolver fills in: {', '.join(sorted(fields)) or 'nothing'}",
+            ) from None
+        out.append(EnvVar(name, value))
+    return sorted(out, key=lambda e: e.name)
+
+
 # --- resolvers --------------------------------------------------------------------------------
 
 
@@ -310,7 +329,9 @@ def _resolve_modules(profile: Profile, tag: Tag, src: Path) -> Resolution:
     _hidden(profile, src, arch, units)
     _expand_links(units, src, globs)
     _placement_warning(profile, src, warnings)
-    env = envcapture.diff(clean, loaded, exclude=profile.env_exclude, rewrite=_rewrite_map(src, profile))
+    rewrite = _rewrite_map(src, profile)
+    env = envcapture.diff(clean, loaded, exclude=profile.env_exclude, rewrite=rewrite)
+    env = _tool_env(profile, env, {"modulepath": envcapture.rewrite_paths(modulepath, rewrite)})
     return Resolution(
         profile=profile.name,
         repository=profile.repository,
@@ -324,7 +345,8 @@ def _resolve_modules(profile: Profile, tag: Tag, src: Path) -> Resolution:
     )
 
 
-_LOADING = re.compile(r"^\s*Loading (\S+)")
+# modulecmd's report (the first line may follow envcapture's "...failed (exit 1): " prefix)
+_LOADING = re.compile(r"(?:^|\): )\s*Loading (\S+)\s*$")
 _ERROR = re.compile(r"ERROR: (.*)")
 _LOCATE = re.compile(r"Unable to locate a modulefile for '([^']+)'")
 
@@ -338,13 +360,45 @@ def missing_toolchains(stderr: str) -> list[str]:
     return sorted(set(missing)) if missing and not others else []
 
 
+# Tcl's errorInfo, which modulecmd prints under a modulefile's error: the command, then its place
+# (modulecmd wraps long lines, so the place may span two)
+_TCL_PLACE = re.compile(r'\(file\s+"([^"]+)"\s+line (\d+)\)')
+_TCL_EXECUTING = re.compile(r"while (?:executing|compiling)\s*\n\s*(.*)")
+
+
+def _tcl_error(stderr: str) -> tuple[str, str, str] | None:
+    """(modulefile, line number, command) of the first Tcl error modulecmd reports, if any."""
+    place = _TCL_PLACE.search(stderr)
+    if place is None:
+        return None
+    executing = _TCL_EXECUTING.search(stderr, 0, place.start())
+    command = executing.group(1).strip().removeprefix('"').removesuffix('"') if executing else ""
+    return place.group(1), place.group(2), command
+
+
 def load_error(stderr: str, items: list[str], modulepath: str) -> AfkitError:
     """A failed ``module load`` as the user needs it: which modulefile, which of its lines, which
-    module could not be found, and MODULEPATH (exit 1: the tag exists, its modulefiles are broken)."""
+    module could not be found, and MODULEPATH (exit 1: the tag exists, its modulefiles are broken).
+    A Tcl error inside a modulefile (a syntax error, an unknown command) is named by the file and
+    line modulecmd reports, and blamed on the modulefile."""
     lines = stderr.splitlines()
+    tcl = _tcl_error(stderr)
+    if tcl is not None:
+        path, number, command = tcl
+        cause = next((m.group(1).strip() for m in map(_ERROR.search, lines) if m), "Tcl error")
+        shown = f' ("{command}")' if command else ""
+        loaders = [m.group(1) for m in map(_LOADING.search, lines) if m]
+        chain = list(dict.fromkeys(reversed(loaders)))
+        via = f"; loaded through {' -> '.join(chain)}" if len(chain) > 1 else ""
+        return AfkitError(
+            f"cannot load {', '.join(items)}: {cause} at {path} line {number}{shown}{via}",
+            hint=f"the modulefile {path} itself is broken (a Tcl syntax error or unknown command at line "
+            f"{number}, as modulecmd reports it), not MODULEPATH: alienv fails on it too; pick another "
+            "tag, or report the modulefile to the repository's maintainers",
+        )
     failing, cause = "", ""
     for line in lines:
-        if (m := _LOADING.match(line)) and not cause:
+        if (m := _LOADING.search(line)) and not cause:
             failing = m.group(1)
         if (m := _ERROR.search(line)) and not cause:
             cause = m.group(1).strip()
@@ -439,52 +493,83 @@ def parse_lcg_manifest(text: str) -> list[tuple[str, str, str]]:
     return out
 
 
+# Packages that lcgcmake installs one directory deeper, releases/<category>/<name>/<version>-<hash>
+# (create_lcg_view.py getPackageName; the generators' manifest lists ./MCGenerators/<name>/...).
+LCG_CATEGORIES = ("MCGenerators", "Grid")
+
+
+def _first_file(src: Path, candidates: list[str], item: str, arch: str) -> Path | None:
+    paths = [src / c.format(tag=item, arch=arch) for c in candidates]
+    return next((p for p in paths if p.is_file()), None)
+
+
+def _manifest_packages(
+    manifest: Path, src: Path, lcg: dict[str, str], arch: str, globs: list[str], warnings: list[str]
+) -> dict[str, tuple[str, str | None]]:
+    """Install unit -> (name/version, the release's link to it) of every package line."""
+    out: dict[str, tuple[str, str | None]] = {}
+    text = manifest.read_text()
+    for (name, hsh, version), where in zip(parse_lcg_manifest(text), _manifest_dirs(text), strict=False):
+        # The directory column is relative to the release directory (./ROOT/6.30.02/<platform>,
+        # a symlink to releases/ROOT/6.30.02-<hash>/<platform>); older manifests are absolute.
+        path = Path(os.path.normpath(Path(where) if os.path.isabs(where) else manifest.parent / where))
+        link = _rel(path, src)
+        if link is not None and (src / link).is_symlink():
+            install = _rel(Path(os.path.realpath(src / link)), src)
+        else:
+            install, link = link, None
+        if install is None or not (src / install).exists():
+            install = lcg["release_dir"].format(name=name, version=version, hash=hsh, arch=arch)
+        if not (src / install).exists():
+            warnings.append(f"{manifest.name} lists {name} {version} but {install} does not exist")
+            continue
+        out[_unit_for(install, globs)[0]] = (f"{name}/{version}", link)
+    return out
+
+
 def _resolve_lcg(profile: Profile, tag: Tag, src: Path) -> Resolution:
+    """The view's packages only (lcgcmake's create_lcg_view.py links a release's packages into
+    the view but for its package blacklist: a manifest line alone stages nothing), each for the
+    view's platform, plus both manifests, the compiler and what setup.sh names."""
     arch = pick_arch(profile, tag, src)
     item = tag.items[0]
     lcg = profile.lcg
     view = src / lcg["view"].format(tag=item, arch=arch)
     setup = src / lcg["setup"].format(tag=item, arch=arch)
-    manifests = [src / m.format(tag=item, arch=arch) for m in lcg["manifest"]]
-    manifest = next((m for m in manifests if m.is_file()), manifests[0])
+    manifest = _first_file(src, lcg["manifest"], item, arch)
+    generators = _first_file(src, lcg.get("generators_manifest", []), item, arch)
     units: dict[str, Unit] = {}
     warnings: list[str] = []
     view_rel = _rel(view, src)
     assert view_rel is not None
     _add(units, view_rel, f"view {item}")
-    # Any release directory (<releases>/<name>/<version>-<hash>/<platform>): the view's packages
-    # and those reached only through setup.sh (the compiler runtime, another platform string).
+    # Any release directory (<releases>[/<category>]/<name>/<version>-<hash>/<platform>): the
+    # view's packages and those reached only through setup.sh (the compiler runtime).
     release_root = lcg["release_dir"].split("{name}", 1)[0].rstrip("/")
-    globs = [f"{release_root}/*/*/*"]
-    if manifest.is_file():
-        text = manifest.read_text()
-        dirs = _manifest_dirs(text)
-        for (name, hsh, version), where in zip(parse_lcg_manifest(text), dirs, strict=False):
-            # The directory column is relative to the release directory (./ROOT/6.30.02/<platform>,
-            # a symlink to releases/ROOT/6.30.02-<hash>/<platform>); older manifests are absolute.
-            path = Path(where) if os.path.isabs(where) else manifest.parent / where
-            rel = _rel(Path(os.path.normpath(path)), src)
-            if rel is None or not ((src / rel).exists() or (src / rel).is_symlink()):
-                rel = lcg["release_dir"].format(name=name, version=version, hash=hsh, arch=arch)
-            if (src / rel).exists():
-                _add(units, rel, f"{name}/{version}")
-            else:
-                warnings.append(f"manifest lists {name} {version} but {rel} does not exist")
-        _add(units, _rel(manifest, src) or "", "manifest")
-        compiler = _lcg_compiler_unit(text, src, arch)
+    globs = [*(f"{release_root}/{c}/*/*/*" for c in LCG_CATEGORIES), f"{release_root}/*/*/*"]
+    listed: dict[str, tuple[str, str | None]] = {}
+    for found in (manifest, generators):
+        if found is not None:
+            listed.update(_manifest_packages(found, src, lcg, arch, globs, warnings))
+            _add(units, _rel(found, src) or "", "manifest")
+    if manifest is None:
+        first = src / lcg["manifest"][0].format(tag=item, arch=arch)
+        warnings.append(f"no manifest {first}; closure from the view's symlinks")
+    else:
+        compiler = _lcg_compiler_unit(manifest.read_text(), src, arch)
         if compiler:
             _add(units, compiler, "compiler " + "/".join(compiler.split("/")[-3:-1]))
-    else:
-        warnings.append(f"no manifest {manifest}; closure from the view's symlinks")
     for link in _symlinks(view):
-        target = Path(os.path.realpath(link))
-        rel = _rel(target, src)
+        rel = _rel(Path(os.path.realpath(link)), src)
         if rel is None:
             continue
         unit, matched = _unit_for(rel, globs)
-        if matched:
-            name = unit.split("/")[-3] if unit.count("/") >= 3 else unit
-            _add(units, unit, name)
+        if not matched:
+            continue
+        label, release_link = listed.get(unit, (_lcg_label(unit), None))
+        _add(units, unit, label)
+        if release_link is not None:
+            _add(units, release_link, label)
     clean = envcapture.capture(_SOURCE_SCRIPT, [], {})
     loaded = envcapture.capture(_SOURCE_SCRIPT, [str(setup)], {}) if setup.is_file() else clean
     if not setup.is_file():
@@ -492,6 +577,7 @@ def _resolve_lcg(profile: Profile, tag: Tag, src: Path) -> Resolution:
     values = [v for k, v in loaded.items() if clean.get(k) != v]
     _env_units(values, src, [*globs, view_rel], units, warnings, _lcg_label)
     env = envcapture.diff(clean, loaded, exclude=profile.env_exclude, rewrite=_rewrite_map(src, profile))
+    env = _tool_env(profile, env, {})
     _hidden(profile, src, arch, units)
     _expand_links(units, src, globs)
     _placement_warning(profile, src, warnings)

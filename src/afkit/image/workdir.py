@@ -225,8 +225,18 @@ def prepare(path: Path, yes: bool, ask: Callable[[str], str] | None = None) -> P
 
 
 def remove(path: Path) -> None:
-    """Remove one entry without following symlinks."""
+    """Remove one entry without following symlinks; a tree whose directories forbid it (a
+    rootfs's 0555 /proc, made by a build as this user) is made writable for its owner first,
+    as Apptainer's own fs.ForceRemoveAll does."""
     if path.is_symlink() or not path.is_dir():
         path.unlink(missing_ok=True)
-    else:
+        return
+    try:
+        shutil.rmtree(path)
+    except PermissionError:
+        for dirpath, dirnames, _files in os.walk(path):
+            for name in [".", *dirnames]:
+                entry = Path(dirpath, name)
+                if not entry.is_symlink():
+                    entry.chmod(entry.lstat().st_mode & 0o7777 | stat.S_IRWXU)
         shutil.rmtree(path)

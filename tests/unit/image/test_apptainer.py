@@ -9,6 +9,7 @@ import pytest
 
 from afkit.errors import ExitCode, PrereqError
 from afkit.image import apptainer
+from afkit.storage.daemon import alive
 
 
 def test_no_apptainer_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -127,3 +128,15 @@ def test_build_command_has_notest_privilege_and_compression() -> None:
         "/usr/bin/apptainer", "build", "--notest", "--fakeroot", "--mksquashfs-args", "-comp zstd",
         "/o/.x.sif.partial", "/o/x.def",
     ]  # fmt: skip
+
+
+def test_stop_group_stops_the_children_the_leader_does_not_signal() -> None:
+    """Like apptainer's outer process under --fakeroot, the leader waits for a child; here both
+    ignore SIGINT, so stop_group ends them with SIGKILL after the grace, and nothing runs on."""
+    script = "trap '' INT; sleep 300 & child=$!; echo $child; wait $child"
+    proc = subprocess.Popen(["bash", "-c", script], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    assert proc.stdout is not None
+    child = int(proc.stdout.readline())
+    assert apptainer.stop_group(proc, grace=0.5) == []
+    assert proc.returncode is not None
+    assert not alive(child)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from afkit.errors import ExitCode, NotFoundError, PrereqError
+from afkit.errors import AfkitError, ExitCode, NotFoundError, PrereqError
 from afkit.image import profile, resolve, tags
 from afkit.image.model import Resolution
 
@@ -54,6 +54,18 @@ def test_environment_is_rewritten_to_image_paths(on_fixture: Path) -> None:
     rels = {u.rel for u in res.units}
     assert "el9-x86_64/Modules/modulefiles/BASE/1.0" in rels
     assert "bin/alienv" in rels
+
+
+def test_image_gets_what_alienv_exports_besides_the_tag(on_fixture: Path) -> None:
+    """alienv setenv exports MODULEPATH (as it loaded the tag) and ALIEN_ORGANISATION: the image
+    sets both, MODULEPATH in the image's paths, where the tag's modulefiles are staged."""
+    res = _resolve("AliPhysics/vAN-20201018_ROOT6-1")
+    env = {e.name: e for e in res.env}
+    assert env["ALIEN_ORGANISATION"].value == "ALICE"
+    assert env["MODULEPATH"].value == (
+        "/cvmfs/alice.cern.ch/etc/toolchain/modulefiles/el9-x86_64:/cvmfs/alice.cern.ch/el9-x86_64/Modules/modulefiles"
+    )
+    assert not env["MODULEPATH"].inherit
 
 
 def test_arch_fallback_to_el7(on_fixture: Path) -> None:
@@ -169,3 +181,26 @@ def test_only_a_missing_toolchain_is_tolerated() -> None:
 def test_every_resolver_the_profile_schema_allows_is_registered() -> None:
     schema = json.loads(profile.SCHEMA_PATH.read_text(encoding="utf-8"))
     assert sorted(resolve.RESOLVERS) == sorted(schema["properties"]["resolver"]["enum"])
+
+
+def test_modulefile_syntax_error_names_the_file_and_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Tcl syntax error two modules down, through the real modulecmd: the error names the
+    modulefile and line modulecmd reports, and the hint is about the modulefile, not MODULEPATH."""
+    mods = tmp_path / "alice.cern.ch" / "el9-x86_64" / "Modules" / "modulefiles"
+    (mods / "Broken").mkdir(parents=True)
+    (mods / "Top").mkdir()
+    broken = mods / "Broken" / "1.0"
+    broken.write_text("#%Module1.0\nsetenv FOO bar\nif { 1 } {\n  setenv BAR baz\n\nprepend-path PATH /x\n")
+    (mods / "Top" / "2.0").write_text("#%Module1.0\nmodule load Broken/1.0\nsetenv TOP 1\n")
+    monkeypatch.setenv("AFKIT_CVMFS_ROOT", str(tmp_path))
+    prof = profile.load("alice")
+    with pytest.raises(AfkitError) as caught:
+        resolve.resolve(prof, tags.parse("Top/2.0", prof), profile.repo_root(prof))
+    err = caught.value
+    assert err.code == ExitCode.FAILURE
+    assert str(err).startswith("cannot load Top/2.0: missing close-brace"), str(err)
+    assert f'{broken} line 3 ("if {{ 1 }} {{")' in str(err)
+    assert "not MODULEPATH" in (err.hint or "")
+    assert "syntax" in (err.hint or "") and str(broken) in (err.hint or "")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -64,3 +65,38 @@ def test_view_symlinks_stay_symlinks(on_fixture: Path, tmp_path: Path) -> None:
 def test_unknown_release(on_fixture: Path) -> None:
     with pytest.raises(NotFoundError, match="nearest: LCG_105"):
         _resolve("LCG_106")
+
+
+def _sft_facts(cvmfs_root: Path) -> dict[str, str | list[str]]:
+    text = (cvmfs_root / "sft.cern.ch" / ".afkit-fixture.json").read_text()
+    facts: dict[str, str | list[str]] = json.loads(text)["lcg"]
+    return facts
+
+
+def test_blacklisted_package_is_not_staged(on_fixture: Path, cvmfs_root: Path) -> None:
+    """hepmc3 is in LCG_externals_<platform>.txt and installed, but create_lcg_view.py -B left it
+    out of the view: the image gets the view's packages only."""
+    assert _sft_facts(cvmfs_root)["blacklisted"] == ["hepmc3/3.2.7"]
+    res = _resolve("LCG_105")
+    assert not any("hepmc3" in u.rel for u in res.units), [u.rel for u in res.units if "hepmc3" in u.rel]
+    assert "hepmc3/3.2.7" not in {u.label for u in res.units}
+
+
+def test_generator_is_staged_for_the_view_platform_only(on_fixture: Path, cvmfs_root: Path) -> None:
+    """pythia8's <version>-<hash> holds the -opt and the -dbg build side by side: only -opt is staged."""
+    facts = _sft_facts(cvmfs_root)
+    res = _resolve("LCG_105")
+    rels = {u.rel for u in res.units}
+    gen = [r for r in rels if r.startswith("lcg/releases/MCGenerators/pythia8/")]
+    assert len(gen) == 1 and gen[0].endswith("/" + str(facts["platform"])), gen
+    assert not any(str(facts["other_platform"]) in r for r in rels)
+    assert "pythia8/310" in {u.label for u in res.units}
+
+
+def test_generators_manifest_is_staged(on_fixture: Path, cvmfs_root: Path) -> None:
+    facts = _sft_facts(cvmfs_root)
+    res = _resolve("LCG_105")
+    assert {u.rel for u in res.units} >= {
+        str(facts["generators_manifest"]),
+        "lcg/releases/LCG_105/LCG_externals_x86_64-el9-gcc13-opt.txt",
+    }

@@ -190,7 +190,7 @@ def write(result: list[CellComparison], out_dir: Path, meta: dict[str, Any]) -> 
     out_dir.mkdir(parents=True, exist_ok=True)
     fields = list(asdict(result[0])) if result else ["verdict"]
     write_csv(out_dir / "compare.csv", fields, (asdict(c) for c in result))
-    figure(result, out_dir / "compare.png")
+    figure(result, out_dir / "compare.png", meta.get("tolerance"))
     cells = {**meta, "cells": [asdict(c) for c in result]}
     return write_atomic(out_dir / "compare.json", json.dumps(cells, indent=1), mode=0o644)
 

@@ -3,18 +3,18 @@ that no text (tick label, title, legend) is cut at the figure's edge."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.text import Text
 
 from afkit.campaign import aggregate as agg
 from afkit.campaign import compare, figures
 from afkit.campaign.aggregate import read_csv
 
 FIX = Path(__file__).parent / "fixtures" / "compare"
+TextsOutside = Callable[[Figure], list[str]]
 
 
 def rec(i: int, gbps: float, **kw: Any) -> dict[str, Any]:
@@ -37,38 +37,7 @@ def tables(recs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[
     return [agg.job_row(r) for r in recs], [i for r in recs for i in agg.interval_rows(r)]
 
 
-def drawn_texts(fig: Figure) -> list[Text]:
-    """The texts a saved FIG shows: titles, axis labels, legend entries, and the labels of the
-    ticks inside their axis' view (matplotlib keeps, and does not draw, the others)."""
-    tick_texts: dict[int, bool] = {}
-    for ax in fig.axes:
-        for axis in (ax.xaxis, ax.yaxis):
-            lo, hi = sorted(axis.get_view_interval())
-            for tick in (*axis.get_major_ticks(), *axis.get_minor_ticks()):
-                shown = lo - 1e-9 * abs(hi - lo) <= tick.get_loc() <= hi + 1e-9 * abs(hi - lo)
-                for label in (tick.label1, tick.label2):
-                    tick_texts[id(label)] = shown and label.get_visible()
-    return [
-        t for t in fig.findobj(Text)
-        if t.get_visible() and t.get_text().strip() and tick_texts.get(id(t), True)
-    ]  # fmt: skip
-
-
-def texts_outside(fig: Figure) -> list[str]:
-    """The drawn texts whose extent leaves the figure (what a saved PNG would cut)."""
-    FigureCanvasAgg(fig)
-    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
-    fig.draw(renderer)
-    box = fig.bbox
-    out = []
-    for t in drawn_texts(fig):
-        e = t.get_window_extent(renderer)
-        if e.x0 < box.x0 - 0.5 or e.y0 < box.y0 - 0.5 or e.x1 > box.x1 + 0.5 or e.y1 > box.y1 + 0.5:
-            out.append(t.get_text())
-    return out
-
-
-def test_the_text_check_finds_a_cut_label() -> None:
+def test_the_text_check_finds_a_cut_label(texts_outside: TextsOutside) -> None:
     """The check itself can fail: a figure too narrow for its tick labels (no layout engine)."""
     fig = Figure(figsize=(3, 3))
     ax = fig.subplots()
@@ -148,7 +117,7 @@ def test_read_vs_clients_gets_the_log_axis_too() -> None:
     assert fig.axes[0].get_yscale() == "log"
 
 
-def test_no_figure_text_is_cut() -> None:
+def test_no_figure_text_is_cut(texts_outside: TextsOutside) -> None:
     recs = [rec(i, 0.2 * (i + 1), site=f"a-site-with-a-rather-long-name-{i}", scenario=f"xcache-dca-{i}")
             for i in range(8)]  # fmt: skip
     rows, intervals = tables(recs)
@@ -165,7 +134,7 @@ def _long_cells() -> list[compare.CellComparison]:
     return compare.compare(base, again) + compare.compare(*renamed)
 
 
-def test_comparison_labels_are_never_cut() -> None:
+def test_comparison_labels_are_never_cut(texts_outside: TextsOutside) -> None:
     cells = _long_cells()
     fig = figures.comparison_figure(cells, 0.1)
     assert fig is not None

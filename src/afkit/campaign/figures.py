@@ -18,7 +18,7 @@ from typing import Any
 from matplotlib.axes import Axes
 from matplotlib.axis import Axis
 from matplotlib.figure import Figure
-from matplotlib.ticker import FormatStrFormatter, LogLocator, MaxNLocator
+from matplotlib.ticker import FormatStrFormatter, LogLocator
 
 from afkit.atomic import atomic_path
 from afkit.campaign.scaling import WavePoint, server_of
@@ -98,16 +98,29 @@ def rate_series(
     return {k: {t: sum(v) / len(v) for t, v in pts.items()} for k, pts in series.items()}
 
 
+def repetitions_of(rows: list[dict[str, str]]) -> dict[tuple[str, str, str, int], int]:
+    """(source, scenario, access, clients) → how many repetitions rate_series averages there."""
+    reps: dict[tuple[str, str, str, int], set[str]] = defaultdict(set)
+    for r in rows:
+        if r["type"] == "read" and r["status"] == "ok":
+            reps[(source(r), r["scenario"], r["access"], int(r["clients"]))].add(r.get("repetition", ""))
+    return {k: len(v) for k, v in reps.items()}
+
+
 def rate_vs_time_figure(rows: list[dict[str, str]], intervals: list[dict[str, str]]) -> Figure | None:
     """Gbit/s vs time per site, endpoint and scenario (read benchmarks)."""
     series = rate_series(rows, intervals)
     if not series:
         return None
+    reps = repetitions_of(rows)
     fig = new_figure(8, 4.5 + 0.14 * len(series))
     ax = fig.subplots()
-    for (src, scen, access, clients), pts in sorted(series.items()):
+    for key, pts in sorted(series.items()):
+        src, scen, access, clients = key
         ts = sorted(pts)
-        ax.plot(ts, [pts[t] for t in ts], marker=".", label=f"{src}: {scen} {access} {clients} cl.")
+        n = reps.get(key, 1)
+        mean = f", mean of {n} repetitions" if n > 1 else ""
+        ax.plot(ts, [pts[t] for t in ts], marker=".", label=f"{src}: {scen} {access} {clients} cl.{mean}")
     rate_axis(ax, (pts.values() for pts in series.values()), "throughput [Gbit/s]")
     ax.set_xlabel("time since start of processing [s]")
     ax.set_title("Read throughput vs time, per site, endpoint and cache scenario")
@@ -168,7 +181,7 @@ def vs_clients_figure(rows: list[dict[str, str]], kind: str) -> Figure | None:
         axes[1].set_title("analysis: event rate vs clients")
     for ax in axes:
         ax.set_xlabel("clients per node")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xticks(sorted({c for pts in lines.values() for c in pts}))  # the client counts run
         ax.grid(alpha=0.3, which="both")
     legend(axes[0])
     return fig

@@ -158,3 +158,20 @@ def test_the_comparison_shades_the_tolerance_band_and_colours_verdicts() -> None
     colours = [c.lines[0].get_color() for c in ax.containers]  # type: ignore[attr-defined]
     assert colours == ["tab:orange", "tab:orange", "tab:red", "tab:red"]
     assert ax.get_xscale() == "log"  # ratios from 0.08 to 2: an order of magnitude and more
+
+
+def test_a_series_averaged_over_repetitions_says_so() -> None:
+    recs = [rec(0, 0.2), rec(1, 0.4, repetition=1, id="r1"), rec(2, 5.0, scenario="xcache")]
+    fig = figures.rate_vs_time_figure(*tables(recs))
+    assert fig is not None
+    assert fig.axes[0].get_legend_handles_labels()[1] == [
+        "frankfurt <- 10.77.0.2:1094: origin direct 1 cl., mean of 2 repetitions",
+        "frankfurt <- 10.77.0.2:1094: xcache direct 1 cl.",
+    ]
+
+
+def test_the_clients_axis_has_a_tick_at_each_client_count_run() -> None:
+    rows, _ = tables([rec(0, 0.2), rec(1, 0.3, clients=4, id="r4")])
+    fig = figures.vs_clients_figure(rows, "read")
+    assert fig is not None
+    assert list(fig.axes[0].get_xticks()) == [1, 4]

@@ -111,7 +111,7 @@ def rates_figure(result: dict[str, Any]) -> Figure:
     ax.axhline(wan, color="black", ls="--", lw=0.8, label=f"WAN link rate ({wan * 1000:g} Mbit/s)")
     rate_axis(ax, ([p[1] for r in reads for p in r["timeline"]] for reads in lines.values()),
               "throughput [Gbit/s]")  # fmt: skip
-    ax.set_xlabel("time since the first read [s]")
+    ax.set_xlabel("time since the measurement started [s]")
     ax.set_title(f"Reads of {result['storage']}'s storage per site and cache scenario "
                  f"({result['size'] >> 20} MiB files, one per read)", fontsize=10)  # fmt: skip
     ax.grid(alpha=0.3, which="both")

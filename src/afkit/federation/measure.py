@@ -56,16 +56,28 @@ def _epoch(stamp: str) -> float:
     return dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
+# a first or last interval shorter than this (seconds) is merged into its neighbour: its rate is
+# a few buffered blocks over a few milliseconds, not the read's rate
+MIN_PART = 0.25
+
+
 def timeline(summary: dict[str, Any], t0: float) -> list[list[float]]:
     """[seconds since T0, Gbit/s] per interval of a read: each interval (a wall-clock second,
-    its rate over the part of it the read ran) placed at the middle of that part."""
+    its bytes over the part of it the read ran) placed at the middle of that part; a first or
+    last part shorter than MIN_PART joins the interval next to it."""
     start, end = _epoch(summary["start"]), _epoch(summary["end"])
-    points = []
+    parts = []  # [lo, hi, bytes, seconds]
     for rec in summary["intervals"]:
         t = float(rec["t"])
         lo, hi = max(t, start), min(t + 1.0, max(end, start))
-        points.append([round((lo + hi) / 2 - t0, 3), float(rec["gbps"])])
-    return points
+        parts.append([lo, hi, float(rec["bytes"]), float(rec.get("covered", hi - lo))])
+    for first in (True, False):
+        if len(parts) > 1 and parts[0 if first else -1][3] < MIN_PART:
+            short = parts.pop(0 if first else -1)
+            near = parts[0 if first else -1]
+            near[:] = [min(near[0], short[0]), max(near[1], short[1]), near[2] + short[2], near[3] + short[3]]
+    return [[round((lo + hi) / 2 - t0, 3), round(nbytes * 8 / 1e9 / sec, 6) if sec > 0 else 0.0]
+            for lo, hi, nbytes, sec in parts]  # fmt: skip
 
 
 def measure(fed: Federation, size: int) -> dict[str, Any]:

@@ -72,7 +72,7 @@ def test_the_wan_capped_reads_are_not_flat_on_zero() -> None:
     assert ax.get_ylabel() == "throughput [Gbit/s] (log scale)"
     low, high = ax.get_ylim()
     assert low < 0.18 and high > 10.45 and high / low < 1000
-    assert ax.get_xlabel() == "time since the first read [s]"
+    assert ax.get_xlabel() == "time since the measurement started [s]"
 
 
 def test_no_text_of_the_rates_figure_is_cut(texts_outside: Callable[[Figure], list[str]]) -> None:
@@ -84,21 +84,36 @@ def test_draw_rates_writes_a_png(tmp_path: Path) -> None:
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def bench_output(*intervals: tuple[float, float, float], start: str, end: str) -> str:
+    """``afkit bench read``'s stdout: interval records (t - T0, bytes, covered), then the summary."""
+    recs = [{"type": "interval", "t": T0 + t, "bytes": b, "covered": c} for t, b, c in intervals]
+    recs.append({"type": "summary", "kind": "read", "gbps": 0.2, "start": start, "end": end})
+    return "\n".join(json.dumps(r) for r in recs) + "\nafkit bench: read ...\n"
+
+
 def test_a_read_is_placed_on_the_time_axis_by_its_intervals() -> None:
-    # `afkit bench read` output: a read from T0+1.5 to T0+3.25 over three wall-clock seconds
-    stdout = "\n".join(
-        json.dumps(r)
-        for r in (
-            {"type": "interval", "t": T0 + 1, "bytes": 1, "covered": 0.5, "gbps": 0.2},
-            {"type": "interval", "t": T0 + 2, "bytes": 2, "covered": 1.0, "gbps": 0.19},
-            {"type": "interval", "t": T0 + 3, "bytes": 3, "covered": 0.25, "gbps": 0.21},
-            {"type": "summary", "kind": "read", "gbps": 0.2, "start": "2026-11-26T15:32:31.500Z",
-             "end": "2026-11-26T15:32:33.250Z"},
-        )
-    ) + "\nafkit bench: read ...\n"  # fmt: skip
-    summary = measure.parse_read(stdout)
+    # a read from T0+1.5 to T0+3.25 over three wall-clock seconds, 25 MB per full second
+    out = bench_output((1, 12.5e6, 0.5), (2, 25e6, 1.0), (3, 6.25e6, 0.25),
+                       start="2026-11-26T15:32:31.500Z", end="2026-11-26T15:32:33.250Z")  # fmt: skip
+    summary = measure.parse_read(out)
     assert summary is not None and len(summary["intervals"]) == 3
-    assert measure.timeline(summary, T0) == [[1.75, 0.2], [2.5, 0.19], [3.125, 0.21]]
+    assert measure.timeline(summary, T0) == [[1.75, 0.2], [2.5, 0.2], [3.125, 0.2]]
+
+
+def test_a_short_last_part_of_a_second_joins_the_one_before() -> None:
+    # the last 50 ms brought 2.5 MB (buffered): alone 0.4 Gbit/s, twice the read's rate
+    out = bench_output((1, 25e6, 1.0), (2, 2.5e6, 0.05),
+                       start="2026-11-26T15:32:31.000Z", end="2026-11-26T15:32:32.050Z")  # fmt: skip
+    summary = measure.parse_read(out)
+    assert summary is not None
+    assert measure.timeline(summary, T0) == [[1.525, round(27.5e6 * 8 / 1e9 / 1.05, 6)]]
+
+
+def test_a_read_within_one_second_is_one_point() -> None:
+    out = bench_output((5, 32e6, 0.03), start="2026-11-26T15:32:35.100Z", end="2026-11-26T15:32:35.130Z")
+    summary = measure.parse_read(out)
+    assert summary is not None
+    assert measure.timeline(summary, T0) == [[5.115, round(32e6 * 8 / 1e9 / 0.03, 6)]]
 
 
 def test_output_without_a_summary_is_none() -> None:

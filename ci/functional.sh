@@ -31,7 +31,9 @@ The functional test of one image, as the scheduled pipeline runs it after the pu
      \$AFKIT_FUNCTIONAL_STORE: a directory on the runner host; NAME: --baseline, e.g.
      alice/aliphysics: every version of a package shares it) by
      'afkit campaign compare BASELINE RESULTS --tolerance T' (default 0.10): a cell worse or lost
-     fails the job (exit 1) and the cells are named. No baseline yet: this run becomes it.
+     fails the job (exit 1) and the cells are named; an inconclusive cell (fewer than 3
+     repetitions on a side, or noise wider than the tolerance) does not, functional.json lists it.
+     No baseline yet: this run becomes it.
   5. store: a run that passed becomes the new baseline (STORE/<campaign>/NAME/runs/<time>-<pipeline>,
      the link 'baseline' moved atomically, under a lock); a failed run never does.
 Results: DIR/results/<campaign>-<hash>/ (records, tables, report with the comparison section),
@@ -227,6 +229,10 @@ main() {
     log "comparing with the baseline $(readlink -f "$bdir/baseline") (tolerance $tolerance)"
     "$afkit" campaign compare "$bdir/baseline/jobs.csv" "$results" --tolerance "$tolerance" >"$out/compare.txt" || crc=$?
     cat "$out/compare.txt"
+    # cells the comparison cannot judge (too few repetitions, or noise wider than the tolerance)
+    # do not fail the job; functional.json lists them
+    summary=$(sed -n 's/^[0-9]* cell(s) inconclusive ([^)]*): //p' "$out/compare.txt")
+    VERDICT_BASE=$(jq --arg s "$summary" '. + {inconclusive: ($s | split("; ") | map(select(. != "")))}' <<<"$VERDICT_BASE")
     case $crc in
       0) ;;
       1)

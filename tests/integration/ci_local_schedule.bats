@@ -139,12 +139,13 @@ run_rc() { run bash -c 'tail -40 "$1" >&2; exit "$(cat "$2")"' _ "$OUT/$1.out" "
   assert_equal "$(cat "$OUT/run1/functional.tsv")" "$GOOD"$'\t'passed$'\t'
 }
 
-@test "night 1: the run is stored as the baseline: six ok jobs in the signed image" {
+@test "night 1: the run is stored as the baseline: ten ok jobs in the signed image" {
   local base
   base=$(cat "$OUT/baseline-after-run1")
   assert_regex "$base" "^$OUT/baselines/functional/alice/aliphysics/runs/"
-  # six jobs (2 cells x 3 repetitions), all ok, run in the signed image
-  assert_equal "$(awk -F, 'NR > 1' "$base/jobs.csv" | wc -l)" 6
+  # ten jobs (2 cells x 5 repetitions: enough for a verdict of afkit campaign compare), all ok,
+  # run in the signed image
+  assert_equal "$(awk -F, 'NR > 1' "$base/jobs.csv" | wc -l)" 10
   run python3 - "$base" <<'PY'
 import csv, json, sys
 from pathlib import Path

@@ -124,9 +124,11 @@ def wan_gbps(fed: dict[str, Any], *sites: str) -> float:
 
 
 def test_remote_reads_are_capped_near_the_wan_rate_and_warm_caches_read_at_local_speed(
-    fed: dict[str, Any],
+    fed: dict[str, Any], tmp_path: Path
 ) -> None:
-    table = ok(sh("afkit federation measure", timeout=300))  # as make demo-federation runs it
+    # as make demo-federation runs it, with its figure of Gbit/s over time
+    table = ok(sh("afkit federation measure --figure rates.png", cwd=tmp_path, timeout=300))
+    assert (tmp_path / "rates.png").read_bytes()[:4] == b"\x89PNG"
     wan = float(re.search(r"WAN link ([\d.]+) Mbit/s", table).group(1)) / 1000  # type: ignore[union-attr]
     rates = {m[0]: float(m[1]) for m in re.findall(r"^\| ([^|]+?) \| \w+ \| ([\d.]+) \|", table, re.M)}
     remote = rates["remote (no cache)"]

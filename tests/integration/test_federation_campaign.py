@@ -156,18 +156,24 @@ def test_the_documented_federation_campaign_runs_every_job(documented_run: Path)
 
 
 STEP_ROW = re.compile(
-    r"<tr><td>(?P<site>[\w-]+)</td><td>(?P<dataset>[\w-]+)</td><td>origin</td><td>copy</td><td>\d+</td>\s*"
+    r"<tr><td>(?P<site>[\w-]+)</td><td>(?P<dataset>[\w-]+)</td><td>origin</td><td>copy</td>"
+    r"<td>local copy</td><td>(?P<staged_from>[^<]+)</td><td>\d+</td>\s*"
     r"<td>[^<]*</td><td>(?P<low>[\d.]+)&ndash;(?P<high>[\d.]+)</td>"
 )
 
 
 def test_the_report_shows_stage_in_per_pair_longer_for_remote_pairs(documented_run: Path) -> None:
     """The report's step-duration table, copy mode: every (WN site, dataset site) pair has a
-    stage-in range, and each remote pair's (over the WAN) is at least 1.5 times the longest
+    stage-in range and the endpoint it was staged in from (a remote pair's storage URL, a
+    same-site pair's local path), and each remote pair's (over the WAN) is at least 1.5 times the longest
     same-site one (the local copy)."""
     html = (documented_run / "report" / "report.html").read_text(encoding="utf-8")
+    rows = list(STEP_ROW.finditer(html))
     stage_in = {(m["site"], m["dataset"].removesuffix("-data")): (float(m["low"]), float(m["high"]))
-                for m in STEP_ROW.finditer(html)}  # fmt: skip
+                for m in rows}  # fmt: skip
+    # the processing read the local copy; the table names where it was staged in from
+    staged = {(m["site"], m["dataset"].removesuffix("-data")): m["staged_from"] for m in rows}
+    assert all((src == "local") == (site == ds) for (site, ds), src in staged.items()), staged
     print("stage-in [s] per (WN site, dataset site), copy mode:", stage_in)
     assert len(stage_in) == 9, f"step table rows (copy mode): {sorted(stage_in)}"
     local = max(high for (site, ds), (_, high) in stage_in.items() if site == ds)

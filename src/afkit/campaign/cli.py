@@ -171,6 +171,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         html = report.render(agg.read_csv(new_csv), agg.read_csv(intervals) if intervals.is_file() else [],
                              report_dir)  # fmt: skip
         print(f"report: {html}")
+    unsure = compare.inconclusive(result)
+    if unsure:
+        print(f"{len(unsure)} cell(s) inconclusive (fewer than {compare.MIN_REPETITIONS} repetitions on a "
+              "side, or the interval spans a threshold): " + "; ".join(c.label for c in unsure))  # fmt: skip
     bad = compare.regressions(result)
     if bad:
         print(f"{len(bad)} cell(s) regressed: " + "; ".join(c.label for c in bad))
@@ -256,8 +260,9 @@ def register(sub: Any) -> None:
         "compare",
         help="per cell NEW/BASE throughput with a bootstrap interval and a verdict (exit 1: a regression)",
         description="Compare two runs of a campaign cell by cell (docs/campaigns.md, 'Comparing runs'). "
-        "Exit codes: 0 no cell worse, 1 a cell worse or without successful jobs in NEW, 5 no table, "
-        "6 no cell in common.",
+        "Verdicts: worse, better, same, inconclusive (fewer than 3 repetitions on a side, or the "
+        "interval spans a threshold), lost. Exit codes: 0 no cell worse (inconclusive cells do not "
+        "fail), 1 a cell worse or without successful jobs in NEW, 5 no table, 6 no cell in common.",
     )
     p.add_argument("base", type=Path, help="the baseline: a results directory or its aggregate/jobs.csv")
     p.add_argument("new", type=Path, help="the run to judge: a results directory (its report gets the "

@@ -9,13 +9,16 @@ reads: "30 % slower, between 25 and 35 %"), needs nothing beyond numpy, and work
 repetitions a functional campaign has, where a Mann-Whitney test cannot reach p < 0.05 at all
 below 4 samples per side.
 
-Verdict per cell (TOLERANCE default 0.10):
-  worse   ratio < 1 - TOLERANCE and the interval lies below 1 (with < 2 samples on a side: the
-          ratio alone), or NEW has no successful job where BASE had one ("lost")
-  better  ratio > 1 + TOLERANCE and the interval lies above 1 (same rule for few samples)
-  same    otherwise: within the tolerance, or the interval reaches 1 (noise)
-Exit code (for CI): 0 no cell worse or lost, 1 at least one (a regression), 5 a table not found,
-6 no cell in common or a table without the needed columns.
+Verdict per cell (TOLERANCE T, default 0.10; the thresholds are 1 - T and 1 + T):
+  worse         the whole interval below 1 - T, or NEW has no successful job where BASE had one
+                ("lost")
+  better        the whole interval above 1 + T
+  same          the whole interval within [1 - T, 1 + T]
+  inconclusive  fewer than MIN_REPETITIONS repetitions with a successful job on either side (with
+                one repetition the interval collapses to the ratio: noise would pass for a change),
+                or the interval spans a threshold (the samples cannot tell)
+Exit code (for CI): 0 no cell worse or lost (inconclusive cells do not fail), 1 at least one (a
+regression), 5 a table not found, 6 no cell in common or a table without the needed columns.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ METRIC = "throughput_MBps"
 RESAMPLES = 2000
 SEED = 20261123
 TOLERANCE = 0.10
+MIN_REPETITIONS = 3
+VERDICTS = ("worse", "lost", "better", "same", "inconclusive")
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,8 @@ class CellComparison:
     clients: str
     n_base: int
     n_new: int
+    reps_base: int
+    reps_new: int
     base_MBps: float
     new_MBps: float
     ratio: float
@@ -76,13 +83,23 @@ def jobs_table(path: Path) -> Path:
 
 def samples(rows: list[dict[str, str]], source: str) -> dict[tuple[str, ...], list[float]]:
     """Successful-job throughputs per cell (a cell whose jobs all failed has an empty list)."""
+    return {key: [v for v, _ in vals] for key, vals in _tagged(rows, source).items()}
+
+
+def repetitions(rows: list[dict[str, str]], source: str) -> dict[tuple[str, ...], int]:
+    """Per cell, how many repetitions have a successful job (the jobs of one wave are one
+    repetition: they ran at the same time and are not independent runs)."""
+    return {key: len({rep for _, rep in vals}) for key, vals in _tagged(rows, source).items()}
+
+
+def _tagged(rows: list[dict[str, str]], source: str) -> dict[tuple[str, ...], list[tuple[float, str]]]:
     if rows and any(c not in rows[0] for c in (*CELL, METRIC, "status")):
         raise InvalidError(f"{source}: not a jobs.csv (needs columns {', '.join((*CELL, METRIC, 'status'))})")
-    out: dict[tuple[str, ...], list[float]] = {}
+    out: dict[tuple[str, ...], list[tuple[float, str]]] = {}
     for r in rows:
         vals = out.setdefault(tuple(r[k] for k in CELL), [])
         if r["status"] == "ok" and r[METRIC] not in ("", None):
-            vals.append(float(r[METRIC]))
+            vals.append((float(r[METRIC]), r.get("repetition") or r.get("id", "")))
     return out
 
 
@@ -100,12 +117,18 @@ def bootstrap_ratio(
     return ratio, float(low), float(high)
 
 
-def verdict(ratio: float, low: float, high: float, tolerance: float) -> str:
-    if ratio < 1 - tolerance and high < 1:
+def verdict(low: float, high: float, tolerance: float, reps: int = MIN_REPETITIONS) -> str:
+    """The cell's verdict from its interval [LOW, HIGH] and the fewer of its two sides'
+    repetitions REPS (module docstring)."""
+    if reps < MIN_REPETITIONS:
+        return "inconclusive"
+    if high < 1 - tolerance:
         return "worse"
-    if ratio > 1 + tolerance and low > 1:
+    if low > 1 + tolerance:
         return "better"
-    return "same"
+    if 1 - tolerance <= low and high <= 1 + tolerance:
+        return "same"
+    return "inconclusive"
 
 
 def compare(
@@ -113,6 +136,7 @@ def compare(
     base_name: str = "BASE", new_name: str = "NEW",
 ) -> list[CellComparison]:  # fmt: skip
     base, new = samples(base_rows, base_name), samples(new_rows, new_name)
+    reps_b, reps_n = repetitions(base_rows, base_name), repetitions(new_rows, new_name)
     common = sorted(set(base) & set(new), key=lambda k: (*k[:5], int(k[5] or 0)))
     if not common:
         raise InvalidError(
@@ -127,12 +151,14 @@ def compare(
         cell = (bench, site, dataset, scenario, access, clients)
         if not b:
             continue  # nothing to compare with: BASE failed there too
+        rb, rn = reps_b[key], reps_n[key]
         if not n:
-            out.append(CellComparison(*cell, len(b), 0, float(np.median(b)), 0.0, 0.0, 0.0, 0.0, "lost"))
+            lost = CellComparison(*cell, len(b), 0, rb, 0, float(np.median(b)), 0.0, 0.0, 0.0, 0.0, "lost")
+            out.append(lost)
             continue
         ratio, low, high = bootstrap_ratio(b, n, rng)
-        out.append(CellComparison(*cell, len(b), len(n), float(np.median(b)), float(np.median(n)),
-                                  ratio, low, high, verdict(ratio, low, high, tolerance)))  # fmt: skip
+        out.append(CellComparison(*cell, len(b), len(n), rb, rn, float(np.median(b)), float(np.median(n)),
+                                  ratio, low, high, verdict(low, high, tolerance, min(rb, rn))))  # fmt: skip
     return out
 
 
@@ -140,12 +166,20 @@ def regressions(result: list[CellComparison]) -> list[CellComparison]:
     return [c for c in result if c.verdict in ("worse", "lost")]
 
 
+def inconclusive(result: list[CellComparison]) -> list[CellComparison]:
+    return [c for c in result if c.verdict == "inconclusive"]
+
+
 def format_table(result: list[CellComparison]) -> str:
-    lines = [f"{'cell':<48} {'base MB/s':>10} {'new MB/s':>10} {'ratio':>6} {'95% interval':>15}  verdict"]
+    """The table ``compare`` prints: per cell the medians, the ratio, its interval, the
+    repetitions (and jobs) of each side and the verdict."""
+    head = f"{'cell':<48} {'base MB/s':>10} {'new MB/s':>10} {'ratio':>6} {'95% interval':>15} {'reps':>7}"
+    lines = [f"{head}  verdict"]
     for c in result:
         interval = f"{c.low:.3f}-{c.high:.3f}" if c.n_new else "-"
         lines.append(f"{c.label:<48} {c.base_MBps:>10.2f} {c.new_MBps:>10.2f} {c.ratio:>6.3f} "
-                     f"{interval:>15}  {c.verdict} (n={c.n_base}/{c.n_new})")  # fmt: skip
+                     f"{interval:>15} {f'{c.reps_base}/{c.reps_new}':>7}  {c.verdict} "
+                     f"(jobs {c.n_base}/{c.n_new})")  # fmt: skip
     return "\n".join(lines)
 
 
@@ -156,7 +190,7 @@ def write(result: list[CellComparison], out_dir: Path, meta: dict[str, Any]) -> 
     out_dir.mkdir(parents=True, exist_ok=True)
     fields = list(asdict(result[0])) if result else ["verdict"]
     write_csv(out_dir / "compare.csv", fields, (asdict(c) for c in result))
-    figure(result, out_dir / "compare.png")
+    figure(result, out_dir / "compare.png", meta.get("tolerance"))
     cells = {**meta, "cells": [asdict(c) for c in result]}
     return write_atomic(out_dir / "compare.json", json.dumps(cells, indent=1), mode=0o644)
 

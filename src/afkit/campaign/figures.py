@@ -1,28 +1,82 @@
-"""The campaign figures (PNG, matplotlib Agg), each from the tidy tables."""
+"""The campaign figures (PNG, matplotlib Agg), each from the tidy tables.
+
+Each figure is built by a function that returns the matplotlib ``Figure`` (what the tests look
+at: data, labels, axes) and written by one that saves it. Every figure uses matplotlib's
+constrained layout, so tick labels, titles and legends stay inside the picture; rates that differ
+by an order of magnitude or more (a WAN-capped read beside a local one) get a log axis, where a
+linear one would draw the slow series flat on zero.
+"""
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
+from statistics import median
 from typing import Any
 
+from matplotlib.axes import Axes
+from matplotlib.axis import Axis
 from matplotlib.figure import Figure
+from matplotlib.ticker import FormatStrFormatter, LogLocator
 
 from afkit.atomic import atomic_path
 from afkit.campaign.scaling import WavePoint, server_of
 
+# series whose typical rates differ by this factor or more share a log axis
+LOG_SPREAD = 10.0
 
-def _save(fig: Figure, path: Path) -> Path:
-    fig.tight_layout()
+
+def new_figure(width: float, height: float) -> Figure:
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def save(fig: Figure | None, path: Path) -> Path | None:
+    if fig is None:
+        return None
     with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=90)
     return path
 
 
+def log_scale(ax: Axes, which: str) -> None:
+    """A log scale on AX's WHICH ('x' or 'y') axis, numbers written plainly at 1, 2 and 5 of each
+    decade (not 10^k); values <= 0 (an interval without a byte) are left out, not drawn at 0."""
+    axis: Axis = ax.xaxis if which == "x" else ax.yaxis
+    if which == "x":
+        ax.set_xscale("log", nonpositive="mask")
+    else:
+        ax.set_yscale("log", nonpositive="mask")
+    axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FormatStrFormatter("%g"))
+
+
+def rate_axis(ax: Axes, series: Iterable[Iterable[float]], label: str) -> bool:
+    """Label AX's y axis; a log scale when the series' medians (their positive values) differ by
+    LOG_SPREAD or more. True when the axis is logarithmic."""
+    typical = [median(pos) for vals in series if (pos := [v for v in vals if v > 0])]
+    log = bool(typical) and max(typical) >= LOG_SPREAD * min(typical)
+    if log:
+        log_scale(ax, "y")
+    ax.set_ylabel(f"{label} (log scale)" if log else label)
+    return log
+
+
+def legend(ax: Axes) -> None:
+    """The legend below the axes, inside the figure (constrained layout makes room)."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncols=1, frameon=False)
+
+
 def source(r: dict[str, str]) -> str:
-    """Who read from where: 'SITE <- ENDPOINT' (host:port the job read from, or 'local'). Figures
-    keep these apart: sites and storage endpoints are never added together."""
-    return f"{r['site']} <- {server_of(r.get('url', ''))}"
+    """What the job's processing read: 'SITE <- ENDPOINT' (host:port it read from, or 'local'), and
+    in copy mode 'SITE <- local copy (staged from ENDPOINT)': the job copied the input to its
+    scratch first and read that copy (the stage-in is in the step table). Figures keep these
+    apart: sites and storage endpoints are never added together."""
+    endpoint = server_of(r.get("url", ""))
+    if r.get("access") == "copy":
+        return f"{r['site']} <- local copy (staged from {endpoint})"
+    return f"{r['site']} <- {endpoint}"
 
 
 def rate_series(
@@ -44,22 +98,39 @@ def rate_series(
     return {k: {t: sum(v) / len(v) for t, v in pts.items()} for k, pts in series.items()}
 
 
-def rate_vs_time(rows: list[dict[str, str]], intervals: list[dict[str, str]], path: Path) -> Path | None:
+def repetitions_of(rows: list[dict[str, str]]) -> dict[tuple[str, str, str, int], int]:
+    """(source, scenario, access, clients) → how many repetitions rate_series averages there."""
+    reps: dict[tuple[str, str, str, int], set[str]] = defaultdict(set)
+    for r in rows:
+        if r["type"] == "read" and r["status"] == "ok":
+            reps[(source(r), r["scenario"], r["access"], int(r["clients"]))].add(r.get("repetition", ""))
+    return {k: len(v) for k, v in reps.items()}
+
+
+def rate_vs_time_figure(rows: list[dict[str, str]], intervals: list[dict[str, str]]) -> Figure | None:
     """Gbit/s vs time per site, endpoint and scenario (read benchmarks)."""
     series = rate_series(rows, intervals)
     if not series:
         return None
-    fig = Figure(figsize=(7, 4))
+    reps = repetitions_of(rows)
+    fig = new_figure(8, 4.5 + 0.14 * len(series))
     ax = fig.subplots()
-    for (src, scen, access, clients), pts in sorted(series.items()):
+    for key, pts in sorted(series.items()):
+        src, scen, access, clients = key
         ts = sorted(pts)
-        ax.plot(ts, [pts[t] for t in ts], marker=".", label=f"{src}: {scen} {access} {clients} cl.")
+        n = reps.get(key, 1)
+        mean = f", mean of {n} repetitions" if n > 1 else ""
+        ax.plot(ts, [pts[t] for t in ts], marker=".", label=f"{src}: {scen} {access} {clients} cl.{mean}")
+    rate_axis(ax, (pts.values() for pts in series.values()), "throughput [Gbit/s]")
     ax.set_xlabel("time since start of processing [s]")
-    ax.set_ylabel("throughput [Gbit/s]")
     ax.set_title("Read throughput vs time, per site, endpoint and cache scenario")
-    ax.legend(fontsize=7)
-    ax.grid(alpha=0.3)
-    return _save(fig, path)
+    ax.grid(alpha=0.3, which="both")
+    legend(ax)
+    return fig
+
+
+def rate_vs_time(rows: list[dict[str, str]], intervals: list[dict[str, str]], path: Path) -> Path | None:
+    return save(rate_vs_time_figure(rows, intervals), path)
 
 
 def client_lines(
@@ -88,68 +159,84 @@ def client_lines(
     return dict(lines)
 
 
-def vs_clients(rows: list[dict[str, str]], path: Path, kind: str) -> Path | None:
+def vs_clients_figure(rows: list[dict[str, str]], kind: str) -> Figure | None:
     """Throughput (MB/s) and, for analysis, events/s versus clients per node, one line per site,
     endpoint, scenario (and node count)."""
     lines = client_lines(rows, kind)
     if not lines:
         return None
     ncols = 2 if kind == "analysis" else 1
-    fig = Figure(figsize=(6 * ncols, 4))
-    axes = fig.subplots(1, ncols, squeeze=False)
+    fig = new_figure(6 * ncols + 1, 4.5 + 0.14 * len(lines))
+    axes = fig.subplots(1, ncols, squeeze=False)[0]
     for (src, scen, access, nodes), pts in sorted(lines.items()):
         cs = sorted(pts)
         label = f"{src}: {scen} {access}" + (f" {nodes} node(s)" if kind == "analysis" else "")
-        axes[0][0].plot(cs, [pts[c][0] for c in cs], marker="o", label=label)
+        axes[0].plot(cs, [pts[c][0] for c in cs], marker="o", label=label)
         if kind == "analysis":
-            axes[0][1].plot(cs, [pts[c][1] for c in cs], marker="o", label=label)
-    axes[0][0].set_ylabel("throughput [MB/s]")
-    axes[0][0].set_title(f"{kind}: throughput vs clients, per site and endpoint")
+            axes[1].plot(cs, [pts[c][1] for c in cs], marker="o", label=label)
+    rate_axis(axes[0], ([v[0] for v in pts.values()] for pts in lines.values()), "throughput [MB/s]")
+    axes[0].set_title(f"{kind}: throughput vs clients, per site and endpoint")
     if kind == "analysis":
-        axes[0][1].set_ylabel("events/s")
-        axes[0][1].set_title("analysis: event rate vs clients")
-    for ax in axes[0]:
+        rate_axis(axes[1], ([v[1] for v in pts.values()] for pts in lines.values()), "events/s")
+        axes[1].set_title("analysis: event rate vs clients")
+    for ax in axes:
         ax.set_xlabel("clients per node")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    return _save(fig, path)
+        ax.set_xticks(sorted({c for pts in lines.values() for c in pts}))  # the client counts run
+        ax.grid(alpha=0.3, which="both")
+    legend(axes[0])
+    return fig
 
 
-def train_scaling(points: list[WavePoint], path: Path) -> Path | None:
+def vs_clients(rows: list[dict[str, str]], path: Path, kind: str) -> Path | None:
+    return save(vs_clients_figure(rows, kind), path)
+
+
+def train_scaling_figure(points: list[WavePoint]) -> Figure | None:
     """Aggregate throughput vs concurrent jobs: all jobs and first-minute / 98 % series."""
     if not points:
         return None
-    fig = Figure(figsize=(7, 4))
-    ax = fig.subplots()
     groups: dict[tuple[str, ...], list[WavePoint]] = defaultdict(list)
     for p in points:
         groups[p.key].append(p)
+    fig = new_figure(8, 4.5 + 0.28 * len(groups))
+    ax = fig.subplots()
     for key, pts in groups.items():
         xs = [p.concurrent for p in pts]
         name = " ".join(key[2:]) if len(key) > 2 else " ".join(key)
         ax.plot(xs, [p.throughput_all / 1e6 for p in pts], marker="s", ls="--", label=f"{name}: all jobs")
         ax.plot(xs, [p.throughput_98 / 1e6 for p in pts], marker="o", label=f"{name}: first minute, 98 %")
+    rate_axis(ax, ([p.throughput_98 / 1e6 for p in pts] for pts in groups.values()),
+              "aggregate throughput [MB/s]")  # fmt: skip
     ax.set_xlabel("concurrent jobs")
-    ax.set_ylabel("aggregate throughput [MB/s]")
     ax.set_title("Analysis-train scaling")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    return _save(fig, path)
+    ax.grid(alpha=0.3, which="both")
+    legend(ax)
+    return fig
+
+
+def train_scaling(points: list[WavePoint], path: Path) -> Path | None:
+    return save(train_scaling_figure(points), path)
 
 
 def step_ranges(rows: list[dict[str, str]]) -> list[dict[str, Any]]:
-    """min-max of each step per (WN site, dataset, access mode), over successful jobs."""
-    groups: dict[tuple[str, str, str, str], list[dict[str, str]]] = defaultdict(list)
+    """min-max of each step per (WN site, dataset, scenario, access mode, endpoint), over successful
+    jobs; ``endpoint`` is where the job read from (direct) or staged its input in from (copy:
+    processing then read the local copy)."""
+    groups: dict[tuple[str, str, str, str, str], list[dict[str, str]]] = defaultdict(list)
     for r in rows:
         if r["status"] == "ok":
-            groups[(r["site"], r["dataset"], r["scenario"], r["access"])].append(r)
+            endpoint = server_of(r.get("url", ""))
+            groups[(r["site"], r["dataset"], r["scenario"], r["access"], endpoint)].append(r)
     out = []
-    for (site, ds, scen, access), rs in sorted(groups.items()):
+    for (site, ds, scen, access, endpoint), rs in sorted(groups.items()):
+        copy = access == "copy"
         entry: dict[str, Any] = {
             "site": site,
             "dataset": ds,
             "scenario": scen,
             "access": access,
+            "staged_from": endpoint if copy else "",
+            "read_from": "local copy" if copy else endpoint,
             "jobs": len(rs),
         }
         for step in ("setup", "stage_in", "processing", "stage_out"):
@@ -159,20 +246,45 @@ def step_ranges(rows: list[dict[str, str]]) -> list[dict[str, Any]]:
     return out
 
 
-def comparison(cells: list[Any], path: Path) -> Path | None:
-    """NEW/BASE throughput ratio per cell with its 95 % bootstrap interval, coloured by verdict."""
+VERDICT_COLOURS = {
+    "worse": "tab:red",
+    "better": "tab:green",
+    "same": "tab:gray",
+    "inconclusive": "tab:orange",
+    "lost": "black",
+}
+
+
+def comparison_figure(cells: list[Any], tolerance: float | None = None) -> Figure | None:
+    """NEW/BASE throughput ratio per cell with its 95 % bootstrap interval, coloured by verdict;
+    the tolerance band (same) shaded. A log axis when the ratios span an order of magnitude."""
     if not cells:
         return None
-    colours = {"worse": "tab:red", "better": "tab:green", "same": "tab:gray", "lost": "black"}
-    fig = Figure(figsize=(7, 1.5 + 0.35 * len(cells)))
+    labels = [f"{c.label} ({c.verdict}, {c.reps_base}/{c.reps_new} rep.)" for c in cells]
+    fig = new_figure(max(7.0, 4.0 + 0.07 * max(map(len, labels))), 1.8 + 0.32 * len(cells))
     ax = fig.subplots()
     for y, c in enumerate(cells):
+        if c.verdict == "lost":  # no ratio: NEW has no successful job (the label says so)
+            continue
         err = [[max(c.ratio - c.low, 0.0)], [max(c.high - c.ratio, 0.0)]]
-        ax.errorbar([c.ratio], [y], xerr=err, fmt="o", color=colours.get(c.verdict, "tab:blue"), capsize=3)
+        ax.errorbar([c.ratio], [y], xerr=err, fmt="o", color=VERDICT_COLOURS.get(c.verdict, "tab:blue"),
+                    capsize=3)  # fmt: skip
+    if tolerance is not None:
+        ax.axvspan(1 - tolerance, 1 + tolerance, color="tab:gray", alpha=0.15, lw=0,
+                   label=f"same: within {tolerance:.0%}")  # fmt: skip
     ax.axvline(1.0, color="black", lw=0.8)
-    ax.set_yticks(range(len(cells)), [f"{c.label} ({c.verdict})" for c in cells], fontsize=7)
-    ax.invert_yaxis()
+    ratios = [v for c in cells if c.verdict != "lost" for v in (c.low, c.high) if v > 0]
+    if ratios and max(ratios) >= LOG_SPREAD * min(ratios):
+        log_scale(ax, "x")
+    ax.set_yticks(range(len(cells)), labels, fontsize=7)
+    ax.set_ylim(len(cells) - 0.5, -0.5)
     ax.set_xlabel("throughput NEW / BASE (median, 95 % bootstrap interval)")
     ax.set_title("Comparison with the baseline")
-    ax.grid(alpha=0.3, axis="x")
-    return _save(fig, path)
+    ax.grid(alpha=0.3, axis="x", which="both")
+    if tolerance is not None:
+        ax.legend(fontsize=7, loc="lower right")
+    return fig
+
+
+def comparison(cells: list[Any], path: Path, tolerance: float | None = None) -> Path | None:
+    return save(comparison_figure(cells, tolerance), path)

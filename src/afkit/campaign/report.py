@@ -35,12 +35,19 @@ def cells(rows: list[dict[str, str]]) -> list[dict[str, Any]]:
         cell.update(
             status=status,
             label=f"{len(ok)}/{len(rs)} ok" if bad else "ok",
+            repetitions=_repetitions(ok, rs),
             mbps=f"{sum(float(r['throughput_MBps']) for r in ok) / len(ok):.2f}" if ok else "",
             eps=f"{sum(float(r['events_per_s'] or 0) for r in ok) / len(ok):.1f}" if ok else "",
             error=bad[0]["error"] if bad else "",
         )
         out.append(cell)
     return out
+
+
+def _repetitions(ok: list[dict[str, str]], rows: list[dict[str, str]]) -> str:
+    """'N' (every repetition has a successful job) or 'N of M'."""
+    done, ran = ({r.get("repetition", "") for r in rs} for rs in (ok, rows))
+    return str(len(done)) if len(done) == len(ran) else f"{len(done)} of {len(ran)}"
 
 
 # what one point of each grouping's series is (the report's table header and texts)

@@ -123,6 +123,10 @@ def cmd_measure(args: argparse.Namespace) -> int:
 
     control.load_state()
     result = measure(_fed(args), parse_size(args.size, what="--size"))
+    if args.figure:
+        from afkit.federation.figure import draw_rates
+
+        draw_rates(result, Path(args.figure))
     if args.json:
         print(json.dumps(result, indent=1))
     else:
@@ -178,6 +182,8 @@ def register(sub: Any) -> None:
     p = fs.add_parser("measure", help="same-site, remote, cold and warm cache read rates vs the WAN rate")
     p.add_argument("--size", default="32MiB", help="size of each file read (default 32MiB)")
     p.add_argument("--json", action="store_true", help="print the measurements as JSON (default: a table)")
+    p.add_argument("--figure", metavar="PNG",
+                   help="also plot Gbit/s over time per site and cache scenario into PNG")  # fmt: skip
     p.set_defaults(func=cmd_measure)
     p = fs.add_parser("figure", help="draw the sites and links of a link file (SVG or PNG)")
     links_opt(p)

@@ -1,10 +1,14 @@
 """Draw the federation of a link file: the WAN namespace, the submit host and every site with its
-address, storage, caches and link figures (matplotlib; the picture in docs/federation.md)."""
+address, storage, caches and link figures (matplotlib; the picture in docs/federation.md); and
+what ``afkit federation measure`` measured: Gbit/s over time per site and cache scenario."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
+
+from matplotlib.figure import Figure
 
 from afkit.atomic import atomic_path
 from afkit.federation import net
@@ -73,4 +77,50 @@ def draw(fed: Federation, output: Path) -> Path:
             fig.savefig(tmp, bbox_inches="tight")
     finally:
         plt.close(fig)
+    return output
+
+
+MARKER_MEANINGS = ((True, "cold read (not in the cache yet)"), (False, "warm read (cached) or no cache"))
+
+
+def rates_figure(result: dict[str, Any]) -> Figure:
+    """Gbit/s over time of ``afkit federation measure``'s reads (its ``timeline``s), one colour per
+    site and cache scenario (same-site, remote no-cache, then each cache cold and warm: hollow
+    markers for the cold read, filled for the warm one; each read its own line), the WAN link rate
+    dashed; a log axis when the rates lie
+    an order of magnitude apart, as they do between a WAN-capped and a local read."""
+    from afkit.campaign.figures import legend, new_figure, rate_axis
+
+    fig = new_figure(8, 6)
+    ax = fig.subplots()
+    lines: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in result["rows"]:
+        lines.setdefault((row["site"], row["scenario"]), []).append(row)
+    for i, ((site, scenario), reads) in enumerate(lines.items()):
+        phases = [r["phase"] for r in reads]
+        what = " then ".join(phases) if phases != ["(no cache)"] else "no cache"
+        colour = f"C{i % 10}"  # the default colour cycle
+        for k, r in enumerate(reads):  # each read its own line: nothing was read between them
+            cold = r["phase"] == "cold"
+            ax.plot([p[0] for p in r["timeline"]], [p[1] for p in r["timeline"]], lw=1.5, marker="o",
+                    color=colour, mfc="white" if cold else colour,
+                    label=f"{site}: {scenario} ({what})" if k == 0 else "_")  # fmt: skip
+    for cold, meaning in MARKER_MEANINGS:
+        ax.plot([], [], ls="none", marker="o", color="gray", mfc="white" if cold else "gray", label=meaning)
+    wan = float(result["wan_gbps"])
+    ax.axhline(wan, color="black", ls="--", lw=0.8, label=f"WAN link rate ({wan * 1000:g} Mbit/s)")
+    rate_axis(ax, ([p[1] for r in reads for p in r["timeline"]] for reads in lines.values()),
+              "throughput [Gbit/s]")  # fmt: skip
+    ax.set_xlabel("time since the measurement started [s]")
+    ax.set_title(f"Reads of {result['storage']}'s storage per site and cache scenario "
+                 f"({result['size'] >> 20} MiB files, one per read)", fontsize=10)  # fmt: skip
+    ax.grid(alpha=0.3, which="both")
+    legend(ax)
+    return fig
+
+
+def draw_rates(result: dict[str, Any], output: Path) -> Path:
+    from afkit.campaign.figures import save
+
+    save(rates_figure(result), output)
     return output

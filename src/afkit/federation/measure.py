@@ -8,6 +8,7 @@ reading site's network namespace; rates are compared with the WAN link rate.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import shutil
 import subprocess
@@ -31,13 +32,52 @@ def reader(fed: Federation) -> Site:
 
 
 def bench_read(site: str, url: str) -> dict[str, Any]:
+    """``afkit bench read URL`` in SITE's namespace: its summary, with its interval records as
+    ``intervals``."""
     cmd = net.in_ns(site, sys.executable, "-m", "afkit", "bench", "read", "--no-monitor", url)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
-    lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
-    summary: dict[str, Any] | None = next((r for r in lines if r.get("type") == "summary"), None)
+    summary = parse_read(proc.stdout)
     if proc.returncode != 0 or summary is None:
         raise AfkitError(f"afkit bench read {url} at {site} failed: {proc.stderr.strip()[-500:]}")
     return summary
+
+
+def parse_read(stdout: str) -> dict[str, Any] | None:
+    """The summary record of ``afkit bench read``'s JSON lines, its interval records added as
+    ``intervals``; None without a summary."""
+    lines = [json.loads(x) for x in stdout.splitlines() if x.startswith("{")]
+    summary: dict[str, Any] | None = next((r for r in lines if r.get("type") == "summary"), None)
+    if summary is not None:
+        summary["intervals"] = [r for r in lines if r.get("type") == "interval"]
+    return summary
+
+
+def _epoch(stamp: str) -> float:
+    return dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+# a first or last interval shorter than this (seconds) is merged into its neighbour: its rate is
+# a few buffered blocks over a few milliseconds, not the read's rate
+MIN_PART = 0.25
+
+
+def timeline(summary: dict[str, Any], t0: float) -> list[list[float]]:
+    """[seconds since T0, Gbit/s] per interval of a read: each interval (a wall-clock second,
+    its bytes over the part of it the read ran) placed at the middle of that part; a first or
+    last part shorter than MIN_PART joins the interval next to it."""
+    start, end = _epoch(summary["start"]), _epoch(summary["end"])
+    parts = []  # [lo, hi, bytes, seconds]
+    for rec in summary["intervals"]:
+        t = float(rec["t"])
+        lo, hi = max(t, start), min(t + 1.0, max(end, start))
+        parts.append([lo, hi, float(rec["bytes"]), float(rec.get("covered", hi - lo))])
+    for first in (True, False):
+        if len(parts) > 1 and parts[0 if first else -1][3] < MIN_PART:
+            short = parts.pop(0 if first else -1)
+            near = parts[0 if first else -1]
+            near[:] = [min(near[0], short[0]), max(near[1], short[1]), near[2] + short[2], near[3] + short[3]]
+    return [[round((lo + hi) / 2 - t0, 3), round(nbytes * 8 / 1e9 / sec, 6) if sec > 0 else 0.0]
+            for lo, hi, nbytes, sec in parts]  # fmt: skip
 
 
 def measure(fed: Federation, size: int) -> dict[str, Any]:
@@ -53,20 +93,22 @@ def measure(fed: Federation, size: int) -> dict[str, Any]:
     shutil.chown(outdir, "xrootd", "xrootd")
     files = sorted(p.name for p in outdir.iterdir())
     rows: list[dict[str, Any]] = []
+    t0 = time.time()
 
-    def row(what: str, site: str, url: str) -> None:
+    def row(scenario: str, phase: str, site: str, url: str) -> None:
         s = bench_read(site, url)
-        rows.append({"read": what, "site": site, "url": url, "gbps": s["gbps"], "seconds": s["seconds"],
-                     "bytes": s["bytes"], "vs_wan": round(s["gbps"] / wan_gbps, 2)})  # fmt: skip
+        rows.append({"read": f"{scenario} {phase}", "scenario": scenario, "phase": phase, "site": site,
+                     "url": url, "gbps": s["gbps"], "seconds": s["seconds"], "bytes": s["bytes"],
+                     "vs_wan": round(s["gbps"] / wan_gbps, 2), "timeline": timeline(s, t0)})  # fmt: skip
 
     try:
-        row("same-site (no cache)", home.name, f"{home.local_url}//{name}/{files[0]}")
-        row("remote (no cache)", client.name, f"{home.storage_url}//{name}/{files[0]}")
+        row("same-site", "(no cache)", home.name, f"{home.local_url}//{name}/{files[0]}")
+        row("remote", "(no cache)", client.name, f"{home.storage_url}//{name}/{files[0]}")
         for scenario, f in zip(client.caches, files[1:], strict=True):
             url = f"{control.cache_url(client, scenario)}//{name}/{f}"
-            row(f"{scenario} cold", client.name, url)
+            row(scenario, "cold", client.name, url)
             time.sleep(1)  # the cache finishes writing the file
-            row(f"{scenario} warm", client.name, url)
+            row(scenario, "warm", client.name, url)
     finally:
         shutil.rmtree(outdir)
     return {"wan_gbps": wan_gbps, "size": size, "reader": client.name, "storage": home.name, "rows": rows}

@@ -66,6 +66,9 @@ setup() {
   assert_output --partial "| dcotf warm | frankfurt |"
   assert [ -s build/demo-federation/report.md ]
   assert [ -s build/demo-federation/federation.png ]
+  # Gbit/s over time per site and cache scenario (tests/unit/federation/test_rates_figure.py: what it draws)
+  assert_equal "$(head -c 4 build/demo-federation/rates.png | od -An -c | tr -d ' ')" '211PNG'
+  assert_output --partial "rates over time: $REPO/build/demo-federation/rates.png"
 }
 
 @test "docs: scripts/mkbase minimal and scripts/mkbase --sandbox bench give the cached base images" {

@@ -162,3 +162,16 @@ def test_report_shows_the_start_skew_of_each_wave_against_the_goal(tmp_path: Pat
     assert "Wave start skew" in html and "Goal: at most 2 s" in html
     assert re.search(r"<td>w2\.r0</td>.*?<td class=\"ok\">0\.75</td>", html, re.S)
     assert re.search(r"<td>w2\.r1</td>.*?<td class=\"failed\">3\.50</td>", html, re.S)
+
+
+def test_the_cells_table_says_how_many_repetitions_each_cell_had(tmp_path: Path) -> None:
+    records = [
+        *[rec(i, repetition=i) for i in range(3)],
+        *[rec(10 + i, clients=2, repetition=i) for i in range(2)],
+        rec(12, clients=2, repetition=2, status="failed", error="boom", steps={}, intervals=[]),
+    ]
+    agg.aggregate(records, tmp_path / "jobs.csv", tmp_path / "intervals.csv")
+    html = report.render(agg.read_csv(tmp_path / "jobs.csv"), [], tmp_path / "r").read_text()
+    assert "<th>repetitions</th>" in html
+    assert re.search(r"<td>1</td><td>1</td><td>3</td>\s*<td class=\"ok\">ok</td>", html)
+    assert re.search(r"<td>2</td><td>1</td><td>2 of 3</td>\s*<td class=\"failed\">2/3 ok</td>", html)

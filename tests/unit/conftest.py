@@ -1,0 +1,47 @@
+"""Fixtures every unit test may use."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.text import Text
+
+
+def drawn_texts(fig: Figure) -> list[Text]:
+    """The texts a saved FIG shows: titles, axis labels, legend entries, and the labels of the
+    ticks inside their axis' view (matplotlib keeps, and does not draw, the others)."""
+    tick_texts: dict[int, bool] = {}
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            lo, hi = sorted(axis.get_view_interval())
+            for tick in (*axis.get_major_ticks(), *axis.get_minor_ticks()):
+                shown = lo - 1e-9 * abs(hi - lo) <= tick.get_loc() <= hi + 1e-9 * abs(hi - lo)
+                for label in (tick.label1, tick.label2):
+                    tick_texts[id(label)] = shown and label.get_visible()
+    return [
+        t for t in fig.findobj(Text)
+        if t.get_visible() and t.get_text().strip() and tick_texts.get(id(t), True)
+    ]  # fmt: skip
+
+
+def _texts_outside(fig: Figure) -> list[str]:
+    """The drawn texts whose extent leaves the figure (what a saved PNG would cut)."""
+    FigureCanvasAgg(fig)
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    fig.draw(renderer)
+    box = fig.bbox
+    out = []
+    for t in drawn_texts(fig):
+        e = t.get_window_extent(renderer)
+        if e.x0 < box.x0 - 0.5 or e.y0 < box.y0 - 0.5 or e.x1 > box.x1 + 0.5 or e.y1 > box.y1 + 0.5:
+            out.append(t.get_text())
+    return out
+
+
+@pytest.fixture
+def texts_outside() -> Callable[[Figure], list[str]]:
+    """The figure check: ``texts_outside(fig)`` lists the drawn texts a saved FIG would cut."""
+    return _texts_outside

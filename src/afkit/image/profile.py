@@ -25,6 +25,22 @@ class Proof:
     command: tuple[str, ...]
     optional: bool = False
     expect: str | None = None
+    applies_if: str | None = None
+
+
+@dataclass(frozen=True)
+class BaseRequirement:
+    """Something the base image must carry (a file or a library), and the package per OS family."""
+
+    what: str
+    packages: dict[str, str]
+    path: str | None = None
+    library: str | None = None
+    applies_if: str | None = None
+
+    @property
+    def item(self) -> str:
+        return self.path or self.library or ""
 
 
 @dataclass(frozen=True)
@@ -40,6 +56,7 @@ class Profile:
     multiple: bool
     base: dict[str, str]
     proof: tuple[Proof, ...]
+    base_requires: tuple[BaseRequirement, ...] = ()
     hidden: tuple[str, ...] = ()
     env_required: tuple[str, ...] = ()
     env_exclude: tuple[str, ...] = ()
@@ -120,8 +137,20 @@ def from_dict(data: dict[str, Any], path: Path) -> Profile:
         multiple=bool(tag.get("multiple", False)),
         base=dict(data["base"]),
         proof=tuple(
-            Proof(p["name"], tuple(p["command"]), bool(p.get("optional", False)), p.get("expect"))
+            Proof(
+                p["name"],
+                tuple(p["command"]),
+                bool(p.get("optional", False)),
+                p.get("expect"),
+                p.get("applies_if"),
+            )
             for p in data["proof"]
+        ),
+        base_requires=tuple(
+            BaseRequirement(
+                r["what"], dict(r["packages"]), r.get("path"), r.get("library"), r.get("applies_if")
+            )
+            for r in data.get("base_requires", [])
         ),
         hidden=tuple(data.get("hidden", [])),
         env_required=tuple(env.get("required", [])),

@@ -31,5 +31,6 @@ void read_tree(const char *url = "/.afkit/proof/HZZ.root", const char *tree = "e
       t->GetEntry(i);
       sum += value;
    }
-   std::cout << "afkit-proof: " << tree << " " << entries << " entries, sum of " << branch << " " << sum << std::endl;
+   std::cout << "afkit-proof: " << tree << " " << entries << " entries, sum of " << branch << " " << sum << " ("
+             << file->ClassName() << ")" << std::endl;
 }

@@ -34,6 +34,7 @@ int main(int argc, char **argv)
       t->GetEntry(i);
       sum += value;
    }
-   std::cout << "afkit-proof: " << argv[2] << " " << entries << " entries, sum of " << argv[3] << " " << sum << std::endl;
+   std::cout << "afkit-proof: " << argv[2] << " " << entries << " entries, sum of " << argv[3] << " " << sum << " ("
+             << file->ClassName() << ")" << std::endl;
    return 0;
 }

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ from xml.etree import ElementTree as ET
 import itsupport
 import pytest
 from itsupport import mkbase, ok, origin_dataset, require_env
-from test_image_build import afkit, in_image, manifest
+from test_image_build import REPO, afkit, in_image, manifest
 
 REAL_TAGS = {
     "alice": ("AliPhysics/vAN-20251126_ROOT6-1", "O2Physics/daily-20251126-0000-1"),
@@ -105,11 +106,23 @@ def test_root_reads_over_xrootd_from_the_origin_and_through_xcache(
         assert proc.returncode == 0 and f"{SUMMARY} (TNetXNGFile)" in proc.stdout, (url, out)
 
 
-def test_a_compiled_reader_reads_through_xcache(images: dict[str, Path], served: tuple[str, str]) -> None:
-    _origin, cache = served
-    sif = images[CASES[0][1]]
-    proc = in_image(sif, "sh", f"{PROOF}/compile_reader.sh", cache, "events", "NMuon")
-    assert proc.returncode == 0 and f"{SUMMARY} (TNetXNGFile)" in proc.stdout, proc.stdout + proc.stderr
+def test_the_ci_validate_job_reads_over_the_origin_and_xcache(
+    images: dict[str, Path], served: tuple[str, str], tmp_path: Path
+) -> None:
+    """ci/validate.sh with AFKIT_VALIDATE_READ (the validate job's project variable): the macro and
+    the compiled reader also open both URLs, each a passing JUnit case."""
+    origin, cache = served
+    sif = tmp_path / "image.sif"
+    os.link(images[CASES[0][1]], sif)  # the job's artifact directory
+    env = {**os.environ, "AFKIT_VALIDATE_READ": f"{origin} {cache}"}
+    proc = subprocess.run(["ci/validate.sh", "--profile", "alice", "--fingerprint", "", str(sif)], cwd=REPO,
+                          env=env, capture_output=True, text=True, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    cases = {c.get("name"): c for c in ET.parse(tmp_path / "image.junit.xml").getroot().iter("testcase")}
+    for proof in ("root-macro", "compiled-reader"):
+        for url in (origin, cache):
+            case = cases[f"{proof} {url}"]
+            assert case.find("failure") is None and case.find("skipped") is None, (proof, url)
 
 
 def test_a_dead_interpreter_fails_validation_quoting_cling(images: dict[str, Path], tmp_path: Path) -> None:

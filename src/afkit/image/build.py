@@ -302,7 +302,7 @@ def write_info(tree: Path, info: dict[str, Any]) -> None:
 
 
 def _proof_line(proof: profiles.Proof) -> str:
-    line = shlex.join(proof.command)
+    line = shlex.join(proof.on())
     if proof.applies_if:
         line = f'if [ -e "{proof.applies_if}" ]; then {line}; fi'
     if proof.optional:

@@ -16,6 +16,8 @@ INFO_PATH = "/.afkit/image.json"
 # The validation proofs' files (a ROOT macro, a reader to compile, a real ROOT file), in every image.
 PROOF_PATH = "/.afkit/proof"
 PROOF_SOURCE = Path(__file__).with_name("proof")
+# The real ROOT file the reading proofs open by default ({file} in a proof command).
+PROOF_FILE = f"{PROOF_PATH}/HZZ.root"
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import yaml
 
 from afkit import paths
 from afkit.errors import InvalidError, NotFoundError, PrereqError
+from afkit.image.model import PROOF_FILE
 
 SCHEMA_PATH = Path(__file__).with_name("profile.schema.json")
 
@@ -26,6 +27,14 @@ class Proof:
     optional: bool = False
     expect: str | None = None
     applies_if: str | None = None
+
+    def on(self, file: str = PROOF_FILE) -> tuple[str, ...]:
+        """The command with ``{file}`` (the file a reading proof opens) replaced by FILE."""
+        return tuple(word.replace("{file}", file) for word in self.command)
+
+    @property
+    def reads(self) -> bool:
+        return any("{file}" in word for word in self.command)
 
 
 @dataclass(frozen=True)

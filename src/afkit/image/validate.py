@@ -40,15 +40,16 @@ _BASE_SCRIPT = r"""
 ID=; ID_LIKE=
 [ -r /etc/os-release ] && . /etc/os-release
 echo "@@OS ${ID:-} ${ID_LIKE:-}"
+n=0
 while [ "$#" -ge 2 ]; do
-  cond=$1 item=$2
+  cond=$1 item=$2 n=$((n + 1))
   shift 2
-  if [ -n "$cond" ] && ! eval "[ -e \"$cond\" ]"; then echo "@@NA $item"; continue; fi
+  if [ -n "$cond" ] && ! eval "[ -e \"$cond\" ]"; then echo "@@NA $n"; continue; fi
   case $item in
-    /*) [ -e "$item" ] || echo "@@MISSING $item" ;;
+    /*) [ -e "$item" ] || echo "@@MISSING $n" ;;
     *) found=
        for d in LIB_DIRS; do if [ -e "$d/$item" ]; then found=1; break; fi; done
-       [ -n "$found" ] || echo "@@MISSING $item" ;;
+       [ -n "$found" ] || echo "@@MISSING $n" ;;
   esac
 done
 """.replace("LIB_DIRS", " ".join(LIB_DIRS))
@@ -128,13 +129,13 @@ def check_base(
     args = [word for r in requires for word in (r.applies_if or "", r.item)]
     proc = runner.run("sh", "-c", _BASE_SCRIPT, "sh", *args)
     words = next((ln.split()[1:] for ln in proc.stdout.splitlines() if ln.startswith("@@OS")), [])
-    missing = {ln.split(" ", 1)[1] for ln in proc.stdout.splitlines() if ln.startswith("@@MISSING ")}
-    moot = {ln.split(" ", 1)[1] for ln in proc.stdout.splitlines() if ln.startswith("@@NA ")}
+    missing = {int(ln.split()[1]) for ln in proc.stdout.splitlines() if ln.startswith("@@MISSING ")}
+    moot = {int(ln.split()[1]) for ln in proc.stdout.splitlines() if ln.startswith("@@NA ")}
     if proc.returncode != 0 or not proc.stdout.startswith("@@OS"):
         return [Check("base", "read", False, f"cannot inspect the base: {proc.stderr.strip()[-300:]}")], {}
     checks, hints = [], {}
-    for req in requires:
-        if req.item in moot:
+    for n, req in enumerate(requires, start=1):
+        if n in moot:
             checks.append(
                 Check("base", req.item, True, f"{req.applies_if} is not in this image", skipped=True)
             )
@@ -144,7 +145,7 @@ def check_base(
             how = f"install {req.packages[family]} ({family})"
         else:
             how = "provided by " + ", ".join(f"{pkg} ({fam})" for fam, pkg in req.packages.items())
-        ok = req.item not in missing
+        ok = n not in missing
         if not ok:
             hints[req.item] = how
         msg = "" if ok else f"the base image lacks {req.item} ({req.what}): {how}"
@@ -160,7 +161,8 @@ def interpreter_error(output: str) -> str | None:
     return next(ln.strip() for ln in lines if "cling" in ln.lower())
 
 
-def check_proofs(runner: Runner, proofs: list[profiles.Proof]) -> list[Check]:
+def check_proofs(runner: Runner, proofs: list[profiles.Proof], reads: list[str] | None = None) -> list[Check]:
+    """Each proof on the image's own file; the reading proofs also on every URL of READS."""
     checks = []
     for proof in proofs:
         cmd = list(proof.command)
@@ -172,17 +174,23 @@ def check_proofs(runner: Runner, proofs: list[profiles.Proof]) -> list[Check]:
             why = f"{proof.applies_if} is not in this image"
             checks.append(Check("proof", proof.name, True, why, skipped=True))
             continue
-        proc = runner.run(*cmd)
-        out = proc.stdout + proc.stderr
-        ok = proc.returncode == 0 and (not proof.expect or re.search(proof.expect, out) is not None)
-        msg = ""
-        if not ok:
-            msg = f"'{' '.join(cmd)}' exited {proc.returncode}: {out.strip()[-300:]}"
-            cling = interpreter_error(out)
-            if cling:
-                msg = f"ROOT's interpreter failed: {cling}\n{msg}"
-        checks.append(Check("proof", proof.name, ok, msg))
+        checks.append(_run_proof(runner, proof, proof.name, list(proof.on())))
+        for url in (reads or []) if proof.reads else []:
+            checks.append(_run_proof(runner, proof, f"{proof.name} {url}", list(proof.on(url))))
     return checks
+
+
+def _run_proof(runner: Runner, proof: profiles.Proof, name: str, cmd: list[str]) -> Check:
+    proc = runner.run(*cmd)
+    out = proc.stdout + proc.stderr
+    ok = proc.returncode == 0 and (not proof.expect or re.search(proof.expect, out) is not None)
+    msg = ""
+    if not ok:
+        msg = f"'{' '.join(cmd)}' exited {proc.returncode}: {out.strip()[-300:]}"
+        cling = interpreter_error(out)
+        if cling:
+            msg = f"ROOT's interpreter failed: {cling}\n{msg}"
+    return Check("proof", name, ok, msg)
 
 
 def check_elf(
@@ -265,7 +273,11 @@ def write_junit(path: Path, image: Path, checks: list[Check]) -> None:
 
 
 def validate(
-    image: Path, profile_name: str | None, junit: Path | None, runtime: apptainer.Runtime | None = None
+    image: Path,
+    profile_name: str | None,
+    junit: Path | None,
+    runtime: apptainer.Runtime | None = None,
+    reads: list[str] | None = None,
 ) -> list[Check]:
     """Run every check; raise InvalidError (exit 6) when one fails. JUnit written either way."""
     if not image.is_file():
@@ -282,7 +294,7 @@ def validate(
     checks = check_env(runner, env, list(prof.env_required))
     base_checks, base_hints = check_base(runner, list(prof.base_requires))
     checks += base_checks
-    checks += check_proofs(runner, list(prof.proof))
+    checks += check_proofs(runner, list(prof.proof), reads)
     checks += check_elf(runner, info, src, globs, base_hints)
     checks.append(check_testscript(runner))
     if junit:

@@ -15,7 +15,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from xml.etree import ElementTree as ET
@@ -125,18 +124,39 @@ def test_the_ci_validate_job_reads_over_the_origin_and_xcache(
             assert case.find("failure") is None and case.find("skipped") is None, (proof, url)
 
 
-def test_a_dead_interpreter_fails_validation_quoting_cling(images: dict[str, Path], tmp_path: Path) -> None:
-    """The toolchain's C++ headers hidden (an empty directory bound over them, what an install
-    without them gives): cling cannot start; validation exits 6 and says why, also in JUnit."""
-    sif = images[CASES[0][1]]
-    empty = tmp_path / "empty"
-    empty.mkdir()
+@pytest.fixture(scope="module")
+def broken(
+    images: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """`afkit image validate` of a real-ROOT image with the headers gone (an empty directory bound
+    over the toolchain's C++ headers and over the base's /usr/include, what an install or a base
+    without them gives): (the process, its JUnit report)."""
+    work = tmp_path_factory.mktemp("broken")
+    (work / "empty").mkdir()
     headers = "/cvmfs/alice.cern.ch/el9-x86_64/Packages/GCC-Toolchain/v12.2.0-alice1-2/include"
-    report = tmp_path / f"broken-{uuid.uuid4().hex[:6]}.xml"
-    env = {**os.environ, "AFKIT_APPTAINER_EXEC_ARGS": f"--bind {empty}:{headers}"}
-    proc = afkit("image", "validate", str(sif), "--junit", str(report), env=env)
+    binds = f"--bind {work / 'empty'}:{headers} --bind {work / 'empty'}:/usr/include"
+    report = work / "broken.xml"
+    env = {**os.environ, "AFKIT_APPTAINER_EXEC_ARGS": binds}
+    return afkit("image", "validate", str(images[CASES[0][1]]), "--junit", str(report), env=env), report
+
+
+def test_a_dead_interpreter_fails_validation_quoting_cling(
+    broken: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    proc, report = broken
     assert proc.returncode == 6, proc.stderr[-2000:]
     quoted = "ROOT's interpreter failed: ERROR in cling::CIFactory::createCI(): cannot extract standard"
     assert quoted in proc.stderr
     failures = [f.get("message") or "" for f in ET.parse(report).getroot().iter("failure")]
     assert any(m.startswith(quoted) for m in failures), failures
+
+
+def test_a_base_without_the_c_headers_fails_naming_its_package(
+    broken: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    proc, _report = broken
+    assert proc.returncode == 6
+    assert (
+        "validate FAIL base:/usr/include/stdlib.h the base image lacks /usr/include/stdlib.h "
+        "(C library headers, read by cling and the toolchain's c++): install libc6-dev (debian)"
+    ) in proc.stderr

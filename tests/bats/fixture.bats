@@ -74,7 +74,9 @@ matches() { [[ $1 == $2 ]]; }
   assert_line --index 0 --partial "module load BASE/1.0"
   assert_line --index 1 --partial 'module load XRootD/v5.9.2-1'
   assert_line --index 2 --partial 'module load GCC-Toolchain/v12.2.0-alice1-2'
+  # shellcheck disable=SC2016  # Tcl's $, literally
   assert_output --partial 'setenv ROOTSYS $::env(ROOT_BASEDIR)/$::env(ROOT_RELEASE)'
+  # shellcheck disable=SC2016
   assert_output --partial 'prepend-path ROOT_DYN_PATH $PKG_ROOT/lib'
 }
 

@@ -11,6 +11,7 @@ usage() {
   cat <<'USAGE'
 Usage: bench/image.sh [--size-mb N] [--runs N] [--json FILE] [--workdir DIR] [--build]
        bench/image.sh --scale GIB [--runs N] [--json FILE]
+       bench/image.sh --real-root [--runs N] [--json FILE]
 
 Generates an alice.cern.ch fixture padded to about N MiB (default 256) with
 tests/fixtures/mkcvmfs, then measures on this host (no Apptainer needed), median of --runs (default 5, the cases interleaved):
@@ -35,6 +36,10 @@ staging / cp -a, whole build / (cp -a + mksquashfs), incremental / cold. Scratch
 files within 370 s of removing a tree (the inode allocator scans past recently deleted inodes
 there): a round removes the round before's trees before its mksquashfs, and the next round waits
 out the rest.
+--real-root: the image of the fixture's tag with the real ROOT (AliPhysics/vAN-20251126_ROOT6-1,
+~750 MiB of closure) inside the testbed (the fixture it mounts at /cvmfs), median of --runs
+(default 3) rounds of cp -a of the closure, mksquashfs of that copy and afkit image build;
+prints build / (cp -a + mksquashfs) (goal <= 2). Scratch in <repo>/build/bench-image-realroot.
 Exit codes: 0 ok, 1 a build failed, 2 usage, 3 prerequisite missing (gcc for the fixture, the
 .venv, the testbed for --build).
 USAGE
@@ -66,12 +71,27 @@ scale_bench() {
   [[ -z $json ]] || cp -- "$work/result.json" "$json"
 }
 
+# realroot_bench RUNS JSON : the real-ROOT image build against cp -a + mksquashfs, in the testbed.
+realroot_bench() {
+  local runs=$1 json=$2 work=$REPO/build/bench-image-realroot
+  rm -rf -- "$work"
+  mkdir -p "$work"
+  # shellcheck disable=SC2064  # expand now
+  trap "rm -rf -- '$work'" EXIT
+  local -a extra=()
+  [[ -z $json ]] || extra=(--json "$work/result.json")
+  (cd "$REPO" && "$REPO/scripts/testbed" run -- python3 bench/image_realroot.py --work "$work/run" \
+    --runs "$runs" "${extra[@]}")
+  [[ -z $json ]] || cp -- "$work/result.json" "$json"
+}
+
 main() {
-  local size=256 runs=5 json="" workdir="" builds=0 scale=""
+  local size=256 runs=5 json="" workdir="" builds=0 scale="" realroot=0
   while (($#)); do
     case $1 in
       -h | --help) usage; return 0 ;;
       --build) builds=1; shift; continue ;;
+      --real-root) realroot=1; shift; continue ;;
       --size-mb | --runs | --json | --workdir | --scale)
         (($# >= 2)) || die "$AFKIT_EX_USAGE" "$1 needs a value" "see --help"
         case $1 in
@@ -91,6 +111,11 @@ main() {
     die "$AFKIT_EX_USAGE" "--size-mb and --runs take positive whole numbers" "e.g. --size-mb 256 --runs 3"
   [[ -z $json || -d $(dirname -- "$json") ]] ||
     die "$AFKIT_EX_USAGE" "--json $json: its directory does not exist" "give a path in an existing directory"
+  if ((realroot)); then
+    [[ $runs != 5 ]] || runs=3 # its default
+    realroot_bench "$runs" "$json"
+    return
+  fi
   if [[ -n $scale ]]; then
     [[ $scale =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "$AFKIT_EX_USAGE" "--scale takes a size in GiB" "e.g. --scale 4.5"
     scale_bench "$scale" "$runs" "$json"

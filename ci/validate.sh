@@ -9,7 +9,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/ci.sh"
 
 usage() {
   cat <<USAGE
-Usage: ci/validate.sh [--profile P] [--junit FILE] [--fingerprint FP [--key PUB.asc]] IMAGE.sif
+Usage: ci/validate.sh [--profile P] [--junit FILE] [--fingerprint FP [--key PUB.asc]] [--read URL]... IMAGE.sif
 
 Runs 'afkit image validate' on IMAGE.sif (the image runs, the tag's environment is set inside,
 the profile's proof commands work) and writes its JUnit report to FILE (default IMAGE.junit.xml,
@@ -22,6 +22,10 @@ On failure the stamp is removed, and the report is there even when the validator
                     validating what the registry serves). Default: \$AFKIT_VERIFY_FINGERPRINT.
   --key PUB.asc     the signer's armored public key (default: \$AFKIT_VERIFY_KEY, else the
                     runner's apptainer keyring)
+  --read URL        also run the profile's reading proofs (ROOT's interpreter and a compiled
+                    reader) on URL, e.g. the site's XRootD origin and its XCache
+                    ('afkit image validate --read'; repeatable). Default: the words of
+                    \$AFKIT_VALIDATE_READ (a project variable).
 
 Exit codes: 0 valid, 2 usage, 3 prerequisite missing, 5 no such image, 6 validation failed.
 USAGE
@@ -37,12 +41,14 @@ junit_failure() {
 
 main() {
   local profile='' junit='' image='' fingerprint=${AFKIT_VERIFY_FINGERPRINT:-} key=${AFKIT_VERIFY_KEY:-}
+  local -a reads=()
   while (($#)); do
     case $1 in
       --profile) (($# > 1)) || die "$AFKIT_EX_USAGE" "--profile needs a value"; profile=$2; shift ;;
       --junit) (($# > 1)) || die "$AFKIT_EX_USAGE" "--junit needs a value"; junit=$2; shift ;;
       --fingerprint) (($# > 1)) || die "$AFKIT_EX_USAGE" "--fingerprint needs a value"; fingerprint=$2; shift ;;
       --key) (($# > 1)) || die "$AFKIT_EX_USAGE" "--key needs a value"; key=$2; shift ;;
+      --read) (($# > 1)) || die "$AFKIT_EX_USAGE" "--read needs a URL"; reads+=("$2"); shift ;;
       -h | --help) usage; return 0 ;;
       -*) die "$AFKIT_EX_USAGE" "unknown option '$1'" "see 'ci/validate.sh --help'" ;;
       *) [[ -z $image ]] || die "$AFKIT_EX_USAGE" "one image only ('$image' and '$1')"; image=$1 ;;
@@ -72,6 +78,11 @@ main() {
   fi
   local -a cmd=("$afkit" image validate "$image" --junit "$junit")
   [[ -z $profile ]] || cmd+=(--profile "$profile")
+  if ((${#reads[@]} == 0)) && [[ -n ${AFKIT_VALIDATE_READ:-} ]]; then
+    read -ra reads <<<"$AFKIT_VALIDATE_READ"
+  fi
+  local url
+  for url in "${reads[@]}"; do cmd+=(--read "$url"); done
   local sha rc=0
   sha=$(ci_sha256 "$image")
   log "validating $image (sha256 $sha)"

@@ -57,6 +57,44 @@ matches() { [[ $1 == $2 ]]; }
   assert [ ! -e "$BATS_TEST_TMPDIR/x" ]
 }
 
+@test "mkcvmfs: the real ROOT that cannot be fetched is a missing prerequisite (exit 3), nothing written" {
+  # an empty download cache and a pip that may use no index: the first run cannot fetch the wheel
+  AFKIT_UPSTREAM_CACHE="$BATS_TEST_TMPDIR/up" PIP_NO_INDEX=1 run "$MKCVMFS" --out "$BATS_TEST_TMPDIR/x" \
+    --repos alice.cern.ch
+  assert_failure 3
+  assert_output --partial "pip download root==0.1a12"
+  assert_output --partial "hint: the first run needs pip and apt-get with network access"
+  refute compgen -G "$BATS_TEST_TMPDIR/x/alice.cern.ch"
+}
+
+@test "alice.cern.ch: the real ROOT's modulefile has alidist root.sh's shape, XRootD loaded first" {
+  local mf="$FIX/alice.cern.ch/el9-x86_64/Modules/modulefiles/ROOT/v6-40-00-alice1-1"
+  run grep -n -E 'module load|ROOT_RELEASE|ROOT_BASEDIR|ROOTSYS|PYTHONPATH|ROOT_DYN_PATH|LD_LIBRARY_PATH' "$mf"
+  assert_success
+  assert_line --index 0 --partial "module load BASE/1.0"
+  assert_line --index 1 --partial 'module load XRootD/v5.9.2-1'
+  assert_line --index 2 --partial 'module load GCC-Toolchain/v12.2.0-alice1-2'
+  # shellcheck disable=SC2016  # Tcl's $, literally
+  assert_output --partial 'setenv ROOTSYS $::env(ROOT_BASEDIR)/$::env(ROOT_RELEASE)'
+  # shellcheck disable=SC2016
+  assert_output --partial 'prepend-path ROOT_DYN_PATH $PKG_ROOT/lib'
+}
+
+@test "alice.cern.ch: XRootD's libraries are XRootD's package's, not ROOT's" {
+  local pkgs="$FIX/alice.cern.ch/el9-x86_64/Packages"
+  assert [ -f "$pkgs/ROOT/v6-40-00-alice1-1/lib/libNetxNG.so" ]
+  refute compgen -G "$pkgs/ROOT/v6-40-00-alice1-1/lib/libXrd*"
+  assert_equal "$(readlink "$pkgs/XRootD/v5.9.2-1/lib/libXrdCl.so.3")" "libXrdCl.so.3.0.0"
+  assert [ -f "$pkgs/ROOT/v6-40-00-alice1-1/LICENSE" ]
+}
+
+@test "alice.cern.ch: the real toolchain's c++ finds its own C++ headers" {
+  local tc="$FIX/alice.cern.ch/el9-x86_64/Packages/GCC-Toolchain/v12.2.0-alice1-2"
+  run env LD_LIBRARY_PATH="$tc/lib64" "$tc/bin/c++" -xc++ -E -v /dev/null
+  assert_success
+  assert_output --partial "$tc/include/c++/12"
+}
+
 @test "mkcvmfs: a negative size is a usage error (exit 2)" {
   run "$MKCVMFS" --size-mb -3
   assert_failure 2

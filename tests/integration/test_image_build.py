@@ -156,6 +156,7 @@ def test_tags_lists_the_published_tags_matching_the_text() -> None:
         "AliPhysics/vAN-20250401_ROOT6-1\tel9-x86_64",
         "AliPhysics/vAN-20250402_ROOT6-1\tel9-x86_64",
         "AliPhysics/vAN-20251120_O2-1\tel9-x86_64",
+        "AliPhysics/vAN-20251126_ROOT6-1\tel9-x86_64",
     ]
 
 

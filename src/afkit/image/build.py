@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -25,7 +26,7 @@ from afkit.errors import AfkitError, ExitCode, InvalidError, UsageError
 from afkit.image import apptainer, layers, narrow, render, stage, tags, validate, workdir
 from afkit.image import plan as planning
 from afkit.image import profile as profiles
-from afkit.image.model import Resolution
+from afkit.image.model import PROOF_PATH, PROOF_SOURCE, Resolution
 from afkit.image.resolve import image_root, resolve
 from afkit.image.store import Store
 
@@ -147,9 +148,7 @@ def build(
         f"({stats.reused_bytes / stage.MIB:.1f} MiB) from the store",
         file=sys.stderr,
     )
-    (partial / ".afkit").mkdir()
-    info = image_info(profile, res, stats)
-    (partial / ".afkit" / "image.json").write_text(json.dumps(info, indent=1, sort_keys=True) + "\n")
+    write_info(partial, image_info(profile, res, stats))
     rootfs = outdir / "rootfs"
     partial.rename(rootfs)
     closure_sha = closure_digest(res, st_plan)
@@ -231,7 +230,7 @@ def build_narrowed(
     image_root = f"/cvmfs/{n.profile.repository}"
     cwd = str(Path.cwd())
     options = ("--bind", f"{cwd}:{cwd}", "--pwd", cwd)
-    commands = [_proof_line(p.command, p.optional) for p in n.profile.proof] + list(user_commands)
+    commands = [_proof_line(p) for p in n.profile.proof] + list(user_commands)
     full_base = validate.Runner(full_sif, n.runtime).base(*options)
     used: set[str] = set()
     outcomes = []
@@ -257,9 +256,7 @@ def build_narrowed(
         if old.exists():
             workdir.remove(old)
     stats = stage.execute(sub, partial / "cvmfs" / n.profile.repository, n.store)
-    (partial / ".afkit").mkdir()
-    info = image_info(n.profile, n.res, stats)
-    (partial / ".afkit" / "image.json").write_text(json.dumps(info, indent=1, sort_keys=True) + "\n")
+    write_info(partial, image_info(n.profile, n.res, stats))
     partial.rename(rootfs)
     definition = n.outdir / f"{name}.def"
     build_time = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -299,9 +296,20 @@ def build_narrowed(
     }
 
 
-def _proof_line(command: tuple[str, ...], optional: bool) -> str:
-    line = shlex.join(command)
-    return f"if command -v {shlex.quote(command[0])} >/dev/null; then {line}; fi" if optional else line
+def write_info(tree: Path, info: dict[str, Any]) -> None:
+    """TREE/.afkit: image.json (INFO_PATH) and the validation proofs' files (PROOF_PATH)."""
+    (tree / ".afkit").mkdir()
+    (tree / ".afkit" / "image.json").write_text(json.dumps(info, indent=1, sort_keys=True) + "\n")
+    shutil.copytree(PROOF_SOURCE, tree / PROOF_PATH.lstrip("/"))
+
+
+def _proof_line(proof: profiles.Proof) -> str:
+    line = shlex.join(proof.on())
+    if proof.applies_if:
+        line = f'if [ -e "{proof.applies_if}" ]; then {line}; fi'
+    if proof.optional:
+        line = f"if command -v {shlex.quote(proof.command[0])} >/dev/null; then {line}; fi"
+    return line
 
 
 def run_build(

@@ -72,6 +72,15 @@ def register(sub: Any) -> None:
     v.add_argument("image", type=Path)
     v.add_argument("--profile", help="default: the profile recorded in the image")
     v.add_argument("--junit", type=Path, help="write a JUnit XML report here")
+    v.add_argument(
+        "--read",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="also run every proof that reads a file ({file} in its command: the ROOT macro and the "
+        "compiled reader) on URL, e.g. root://host//path/HZZ.root (repeatable; the file must be "
+        "like the image's /.afkit/proof/HZZ.root)",
+    )
     v.set_defaults(func=_validate)
 
     n = isub.add_parser(
@@ -161,7 +170,7 @@ def _build(args: argparse.Namespace) -> int:
 def _validate(args: argparse.Namespace) -> int:
     from afkit.image import validate
 
-    checks = validate.validate(args.image, args.profile, args.junit)
+    checks = validate.validate(args.image, args.profile, args.junit, reads=args.read)
     print(f"{args.image}: {len(checks)} checks passed", file=sys.stderr)
     return 0
 

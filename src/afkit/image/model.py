@@ -7,11 +7,17 @@ inside the image (afkit.campaign.steps).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 # what an image built by afkit says about itself (tag, environment, ELF files): written by the
 # definition (templates/apptainer/image.def.j2), read by `afkit image validate` and the campaign job
 INFO_PATH = "/.afkit/image.json"
+# The validation proofs' files (a ROOT macro, a reader to compile, a real ROOT file), in every image.
+PROOF_PATH = "/.afkit/proof"
+PROOF_SOURCE = Path(__file__).with_name("proof")
+# The real ROOT file the reading proofs open by default ({file} in a proof command).
+PROOF_FILE = f"{PROOF_PATH}/HZZ.root"
 
 
 @dataclass(frozen=True)

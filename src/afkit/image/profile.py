@@ -15,6 +15,7 @@ import yaml
 
 from afkit import paths
 from afkit.errors import InvalidError, NotFoundError, PrereqError
+from afkit.image.model import PROOF_FILE
 
 SCHEMA_PATH = Path(__file__).with_name("profile.schema.json")
 
@@ -25,6 +26,30 @@ class Proof:
     command: tuple[str, ...]
     optional: bool = False
     expect: str | None = None
+    applies_if: str | None = None
+
+    def on(self, file: str = PROOF_FILE) -> tuple[str, ...]:
+        """The command with ``{file}`` (the file a reading proof opens) replaced by FILE."""
+        return tuple(word.replace("{file}", file) for word in self.command)
+
+    @property
+    def reads(self) -> bool:
+        return any("{file}" in word for word in self.command)
+
+
+@dataclass(frozen=True)
+class BaseRequirement:
+    """Something the base image must carry (a file or a library), and the package per OS family."""
+
+    what: str
+    packages: dict[str, str]
+    path: str | None = None
+    library: str | None = None
+    applies_if: str | None = None
+
+    @property
+    def item(self) -> str:
+        return self.path or self.library or ""
 
 
 @dataclass(frozen=True)
@@ -40,6 +65,7 @@ class Profile:
     multiple: bool
     base: dict[str, str]
     proof: tuple[Proof, ...]
+    base_requires: tuple[BaseRequirement, ...] = ()
     hidden: tuple[str, ...] = ()
     env_required: tuple[str, ...] = ()
     env_exclude: tuple[str, ...] = ()
@@ -121,8 +147,20 @@ def from_dict(data: dict[str, Any], path: Path) -> Profile:
         multiple=bool(tag.get("multiple", False)),
         base=dict(data["base"]),
         proof=tuple(
-            Proof(p["name"], tuple(p["command"]), bool(p.get("optional", False)), p.get("expect"))
+            Proof(
+                p["name"],
+                tuple(p["command"]),
+                bool(p.get("optional", False)),
+                p.get("expect"),
+                p.get("applies_if"),
+            )
             for p in data["proof"]
+        ),
+        base_requires=tuple(
+            BaseRequirement(
+                r["what"], dict(r["packages"]), r.get("path"), r.get("library"), r.get("applies_if")
+            )
+            for r in data.get("base_requires", [])
         ),
         hidden=tuple(data.get("hidden", [])),
         env_required=tuple(env.get("required", [])),

@@ -33,6 +33,26 @@ for f in "$@"; do
   LD_TRACE_LOADED_OBJECTS=1 "$ldso" "$f" 2>&1 || true
 done
 """.replace("LDSO_LIST", " ".join(LDSO_CANDIDATES))
+# What the base image holds: its OS family, and which required files/libraries are missing.
+LIB_DIRS = ("/lib64", "/usr/lib64", "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
+            "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib", "/usr/lib")  # fmt: skip
+_BASE_SCRIPT = r"""
+ID=; ID_LIKE=
+[ -r /etc/os-release ] && . /etc/os-release
+echo "@@OS ${ID:-} ${ID_LIKE:-}"
+n=0
+while [ "$#" -ge 2 ]; do
+  cond=$1 item=$2 n=$((n + 1))
+  shift 2
+  if [ -n "$cond" ] && ! eval "[ -e \"$cond\" ]"; then echo "@@NA $n"; continue; fi
+  case $item in
+    /*) [ -e "$item" ] || echo "@@MISSING $n" ;;
+    *) found=
+       for d in LIB_DIRS; do if [ -e "$d/$item" ]; then found=1; break; fi; done
+       [ -n "$found" ] || echo "@@MISSING $n" ;;
+  esac
+done
+""".replace("LIB_DIRS", " ".join(LIB_DIRS))
 
 
 @dataclass
@@ -100,23 +120,86 @@ def check_env(runner: Runner, env: list[EnvVar], required: list[str]) -> list[Ch
     return checks
 
 
-def check_proofs(runner: Runner, proofs: list[dict[str, Any]]) -> list[Check]:
+def check_base(
+    runner: Runner, requires: list[profiles.BaseRequirement]
+) -> tuple[list[Check], dict[str, str]]:
+    """One check per requirement of the base image; also {item: how to get it} for the missing."""
+    if not requires:
+        return [], {}
+    args = [word for r in requires for word in (r.applies_if or "", r.item)]
+    proc = runner.run("sh", "-c", _BASE_SCRIPT, "sh", *args)
+    words = next((ln.split()[1:] for ln in proc.stdout.splitlines() if ln.startswith("@@OS")), [])
+    missing = {int(ln.split()[1]) for ln in proc.stdout.splitlines() if ln.startswith("@@MISSING ")}
+    moot = {int(ln.split()[1]) for ln in proc.stdout.splitlines() if ln.startswith("@@NA ")}
+    if proc.returncode != 0 or not proc.stdout.startswith("@@OS"):
+        return [Check("base", "read", False, f"cannot inspect the base: {proc.stderr.strip()[-300:]}")], {}
+    checks, hints = [], {}
+    for n, req in enumerate(requires, start=1):
+        if n in moot:
+            checks.append(
+                Check("base", req.item, True, f"{req.applies_if} is not in this image", skipped=True)
+            )
+            continue
+        family = next((w for w in words if w in req.packages), None)
+        if family:
+            how = f"install {req.packages[family]} ({family})"
+        else:
+            how = "provided by " + ", ".join(f"{pkg} ({fam})" for fam, pkg in req.packages.items())
+        ok = n not in missing
+        if not ok:
+            hints[req.item] = how
+        msg = "" if ok else f"the base image lacks {req.item} ({req.what}): {how}"
+        checks.append(Check("base", req.item, ok, msg))
+    return checks, hints
+
+
+def interpreter_error(output: str) -> str | None:
+    """The first line of ROOT's interpreter (cling) complaining, if it did."""
+    lines = output.splitlines()
+    if not any("cling" in ln.lower() for ln in lines):
+        return None
+    return next(ln.strip() for ln in lines if "cling" in ln.lower())
+
+
+def check_proofs(runner: Runner, proofs: list[profiles.Proof], reads: list[str] | None = None) -> list[Check]:
+    """Each proof on the image's own file; the reading proofs also on every URL of READS."""
     checks = []
     for proof in proofs:
-        cmd = list(proof["command"])
+        cmd = list(proof.command)
         found = runner.run("sh", "-c", 'command -v "$1"', "sh", cmd[0]).returncode == 0
-        if not found and proof.get("optional"):
-            checks.append(Check("proof", proof["name"], True, f"{cmd[0]} not in this image", skipped=True))
+        if not found and proof.optional:
+            checks.append(Check("proof", proof.name, True, f"{cmd[0]} not in this image", skipped=True))
             continue
-        proc = runner.run(*cmd)
-        out = proc.stdout + proc.stderr
-        ok = proc.returncode == 0 and (not proof.get("expect") or re.search(proof["expect"], out) is not None)
-        msg = "" if ok else f"'{' '.join(cmd)}' exited {proc.returncode}: {out.strip()[-300:]}"
-        checks.append(Check("proof", proof["name"], ok, msg))
+        if proof.applies_if and runner.run("sh", "-c", f'test -e "{proof.applies_if}"').returncode != 0:
+            why = f"{proof.applies_if} is not in this image"
+            checks.append(Check("proof", proof.name, True, why, skipped=True))
+            continue
+        checks.append(_run_proof(runner, proof, proof.name, list(proof.on())))
+        for url in (reads or []) if proof.reads else []:
+            checks.append(_run_proof(runner, proof, f"{proof.name} {url}", list(proof.on(url))))
     return checks
 
 
-def check_elf(runner: Runner, info: dict[str, Any], src: Path | None, globs: list[str]) -> list[Check]:
+def _run_proof(runner: Runner, proof: profiles.Proof, name: str, cmd: list[str]) -> Check:
+    proc = runner.run(*cmd)
+    out = proc.stdout + proc.stderr
+    ok = proc.returncode == 0 and (not proof.expect or re.search(proof.expect, out) is not None)
+    msg = ""
+    if not ok:
+        msg = f"'{' '.join(cmd)}' exited {proc.returncode}: {out.strip()[-300:]}"
+        cling = interpreter_error(out)
+        if cling:
+            msg = f"ROOT's interpreter failed: {cling}\n{msg}"
+    return Check("proof", name, ok, msg)
+
+
+def check_elf(
+    runner: Runner,
+    info: dict[str, Any],
+    src: Path | None,
+    globs: list[str],
+    base: dict[str, str] | None = None,
+) -> list[Check]:
     root = f"/cvmfs/{info['repository']}"
     files = [f"{root}/{e['path']}" for e in info.get("elf", [])]
     missing: dict[str, list[str]] = {}
@@ -145,7 +228,7 @@ def check_elf(runner: Runner, info: dict[str, Any], src: Path | None, globs: lis
         if path in gone:
             by_label[label].append(f"{rel} was staged but is missing from the image")
         for lib in missing.get(path, []):
-            by_label[label].append(f"{rel} needs {lib}: {provider(lib, src, globs)}")
+            by_label[label].append(f"{rel} needs {lib}: {provider(lib, src, globs, base)}")
     return [
         Check("elf", label, not problems, "\n".join(problems)) for label, problems in sorted(by_label.items())
     ]
@@ -157,8 +240,11 @@ def check_testscript(runner: Runner) -> Check:
     return Check("test", "%test", proc.returncode == 0, "" if proc.returncode == 0 else out[-500:])
 
 
-def provider(lib: str, src: Path | None, globs: list[str]) -> str:
-    """Which package of the repository has LIB (it should have been in the closure)."""
+def provider(lib: str, src: Path | None, globs: list[str], base: dict[str, str] | None = None) -> str:
+    """Which package of the repository has LIB (it should have been in the closure), or, for a
+    library the profile requires of the base image, the OS package that provides it."""
+    if base and lib in base:
+        return f"the base image lacks it: {base[lib]}"
     if src is None:
         return "the repository is not mounted here, so its provider cannot be named"
     for glob in globs:
@@ -187,7 +273,11 @@ def write_junit(path: Path, image: Path, checks: list[Check]) -> None:
 
 
 def validate(
-    image: Path, profile_name: str | None, junit: Path | None, runtime: apptainer.Runtime | None = None
+    image: Path,
+    profile_name: str | None,
+    junit: Path | None,
+    runtime: apptainer.Runtime | None = None,
+    reads: list[str] | None = None,
 ) -> list[Check]:
     """Run every check; raise InvalidError (exit 6) when one fails. JUnit written either way."""
     if not image.is_file():
@@ -202,8 +292,10 @@ def validate(
         globs.append(prof.lcg["release_dir"].format(name="*", version="*", hash="*", arch=info["arch"]))
     env = [EnvVar(**e) for e in info["env"]]
     checks = check_env(runner, env, list(prof.env_required))
-    checks += check_proofs(runner, [p.__dict__ for p in prof.proof])
-    checks += check_elf(runner, info, src, globs)
+    base_checks, base_hints = check_base(runner, list(prof.base_requires))
+    checks += base_checks
+    checks += check_proofs(runner, list(prof.proof), reads)
+    checks += check_elf(runner, info, src, globs, base_hints)
     checks.append(check_testscript(runner))
     if junit:
         write_junit(junit, image, checks)

@@ -16,8 +16,8 @@ def test_shipped_profiles_validate() -> None:
     alice = profile.load("alice")
     assert alice.repository == "alice.cern.ch"
     assert alice.architectures[:2] == ("el9-x86_64", "el7-x86_64")
-    assert alice.base_for("el9-x86_64") == "docker://almalinux:9"
-    assert alice.base_for("el7-x86_64") == "docker://centos:7"
+    assert alice.base_for("el9-x86_64") == "docker://registry.cern.ch/alisw/slc9-builder:latest"
+    assert alice.base_for("el7-x86_64") == "docker://registry.cern.ch/alisw/slc7-builder:latest"
     assert any(p.command[:2] == ("root-config", "--version") for p in alice.proof)
     lcg = profile.load("lcg")
     assert lcg.repository == "sft.cern.ch" and lcg.resolver == "lcg-view"

@@ -68,7 +68,7 @@ def test_missing_local_base(tmp_path: Path) -> None:
 def test_base_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     prof = profile.load("alice")
     monkeypatch.delenv("AFKIT_BASE_IMAGE", raising=False)
-    assert render.choose_base(prof, "el7-x86_64", None).from_ == "centos:7"
+    assert render.choose_base(prof, "el7-x86_64", None).from_ == "registry.cern.ch/alisw/slc7-builder:latest"
     monkeypatch.setenv("AFKIT_BASE_IMAGE", "docker://debian:trixie")
     assert render.choose_base(prof, "el9-x86_64", None).from_ == "debian:trixie"
     assert render.choose_base(prof, "el9-x86_64", "docker://almalinux:9.4").from_ == "almalinux:9.4"

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
 
-from afkit.image import validate
+from afkit.image import profile, validate
 from afkit.image.model import EnvVar
 
 
@@ -79,3 +79,93 @@ def test_junit_report(tmp_path: Path) -> None:
 
 def test_provider_without_the_repository() -> None:
     assert "not mounted" in validate.provider("libx.so", None, ["*/*"])
+
+
+class HostRunner:
+    """Runs the validator's commands on this host (its /etc/os-release, its libraries)."""
+
+    image = Path("/img.sif")
+
+    def run(self, *cmd: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(list(cmd), capture_output=True, text=True, check=False)
+
+
+def _req(item: str, **kw: Any) -> profile.BaseRequirement:
+    packages = {"rhel": "afkit-el-pkg", "debian": "afkit-deb-pkg"}
+    if item.startswith("/"):
+        return profile.BaseRequirement("for a test", packages, path=item, **kw)
+    return profile.BaseRequirement("for a test", packages, library=item, **kw)
+
+
+def test_a_base_lacking_a_library_is_named_with_its_package(tmp_path: Path) -> None:
+    runner: Any = HostRunner()
+    checks, hints = validate.check_base(runner, [_req("libafkit-nowhere.so.9"), _req("libc.so.6")])
+    missing, present = checks
+    assert not missing.ok and present.ok
+    assert missing.message.startswith("the base image lacks libafkit-nowhere.so.9 (for a test): install ")
+    assert "afkit-deb-pkg (debian)" in missing.message  # this host is Debian
+    assert hints == {"libafkit-nowhere.so.9": "install afkit-deb-pkg (debian)"}
+
+
+def test_a_base_requirement_holds_only_where_it_applies(tmp_path: Path) -> None:
+    runner: Any = HostRunner()
+    (tmp_path / "here").write_text("")
+    reqs = [
+        _req(str(tmp_path / "absent.h"), applies_if=str(tmp_path / "no-libCling.so")),
+        _req(str(tmp_path / "absent.h"), applies_if=str(tmp_path / "here")),
+        _req(str(tmp_path / "here")),
+    ]
+    skipped, failed, ok = validate.check_base(runner, reqs)[0]
+    assert skipped.ok and skipped.skipped
+    assert not failed.ok and ok.ok
+
+
+class ProofRunner:
+    """'apptainer exec' of an image whose ROOT interpreter is dead; records the commands."""
+
+    image = Path("/img.sif")
+
+    def __init__(self) -> None:
+        self.commands: list[tuple[str, ...]] = []
+
+    def run(self, *cmd: str) -> subprocess.CompletedProcess[str]:
+        self.commands.append(cmd)
+        if cmd[0] == "root.exe":
+            err = (
+                "ERROR in cling::CIFactory::createCI(): cannot extract standard library include paths!\n"
+                "Invoking:\n  LC_ALL=C c++ -xc++ -E -v /dev/null\n"
+                "input_line_1:1:10: fatal error: 'new' file not found\n"
+            )
+            return subprocess.CompletedProcess(cmd, 1, "", err)
+        return subprocess.CompletedProcess(cmd, 0, "afkit-proof: events 2421 entries", "")
+
+
+MACRO = profile.Proof(
+    "root-macro",
+    ("root.exe", "-b", "-q", "-l", 'read_tree.C("{file}")'),
+    expect="afkit-proof",
+    applies_if="/x",
+)
+
+
+def test_a_dead_interpreter_fails_quoting_the_first_cling_error() -> None:
+    runner: Any = ProofRunner()
+    (check,) = validate.check_proofs(runner, [MACRO])
+    assert not check.ok
+    first = check.message.splitlines()[0]
+    assert first == (
+        "ROOT's interpreter failed: ERROR in cling::CIFactory::createCI(): cannot extract standard library "
+        "include paths!"
+    )
+    assert ("root.exe", "-b", "-q", "-l", 'read_tree.C("/.afkit/proof/HZZ.root")') in runner.commands
+
+
+def test_reading_proofs_also_read_every_url() -> None:
+    runner: Any = ProofRunner()
+    reader = profile.Proof("compiled-reader", ("sh", "compile_reader.sh", "{file}"), expect="afkit-proof")
+    version = profile.Proof("root-config", ("root-config", "--version"))
+    checks = validate.check_proofs(runner, [reader, version], ["root://o//f.root", "root://c//f.root"])
+    names = ["compiled-reader", "compiled-reader root://o//f.root", "compiled-reader root://c//f.root"]
+    assert [c.name for c in checks] == [*names, "root-config"]
+    assert all(c.ok for c in checks)
+    assert ("sh", "compile_reader.sh", "root://c//f.root") in runner.commands

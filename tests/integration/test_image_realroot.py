@@ -1,0 +1,162 @@
+"""Images whose ROOT is the real one (ROOT 6.40.00 from PyPI in the fixture, docs/cvmfs-fixture.md):
+they build, validate (ROOT's interpreter runs a macro on a real ROOT file, a reader compiled in the
+image with the toolchain's c++ does the same), and read that file over root:// from the testbed's
+XRootD origin and through an XCache, all with the tag's ROOT (TNetXNG) inside the image under
+--contain --cleanenv, no host /cvmfs. A dead interpreter fails validation with exit 6 quoting cling.
+
+The images are built once per module (lz4: the squashfs compression of 750 MiB of ROOT with gzip
+takes minutes on the shared 2-core machine, lz4 seconds) on the base `scripts/mkbase --sandbox
+minimal` (Debian trixie with what ALICE's el9 images carry for ROOT).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import itsupport
+import pytest
+from itsupport import mkbase, ok, origin_dataset, require_env
+from test_image_build import REPO, afkit, in_image, manifest
+
+REAL_TAGS = {
+    "alice": ("AliPhysics/vAN-20251126_ROOT6-1", "O2Physics/daily-20251126-0000-1"),
+}
+CASES = [(prof, tag) for prof, tags in REAL_TAGS.items() for tag in tags]
+PROOF = "/.afkit/proof"
+SUMMARY = "afkit-proof: events 2421 entries, sum of NMuon 3825"
+STORAGE_BASE = "12494"  # XCache of this module's own (clear of the other tests' ports)
+
+
+def _macro(url: str) -> list[str]:
+    return ["root.exe", "-b", "-q", "-l", f'{PROOF}/read_tree.C("{url}", "events", "NMuon")']
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Every real-ROOT tag built once (validation on, as afkit image build always does)."""
+    base = mkbase("--sandbox", "minimal")
+    built: dict[str, Path] = {}
+    for prof, tag in CASES:
+        work = tmp_path_factory.mktemp("realroot")
+        proc = afkit("image", "build", "--profile", prof, "-t", tag, "-o", str(work), "--compression", "lz4",
+                     "--base", f"localimage:{base}")  # fmt: skip
+        assert proc.returncode == 0, f"{tag}: {proc.stderr[-3000:]}"
+        built[tag] = Path(proc.stdout.strip().splitlines()[-1])
+    return built
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[tuple[str, str]]:
+    """(origin URL, XCache URL) of uproot-HZZ.root: the testbed's origin and an XCache before it."""
+    env = {"AFKIT_STORAGE_BASE_PORT": STORAGE_BASE}
+    state = Path(tempfile.mkdtemp(prefix="afkit-realroot-", dir="/tmp"))
+    state.chmod(0o755)  # the daemons run as the xrootd user
+    origin = require_env("AFKIT_XROOTD_URL").rstrip("/")
+    with origin_dataset("realroot", ("uproot-HZZ.root",)) as name:
+        path = f"/{name}/uproot-HZZ.root"
+        ok(itsupport.afkit("storage", "up", "xcache", "--state-dir", str(state), env=env))
+        try:
+            cache = ok(itsupport.afkit("storage", "url", "xcache", path, env=env)).strip()
+            yield f"{origin}/{path}", cache
+        finally:
+            itsupport.afkit("storage", "down", "all", "--state-dir", str(state), env=env)
+            shutil.rmtree(state, ignore_errors=True)
+
+
+@pytest.mark.parametrize(("prof", "tag"), CASES, ids=[t for _p, t in CASES])
+def test_real_root_validates_with_a_macro_and_a_compiled_reader(
+    images: dict[str, Path], prof: str, tag: str
+) -> None:
+    sif = images[tag]
+    data = manifest(sif)
+    assert data["validated"] is True and data["profile"] == prof
+    report = ET.parse(sif.with_name(f"{sif.stem}.validate.xml")).getroot()
+    cases = {c.get("name"): c for c in report.iter("testcase") if c.get("classname") == "image.proof"}
+    for proof in ("root-macro", "compiled-reader"):  # ran (not skipped) and passed
+        assert cases[proof].find("skipped") is None and cases[proof].find("failure") is None, proof
+
+
+@pytest.mark.parametrize(("prof", "tag"), CASES, ids=[t for _p, t in CASES])
+def test_macro_and_compiled_reader_read_a_real_file_contained(
+    images: dict[str, Path], prof: str, tag: str
+) -> None:
+    macro = in_image(images[tag], *_macro(f"{PROOF}/HZZ.root"))
+    assert macro.returncode == 0 and f"{SUMMARY} (TFile)" in macro.stdout, macro.stdout + macro.stderr
+    reader = in_image(images[tag], "sh", f"{PROOF}/compile_reader.sh", f"{PROOF}/HZZ.root", "events", "NMuon")
+    assert reader.returncode == 0 and f"{SUMMARY} (TFile)" in reader.stdout, reader.stdout + reader.stderr
+    unused = "/cvmfs/alice.cern.ch/el9-x86_64/Packages/Geant4"  # not in the closure: not staged
+    assert in_image(images[tag], "test", "-e", unused).returncode == 1
+
+
+@pytest.mark.parametrize(("prof", "tag"), CASES, ids=[t for _p, t in CASES])
+def test_root_reads_over_xrootd_from_the_origin_and_through_xcache(
+    images: dict[str, Path], served: tuple[str, str], prof: str, tag: str
+) -> None:
+    origin, cache = served
+    for url in (origin, cache):
+        proc = in_image(images[tag], *_macro(url))
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 0 and f"{SUMMARY} (TNetXNGFile)" in proc.stdout, (url, out)
+
+
+def test_the_ci_validate_job_reads_over_the_origin_and_xcache(
+    images: dict[str, Path], served: tuple[str, str], tmp_path: Path
+) -> None:
+    """ci/validate.sh with AFKIT_VALIDATE_READ (the validate job's project variable): the macro and
+    the compiled reader also open both URLs, each a passing JUnit case."""
+    origin, cache = served
+    sif = tmp_path / "image.sif"
+    os.link(images[CASES[0][1]], sif)  # the job's artifact directory
+    env = {**os.environ, "AFKIT_VALIDATE_READ": f"{origin} {cache}"}
+    proc = subprocess.run(["ci/validate.sh", "--profile", "alice", "--fingerprint", "", str(sif)], cwd=REPO,
+                          env=env, capture_output=True, text=True, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    cases = {c.get("name"): c for c in ET.parse(tmp_path / "image.junit.xml").getroot().iter("testcase")}
+    for proof in ("root-macro", "compiled-reader"):
+        for url in (origin, cache):
+            case = cases[f"{proof} {url}"]
+            assert case.find("failure") is None and case.find("skipped") is None, (proof, url)
+
+
+@pytest.fixture(scope="module")
+def broken(
+    images: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """`afkit image validate` of a real-ROOT image with the headers gone (an empty directory bound
+    over the toolchain's C++ headers and over the base's /usr/include, what an install or a base
+    without them gives): (the process, its JUnit report)."""
+    work = tmp_path_factory.mktemp("broken")
+    (work / "empty").mkdir()
+    headers = "/cvmfs/alice.cern.ch/el9-x86_64/Packages/GCC-Toolchain/v12.2.0-alice1-2/include"
+    binds = f"--bind {work / 'empty'}:{headers} --bind {work / 'empty'}:/usr/include"
+    report = work / "broken.xml"
+    env = {**os.environ, "AFKIT_APPTAINER_EXEC_ARGS": binds}
+    return afkit("image", "validate", str(images[CASES[0][1]]), "--junit", str(report), env=env), report
+
+
+def test_a_dead_interpreter_fails_validation_quoting_cling(
+    broken: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    proc, report = broken
+    assert proc.returncode == 6, proc.stderr[-2000:]
+    quoted = "ROOT's interpreter failed: ERROR in cling::CIFactory::createCI(): cannot extract standard"
+    assert quoted in proc.stderr
+    failures = [f.get("message") or "" for f in ET.parse(report).getroot().iter("failure")]
+    assert any(m.startswith(quoted) for m in failures), failures
+
+
+def test_a_base_without_the_c_headers_fails_naming_its_package(
+    broken: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    proc, _report = broken
+    assert proc.returncode == 6
+    assert (
+        "validate FAIL base:/usr/include/stdlib.h the base image lacks /usr/include/stdlib.h "
+        "(C library headers, read by cling and the toolchain's c++): install libc6-dev (debian)"
+    ) in proc.stderr

@@ -45,14 +45,33 @@ def state() -> dict[str, Any]:
     return data
 
 
+# what an afkit checkout holds that afkit reads (the package, the workflow, its data folders)
+CHECKOUT_PARTS = ("src", "workflows", "templates", "images")
+
+
 @pytest.fixture(scope="module")
-def run(state: dict[str, Any], bench_sif: Path) -> Iterator[tuple[list[dict[str, str]], Path]]:
-    """The campaign run once: (rows of jobs.csv, results directory)."""
+def checkout() -> Iterator[Path]:
+    """afkit as a checkout under /tmp, which alpes's workers do not see (issue 21: a clone under
+    /tmp once made every alpes job fail with "No module named 'afkit'"); the campaign runs with it."""
+    root = Path(tempfile.mkdtemp(prefix="afkit-checkout-", dir="/tmp"))
+    for part in CHECKOUT_PARTS:
+        shutil.copytree(REPO / part, root / part, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    os.chmod(root, 0o755)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)  # the directory this fixture created
+
+
+@pytest.fixture(scope="module")
+def run(
+    state: dict[str, Any], bench_sif: Path, checkout: Path
+) -> Iterator[tuple[list[dict[str, str]], Path]]:
+    """The campaign run once, with the checkout under /tmp, from a directory under /home/afkit:
+    (rows of jobs.csv, results directory)."""
     tag = uuid.uuid4().hex[:8]
     ref = f"oras://{state['registry']}/afkit/bench:{tag}"
     ok(subprocess.run(["apptainer", "push", str(bench_sif), ref], capture_output=True, text=True, check=False,
                       timeout=120))  # fmt: skip
-    work = Path(tempfile.mkdtemp(prefix="afkit-fed-workers-", dir="/tmp"))
+    work = Path(tempfile.mkdtemp(prefix="afkit-fed-workers-", dir="/home/afkit"))
     shutil.chown(work, "afkit", "afkit")
     raw: dict[str, Any] = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
     raw["image"] = {"sif": ref}
@@ -61,7 +80,7 @@ def run(state: dict[str, Any], bench_sif: Path) -> Iterator[tuple[list[dict[str,
         ds["generate"]["prefix"] = f"{prefix}/blob"
     (work / "C.yaml").write_text(yaml.safe_dump(raw), encoding="utf-8")
     env = {**os.environ, "HOME": "/home/afkit", "USER": "afkit", "LOGNAME": "afkit",
-           "AFKIT_REGISTRY_INSECURE": "1"}  # fmt: skip
+           "AFKIT_REGISTRY_INSECURE": "1", "PYTHONPATH": str(checkout / "src")}  # fmt: skip
     # docs/federation.md's command, as user afkit from the directory holding the campaign file
     line = "afkit campaign run C.yaml"
     as_afkit = ["setpriv", "--reuid=afkit", "--regid=afkit", "--init-groups"]
@@ -69,6 +88,7 @@ def run(state: dict[str, Any], bench_sif: Path) -> Iterator[tuple[list[dict[str,
                           check=False, timeout=300)  # fmt: skip
     try:
         assert proc.returncode == 0, f"exit {proc.returncode}: {proc.stderr[-4000:]}"
+        assert f"-s {checkout}/workflows/Snakefile" in proc.stderr  # the checkout under /tmp ran it
         [results] = (work / "results").iterdir()
         with (results / "aggregate" / "jobs.csv").open(encoding="utf-8") as fh:
             rows = list(csv.DictReader(fh))

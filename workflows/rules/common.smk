@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
+from afkit.campaign import jobcore as afkit_jobcore
 from afkit.campaign import plan as afkit_plan
 from afkit.campaign import rules as afkit_rules
 from afkit.campaign.config import Campaign, validate as afkit_validate
@@ -134,9 +135,16 @@ def wave_inputs(wildcards):
     return job_inputs(wave_first(wildcards))
 
 
+JOBCORE = f"{RESULTS}/jobcore/{afkit_jobcore.CORE_NAME}"
+
+
+def job_spec(bench, job_id):
+    return f"{RESULTS}/jobspec/{bench}/{job_id}.json"
+
+
 def job_inputs(wildcards):
     job = the_job(wildcards)
-    return {
+    inputs = {
         "image": f"{RESULTS}/image/image.json",
         "dataset": f"{RESULTS}/dataset/{job.dataset}.json",
         # ancient: a wave redone later (retry) does not make the waves after it rerun
@@ -146,6 +154,12 @@ def job_inputs(wildcards):
             else []
         ),
     }
+    if not CFG["sites"][job.site].get("shared_fs", True):
+        # a site without the submit host's files: afkit's job core and the job's spec go with the
+        # job (HTCondor file transfer of the inputs; afkit.campaign.jobcore)
+        inputs["jobcore"] = ancient(JOBCORE)
+        inputs["jobspec"] = job_spec(job.bench, job.id)
+    return inputs
 
 
 def job_site(wildcards):

@@ -63,6 +63,36 @@ for _size in LOCAL_WAVE_SIZES:
 
 localrules:
     wave_done,
+    jobcore,
+    jobspec,
+
+
+# A site without the submit host's files (shared_fs: false): the job takes afkit's package and its
+# spec along (inputs of its rule, transferred by HTCondor) and the job wrapper runs it without
+# snakemake (afkit.campaign.jobcore, workflows/scripts/htcondor-sandbox-job).
+rule jobcore:
+    output:
+        JOBCORE,
+    log:
+        f"{RESULTS}/jobcore/jobcore.log",
+    run:
+        afkit_rules.jobcore(output, log)
+
+
+rule jobspec:
+    input:
+        image=f"{RESULTS}/image/image.json",
+    output:
+        job_spec("{bench}", "{job}"),
+    log:
+        f"{RESULTS}/jobspec/{{bench}}/{{job}}.log",
+    params:
+        job=lambda wc: the_job(wc).as_dict(),
+        campaign=job_context,
+        record=lambda wc: job_record(the_job(wc)),
+        log=lambda wc: f"{RESULTS}/job/{wc.bench}/{wc.job}.log",
+    run:
+        afkit_rules.jobspec(input, output, params, log)
 
 
 # train and analysis sweeps: the jobs of a wave are released together, the next wave waits for it

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 NET_NEAR = 0.80
@@ -82,14 +83,22 @@ def verdict(
     return "none", ", ".join(parts)
 
 
-def link_rate(site: Mapping[str, Any]) -> float | None:
+def link_rate(site: Mapping[str, Any], sys_net: Path = Path("/sys/class/net")) -> float | None:
     """Bytes/s of the worker node's link: the site's ``link_rate`` (e.g. ``1.25GB/s``), else the
-    fastest interface that is up and reports a speed (psutil; loopback reports none)."""
+    fastest interface that is up and reports a speed (``/sys/class/net/*/speed`` in Mbit/s;
+    loopback and virtual links report none or -1). Standard library only (the job core)."""
     if site.get("link_rate"):
         from afkit.campaign.extrapolate import parse_rate
 
         return parse_rate(str(site["link_rate"]))
-    import psutil
-
-    speeds = [st.speed for st in psutil.net_if_stats().values() if st.isup and st.speed > 0]
+    speeds = []
+    for iface in sys_net.glob("*"):
+        try:
+            if (iface / "operstate").read_text().strip() != "up":
+                continue
+            speed = int((iface / "speed").read_text().strip())
+        except (OSError, ValueError):
+            continue  # no speed (loopback, virtual links) or not readable
+        if speed > 0:
+            speeds.append(speed)
     return max(speeds) * 1e6 / 8 if speeds else None

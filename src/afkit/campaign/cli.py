@@ -73,9 +73,20 @@ def _after_run(c: config.Campaign, code: int, *, always_report: bool) -> int:
     return ExitCode.OK if code == 0 else ExitCode.FAILURE
 
 
+def _preflight(c: config.Campaign) -> None:
+    """The checks before submission that need no snakemake (the dataset files), made before any
+    snakemake starts: a failure is afkit's message alone, not after snakemake's banner. The
+    workflow's onstart makes them again (when snakemake is run directly) with the executor check."""
+    from afkit.campaign import preflight
+
+    preflight.check_datasets(c)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     c = config.load(args.campaign)
     extra = _snakemake_extra(args)
+    if not args.dry_run:
+        _preflight(c)
     code = runner.run(c, args.campaign.resolve(), dry_run=args.dry_run, extra=extra)
     if args.dry_run:
         return code
@@ -94,6 +105,7 @@ def cmd_retry(args: argparse.Namespace) -> int:
     for line in retry.describe(chosen):
         print(line)
     if not args.dry_run:
+        _preflight(c)
         retry.clear(c, chosen)
     code = runner.run(c, args.campaign.resolve(), dry_run=args.dry_run, extra=extra,
                       targets=retry.targets(c, chosen))  # fmt: skip

@@ -66,6 +66,21 @@ def job(input: Any, output: Any, params: Any, log: Any) -> None:
     run(params.job, campaign=params.campaign, image=image_info, output=Path(output[0]), log=Path(log[0]))
 
 
+def jobcore(output: Any, log: Any) -> None:
+    from afkit.campaign import jobcore as core
+
+    core.pack(Path(output[0]))
+    Path(log[0]).write_text(f"packed {core.__name__.split('.')[0]} into {output[0]}\n", encoding="utf-8")
+
+
+def jobspec(input: Any, output: Any, params: Any, log: Any) -> None:
+    from afkit.campaign import jobcore as core
+
+    core.write_spec(Path(output[0]), job=params.job, campaign=params.campaign, image=Path(input.image),
+                    record=params.record, log=params.log)  # fmt: skip
+    Path(log[0]).write_text(f"wrote {output[0]}\n", encoding="utf-8")
+
+
 def wave(input: Any, output: Any, params: Any, log: Any) -> None:
     """A wave at a local site: its jobs' payloads started together, one thread each (the rule has
     the threads of all of them); the first error of a job (after all have ended) is raised."""

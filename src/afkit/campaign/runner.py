@@ -66,9 +66,12 @@ def site_options(site: dict[str, Any]) -> list[str]:
         resources.append(f"job:slurm_partition={site['partition']!r}")
     options = []
     if not site.get("shared_fs", True):
-        # the plugin transfers the job's inputs and outputs (--shared-fs-usage none); the installed
-        # workflow is shared software (named as given, absolute and relative to the submit
-        # directory), run by the sandbox wrapper (workflows/scripts/htcondor-sandbox-job)
+        # the plugin transfers the job's inputs (among them afkit's job core and the job's spec)
+        # and its record (--shared-fs-usage none); the job wrapper, transferred as the job's
+        # executable, runs the job core without snakemake (workflows/scripts/htcondor-sandbox-job,
+        # afkit.campaign.jobcore). The workflow's own files are not needed there: the prefix keeps
+        # the plugin from transferring the Snakefile (named absolute and relative to the submit
+        # directory); the worker may or may not see that directory, nothing there reads it.
         files = workflow_files()
         software = [str(files.root), os.path.relpath(files.root)]
         resources.append(f"job:job_wrapper={str(files.sandbox_wrapper)!r}")

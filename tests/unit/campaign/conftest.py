@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -81,3 +83,14 @@ def write(tmp_path: Path) -> Callable[[dict[str, Any]], Path]:
         return path
 
     return _write
+
+
+@pytest.fixture
+def fake_apptainer(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    monkeypatch.setenv("PATH", f"{Path(__file__).parent / 'fixtures'}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_APPTAINER_PYTHON", sys.executable)
+    monkeypatch.setenv("FAKE_APPTAINER_LOG", str(tmp_path / "apptainer.calls"))
+    monkeypatch.setenv("FAKE_APPTAINER_ROOT", str(tmp_path / "container"))
+    sif = tmp_path / "fake.sif"
+    sif.write_bytes(b"#!/usr/bin/env run-singularity\n\0SIF_MAGIC fake")
+    return sif

@@ -109,6 +109,25 @@ def test_run_interrupted_exits_130_without_a_report(
     assert not list(tmp_path.glob("results/*/report/report.html"))
 
 
+def test_run_with_a_missing_dataset_file_is_afkits_message_alone_before_any_snakemake(
+    raw: dict[str, Any],
+    write: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    from afkit.campaign import runner
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "run", lambda *a, **k: pytest.fail("snakemake was started"))
+    raw["datasets"]["hzz"]["files"] = ["hzz/none.root"]  # not in the storage's local path
+    raw["benchmarks"][0]["datasets"] = ["hzz"]
+    assert cli.main(["campaign", "run", str(write(raw))]) == ExitCode.NOT_FOUND
+    err = capfd.readouterr().err.splitlines()
+    assert err[0].startswith("afkit: error: dataset file(s) not found: hzz/none.root (dataset hzz) on disk")
+    assert err[1].startswith("afkit: hint:") and len(err) == 2
+
+
 def test_help_lists_only_actions_that_exist(capsys: pytest.CaptureFixture[str]) -> None:
     from afkit.cli import AREAS  # the summary `afkit --help` shows for the area
 

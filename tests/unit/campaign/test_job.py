@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,17 +18,6 @@ from afkit.campaign import job, plan
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ROOT_DATA = Path(__file__).resolve().parents[2] / "data"
-
-
-@pytest.fixture
-def fake_apptainer(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    monkeypatch.setenv("PATH", f"{FIXTURES}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("FAKE_APPTAINER_PYTHON", sys.executable)
-    monkeypatch.setenv("FAKE_APPTAINER_LOG", str(tmp_path / "apptainer.calls"))
-    monkeypatch.setenv("FAKE_APPTAINER_ROOT", str(tmp_path / "container"))
-    sif = tmp_path / "fake.sif"
-    sif.write_bytes(b"#!/usr/bin/env run-singularity\n\0SIF_MAGIC fake")
-    return sif
 
 
 def run_one(c: Any, bench: str, sif: Path, tmp_path: Path, n: int = 0) -> dict[str, Any]:

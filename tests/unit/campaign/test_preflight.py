@@ -23,6 +23,11 @@ def test_only_the_selected_site_counts(raw: dict[str, Any], make: Any) -> None:
     preflight.check_executor(make(raw), "slurm", site="far")
 
 
+def test_afkits_slurm_plugin_runs_the_slurm_sites(raw: dict[str, Any], make: Any) -> None:
+    raw["benchmarks"][0]["sites"] = ["far"]
+    preflight.check_executor(make(raw), "afkit-slurm", site="far")  # workflows/profiles/slurm's executor
+
+
 def fake_xrootd(monkeypatch: pytest.MonkeyPatch, existing: set[str], asked: list[str]) -> None:
     """XRootD.client.FileSystem(url).stat(path): found for EXISTING, kXR_NotFound otherwise."""
 

@@ -1,0 +1,61 @@
+"""afkit's job core: the package as a zip and a job spec run by a Python without site-packages.
+
+A site without the submit host's files gets the core and the spec by HTCondor transfer and runs
+``python3 -m afkit.campaign.jobcore SPEC`` with the worker's own python3
+(workflows/scripts/htcondor-sandbox-job). Here: the same with ``python -S`` (no site-packages:
+standard library only) and the test double of apptainer (tests/unit/campaign/fixtures).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from test_job import steps_campaign
+
+from afkit.campaign import jobcore, plan
+
+
+def test_the_core_zip_holds_the_package_and_is_the_same_for_the_same_sources(tmp_path: Path) -> None:
+    jobcore.pack(tmp_path / "a.zip")
+    jobcore.pack(tmp_path / "b.zip")
+    names = zipfile.ZipFile(tmp_path / "a.zip").namelist()
+    assert "afkit/campaign/jobcore.py" in names and "afkit/campaign/steps.py" in names
+    assert not [n for n in names if "__pycache__" in n or not n.endswith(".py")]
+    assert (tmp_path / "a.zip").read_bytes() == (tmp_path / "b.zip").read_bytes()
+
+
+def test_a_spec_runs_without_site_packages_and_writes_the_record(
+    raw: dict[str, Any], make: Any, fake_apptainer: Path, tmp_path: Path
+) -> None:
+    c = make(steps_campaign(raw, ["direct"]))
+    j = next(x for x in plan.expand(c) if x.bench == "s")
+    image = tmp_path / "image.json"
+    image.write_text(json.dumps({"path": str(fake_apptainer), "sha256": "0" * 64, "tag": "T"}))
+    sandbox = tmp_path / "sandbox"
+    ctx = {"name": c.name, "hash": c.hash, "site": dict(c.config["sites"][j.site], name=j.site),
+           "tree": "events", "binds": [c.config["storage"]["disk"]["path"]]}  # fmt: skip
+    spec = sandbox / "results" / "jobspec" / "s" / f"{j.id}.json"
+    jobcore.write_spec(spec, job=j.as_dict(), campaign=ctx, image=image,
+                       record=f"results/job/s/{j.id}.json", log=f"results/job/s/{j.id}.log")  # fmt: skip
+    jobcore.pack(sandbox / "afkit.zip")
+    subprocess.run([sys.executable, "-m", "zipfile", "-e", "afkit.zip", "core"], cwd=sandbox, check=True)
+    env = {**os.environ, "PYTHONPATH": str(sandbox / "core")}
+    cmd = [sys.executable, "-S", "-m", "afkit.campaign.jobcore", str(spec.relative_to(sandbox))]
+    proc = subprocess.run(cmd, cwd=sandbox, env=env, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    rec = json.loads((sandbox / "results" / "job" / "s" / f"{j.id}.json").read_text())
+    assert rec["status"] == "ok", rec.get("error")
+    assert rec["id"] == j.id and rec["bottleneck"]  # the host monitor ran (standard library only)
+
+
+def test_a_spec_that_is_not_there_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "afkit.campaign.jobcore", "nope.json"], cwd=tmp_path,
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("afkit: error: job spec nope.json:")

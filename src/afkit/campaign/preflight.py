@@ -24,8 +24,14 @@ XRD_NOT_FOUND = 3011
 STAT_TIMEOUT = 20
 
 
+# snakemake executor plugin -> the campaign's executor it runs (afkit's own HTCondor executor:
+# src/snakemake_executor_plugin_afkit_htcondor)
+PLUGIN_EXECUTOR = {"afkit-htcondor": "htcondor"}
+
+
 def check_executor(campaign: Campaign, executor: str, site: str | None = None) -> None:
-    """Refuse sites (SITE, or all with jobs) whose executor is not EXECUTOR."""
+    """Refuse sites (SITE, or all with jobs) whose executor is not EXECUTOR (a plugin's name)."""
+    executor = PLUGIN_EXECUTOR.get(executor, executor)
     used = {s for b in campaign.config["benchmarks"] for s in b["sites"]}
     scope = [site] if site else [s for s in campaign.config["sites"] if s in used]
     wrong = {s: campaign.config["sites"][s]["executor"] for s in scope}

@@ -43,8 +43,9 @@ def workflow(jobdir: Path) -> SimpleNamespace:
         scheduler=None,  # as while snakemake builds its executor: the thread's error goes nowhere
         main_snakefile=str(jobdir / "Snakefile"),
         executor_settings=afkit_htcondor.ExecutorSettings(jobdir=str(jobdir), held_timeout=120),
-        remote_execution_settings=SimpleNamespace(max_status_checks_per_second=100, jobname="{rulename}.{jobid}",
-                                                  jobscript=None, seconds_between_status_checks=0.05),
+        remote_execution_settings=SimpleNamespace(
+            max_status_checks_per_second=100, jobname="{rulename}.{jobid}", jobscript=None,
+            seconds_between_status_checks=0.05),
         storage_settings=SimpleNamespace(shared_fs_usage=set(SharedFSUsage)),
         executor_plugin=SimpleNamespace(common_settings=afkit_htcondor.common_settings),
     )  # fmt: skip

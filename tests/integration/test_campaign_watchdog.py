@@ -131,6 +131,7 @@ def test_held_job_fails_with_its_reason_and_retry_redoes_it(bench_sif: Path, dat
         assert record["status"] == "failed"
         assert "held by HTCondor" in record["error"] and "condor_hold" in record["error"]
         assert record["batch_job_id"] == f"{held}.0"
+        assert "condor_hold" in record["hold_reason"]
         assert condor_q(work, f"ClusterId == {held}") == []  # removed from the queue
         retry = as_afkit("campaign retry --failed c.yaml", work)
         assert retry.returncode == 0, retry.stderr[-3000:]

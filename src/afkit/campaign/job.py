@@ -238,6 +238,7 @@ def held_record(
         batch_job_id=batch_job_id,
         status="failed",
         error=f"held by HTCondor for {held_s:.0f} s, removed from the queue: {reason}",
+        hold_reason=reason,
         start=end - held_s,
         end=end,
         bottleneck="unknown",

@@ -3,9 +3,10 @@
 Runs inside the testbed as user afkit (root cannot submit). The race: snakemake-interface-executor-
 plugins starts the status thread before ``__post_init__``, where snakemake-executor-plugin-htcondor
 0.3.0 creates ``_event_logs``; with an earlier run's job event log in place, a status check that
-runs first dies. A ``sitecustomize`` on PYTHONPATH delays upstream's ``__post_init__`` by seconds,
-so the status check always runs first: afkit's executor (the profile's ``afkit-htcondor``) must
-finish the campaign, and upstream's executor must hit the error and be stopped by afkit's watchdog.
+runs first dies. A ``sitecustomize`` on PYTHONPATH holds upstream's ``__post_init__`` back until
+the first status check has ended, so that check always runs first: afkit's executor (the
+profile's ``afkit-htcondor``) must finish the campaign, and upstream's executor must hit the error
+and be stopped by afkit's watchdog.
 """
 
 from __future__ import annotations
@@ -26,15 +27,25 @@ from itsupport import REPO, origin_dataset, steps_campaign
 
 pytestmark = pytest.mark.testbed
 
-# delays upstream's __post_init__ so the status thread's first check always runs before it
+# upstream's __post_init__ waits until the status thread's first check has ended (at most 4 s: afkit's
+# executor checks nothing before __post_init__), so that check always runs first; after a failed check
+# until the status thread has ended (otherwise snakemake may already be told and stop instead of hang)
 SLOW_POST_INIT = """\
-import time
+import threading
 import snakemake_executor_plugin_htcondor as upstream
-_post_init = upstream.Executor.__post_init__
+_checked = threading.Event()
+_post_init, _drain = upstream.Executor.__post_init__, upstream.Executor._drain_unified_log
 def _slow(self):
-    time.sleep(4)
+    if _checked.wait(timeout=4):  # the check failed: its thread ends before snakemake has a
+        self.wait_thread.join(timeout=10)  # scheduler to tell, as when the race hung campaigns
     _post_init(self)
+def _drained(self):
+    try:
+        _drain(self)
+    finally:
+        _checked.set()
 upstream.Executor.__post_init__ = _slow
+upstream.Executor._drain_unified_log = _drained
 """
 CRITICAL = "CRITICAL ERROR in check_active_jobs"
 

@@ -53,7 +53,7 @@ def workflow(jobdir: Path) -> SimpleNamespace:
 
 @pytest.fixture
 def slow_post_init(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
-    """Upstream's __post_init__ starts only after the first status check has run."""
+    """Upstream's __post_init__ starts only after the first status check has ended."""
     checked = threading.Event()
     post_init, check = upstream.Executor.__post_init__, upstream.Executor._drain_unified_log
 
@@ -62,8 +62,10 @@ def slow_post_init(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
         post_init(self)
 
     def drain(self: Any) -> None:
-        checked.set()
-        check(self)
+        try:
+            check(self)
+        finally:  # the check has ended (upstream's: raised) before __post_init__ starts
+            checked.set()
 
     monkeypatch.setattr(upstream.Executor, "__post_init__", slow)
     monkeypatch.setattr(upstream.Executor, "_drain_unified_log", drain)

@@ -182,10 +182,11 @@ def job_context(wildcards):
 
 # Before anything is made or submitted (not on dry runs): the sites' executors must be the one this
 # snakemake runs (exit 4), every dataset file must exist on its server (exit 5). Ctrl-C / SIGTERM:
-# jobs are cancelled (batch jobs removed), a cut-off job leaves no record, exit 130.
+# jobs are cancelled (batch jobs removed), a cut-off job leaves no record, exit 130 (the message
+# counts the jobs in scope without a record).
 onstart:
     afkit_rules.on_start(workflow, CAMPAIGN, SITE_FILTER)
 
 
 onerror:
-    afkit_rules.on_error()
+    afkit_rules.on_error(all_job_records(SITE_FILTER))

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
 from afkit.campaign import aggregate as agg
 from afkit.campaign import config, extrapolate, image, locations, plan, report, retry, runner, scaling
-from afkit.errors import ExitCode, NotFoundError, UsageError
+from afkit.errors import AfkitError, ExitCode, NotFoundError, UsageError
 
 
 def _campaign_arg(p: argparse.ArgumentParser) -> None:
@@ -59,8 +60,16 @@ def _snakemake_extra(args: argparse.Namespace) -> list[str]:
 
 
 def _after_run(c: config.Campaign, code: int, *, always_report: bool) -> int:
-    """Exit code of run/retry; the report made here when snakemake did not make it."""
+    """Exit code of run/retry; the tables and the report made here when snakemake did not make
+    them from every record on disk (another site's call, a retry, an interrupt, a call the
+    watchdog stopped)."""
     if code == ExitCode.INTERRUPTED:
+        if _records(c) and not _tables_current(c):
+            try:
+                print(f"afkit: the tables and the report from the records on disk: "
+                      f"{_report(c, allow_mixed=False, grouping='target')}", file=sys.stderr)  # fmt: skip
+            except AfkitError as err:
+                print(f"afkit: no report made: {err}", file=sys.stderr)
         return ExitCode.INTERRUPTED
     refused = image.refusal(c.results_dir) if code != 0 else None
     if refused is not None:  # the image failed its signature check: no job ran
@@ -68,7 +77,7 @@ def _after_run(c: config.Campaign, code: int, *, always_report: bool) -> int:
     if code > 1:
         return code  # refused, invalid, not found: nothing ran
     mixed = len({s["executor"] for s in c.config["sites"].values()}) > 1
-    if mixed or always_report:
+    if mixed or always_report or (_records(c) and not _tables_current(c)):
         print(_report(c, allow_mixed=False, grouping="target"))
     return ExitCode.OK if code == 0 else ExitCode.FAILURE
 
@@ -80,6 +89,25 @@ def _preflight(c: config.Campaign) -> None:
     from afkit.campaign import preflight
 
     preflight.check_datasets(c)
+
+
+def _records(c: config.Campaign) -> list[Path]:
+    jobs_dir = c.results_dir / "job"
+    return sorted(jobs_dir.glob("*/*.json")) if jobs_dir.is_dir() else []
+
+
+def _tables_current(c: config.Campaign) -> bool:
+    """jobs.csv holds exactly the records on disk, none newer than it, and the report is newer."""
+    out = c.results_dir / "aggregate" / "jobs.csv"
+    html = c.results_dir / "report" / "report.html"
+    records = _records(c)
+    if not out.is_file() or not html.is_file():
+        return False
+    newest = max((p.stat().st_mtime for p in records), default=0.0)
+    if newest > out.stat().st_mtime or out.stat().st_mtime > html.stat().st_mtime:
+        return False
+    listed = {(r["bench"], r["id"]) for r in agg.read_csv(out) if r["status"] != "missing"}
+    return listed == {(p.parent.name, p.stem) for p in records}
 
 
 def cmd_run(args: argparse.Namespace) -> int:

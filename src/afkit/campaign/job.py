@@ -200,6 +200,54 @@ def _run_payload(cmd: list[str], env: dict[str, str]) -> subprocess.CompletedPro
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
+def base_record(job: dict[str, Any], campaign: dict[str, Any], image: dict[str, Any]) -> dict[str, Any]:
+    """The record's fields known before the job runs: the plan's, the campaign's, the image's."""
+    return {
+        **{k: v for k, v in job.items() if k not in ("urls",)},
+        "url": job["urls"][0] if job["urls"] else "",
+        "files": len(job["urls"]),
+        "campaign": campaign["name"],
+        "campaign_hash": campaign["hash"],
+        "image_path": image["path"],
+        "image_sha256": image["sha256"],
+        "image_tag": image.get("tag", ""),
+        "image_fingerprint": image.get("fingerprint", ""),
+        "submit_host": socket.gethostname(),
+        "wn_site": "",
+        "wn_address": "",
+        "submit_files": "shared" if campaign["site"].get("shared_fs", True) else "transferred",
+    }
+
+
+def held_record(
+    job: dict[str, Any],
+    *,
+    campaign: dict[str, Any],
+    image: dict[str, Any],
+    batch_job_id: str,
+    reason: str,
+    held_s: float,
+    now: float | None = None,
+) -> dict[str, Any]:
+    """The record of a batch job that was held longer than its grace and removed from the queue
+    (snakemake_executor_plugin_afkit_htcondor): failed, with the batch system's hold reason."""
+    end = time.time() if now is None else now
+    record = base_record(job, campaign, image)
+    record.update(
+        executor="htcondor",
+        batch_job_id=batch_job_id,
+        status="failed",
+        error=f"held by HTCondor for {held_s:.0f} s, removed from the queue: {reason}",
+        hold_reason=reason,
+        start=end - held_s,
+        end=end,
+        bottleneck="unknown",
+        bottleneck_reason="the job did not succeed",
+    )
+    jobrecord.check(record, job=str(job.get("id", "")), where="held job")
+    return record
+
+
 def run(
     job: dict[str, Any],
     *,
@@ -223,21 +271,8 @@ def run(
     scratch_root = Path(sandbox or site.get("scratch") or "/tmp")
     scratch_root.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="afkit-job-", dir=scratch_root))
-    record: dict[str, Any] = {
-        **{k: v for k, v in job.items() if k not in ("urls",)},
-        "url": job["urls"][0] if job["urls"] else "",
-        "files": len(job["urls"]),
-        "campaign": campaign["name"],
-        "campaign_hash": campaign["hash"],
-        "image_path": image["path"],
-        "image_sha256": image["sha256"],
-        "image_tag": image.get("tag", ""),
-        "image_fingerprint": image.get("fingerprint", ""),
-        "submit_host": socket.gethostname(),
-        "wn_site": batch_site(),
-        "wn_address": worker_address(site.get("netns", "")),
-        "submit_files": "shared" if shared_fs else "transferred",
-    }
+    record = base_record(job, campaign, image)
+    record["wn_site"], record["wn_address"] = batch_site(), worker_address(site.get("netns", ""))
     record["executor"], record["batch_job_id"] = batch_identity()
     try:
         image_path = image["path"]

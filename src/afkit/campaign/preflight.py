@@ -24,9 +24,9 @@ XRD_NOT_FOUND = 3011
 STAT_TIMEOUT = 20
 
 
-# snakemake executor plugins of afkit's own: the campaign's executor they run
-# (src/snakemake_executor_plugin_afkit_slurm)
-PLUGIN_EXECUTORS = {"afkit-slurm": "slurm"}
+# snakemake executor plugins of afkit's own -> the campaign's executor they run
+# (src/snakemake_executor_plugin_afkit_htcondor, src/snakemake_executor_plugin_afkit_slurm)
+PLUGIN_EXECUTORS = {"afkit-htcondor": "htcondor", "afkit-slurm": "slurm"}
 
 
 def check_executor(campaign: Campaign, executor: str, site: str | None = None) -> None:

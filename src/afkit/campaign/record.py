@@ -91,6 +91,8 @@ FIELDS: tuple[Field, ...] = (
     _plan("payload", column=False),
     _plan("branches", LIST, column=False),
     _wrapper("submit_host", column=False),
+    # HTCondor's HoldReason of a job held past its grace (afkit.campaign.held; error says it too)
+    Field("hold_reason", STR, "wrapper", "optional", column=False),
     _payload("container_start", NUM, column=False),
     _payload("steps", DICT, column=False),
     _payload("intervals", LIST, column=False),  # also in a failed record: until the failure

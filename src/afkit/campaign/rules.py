@@ -35,14 +35,22 @@ def on_start(workflow: Any, campaign: Any, site: str | None) -> None:
     interrupt.install()
 
 
-def on_error() -> None:
-    """The workflow's onerror: an interrupted campaign exits 130 (snakemake itself says 1)."""
+def on_error(records: list[str]) -> None:
+    """The workflow's onerror: an interrupted campaign exits 130 (snakemake itself says 1), saying
+    how many of the job RECORDS in scope are missing (a job with its record was not cut off)."""
     from afkit.campaign import interrupt
 
     if interrupt.interrupted():
-        print("afkit: interrupted: jobs cut off left no record; run the same command again to redo them",
-              file=sys.stderr)  # fmt: skip
+        print(interrupted_message(records), file=sys.stderr)
         raise SystemExit(int(ExitCode.INTERRUPTED))
+
+
+def interrupted_message(records: list[str]) -> str:
+    missing = sum(1 for r in records if not Path(r).is_file())
+    if not missing:
+        return f"afkit: interrupted: all {len(records)} jobs have their record; nothing was cut off"
+    return (f"afkit: interrupted: {missing} of {len(records)} jobs have no record (cut off or not started); "
+            "run the same command again to redo them")  # fmt: skip
 
 
 def image(output: Any, params: Any, log: Any) -> None:

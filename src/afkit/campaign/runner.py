@@ -19,12 +19,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import IO, Any
 
+from afkit.campaign import watchdog
 from afkit.campaign.config import Campaign
 from afkit.errors import ExitCode
 from afkit.paths import workflow_files
@@ -75,8 +77,17 @@ def site_options(site: dict[str, Any]) -> list[str]:
         files = workflow_files()
         software = [str(files.root), os.path.relpath(files.root)]
         resources.append(f"job:job_wrapper={str(files.sandbox_wrapper)!r}")
-        options += ["--shared-fs-usage", "none", "--htcondor-shared-fs-prefixes", ",".join(software)]
+        options += ["--shared-fs-usage", "none", "--afkit-htcondor-shared-fs-prefixes", ",".join(software)]
     return (["--set-resources", *resources] if resources else []) + options
+
+
+def executor_options(executor: str, sites: list[dict[str, Any]]) -> list[str]:
+    """Options of the executor for a call running SITES: HTCondor's held-job grace (the shortest
+    of the sites' held_grace; afkit's executor, src/snakemake_executor_plugin_afkit_htcondor)."""
+    if executor != "htcondor":
+        return []
+    grace = min(s["held_grace"] for s in sites)  # the schema's default filled in
+    return ["--afkit-htcondor-held-timeout", str(grace)]
 
 
 def plan_calls(
@@ -94,13 +105,14 @@ def plan_calls(
         files = None if targets is None else [f for fs in targets.values() for f in fs]
         if files == []:
             return []
+        executor = executors.pop()
         return [
             snakemake_cmd(
                 campaign_file,
-                profile=profile_dir(executors.pop()),
+                profile=profile_dir(executor),
                 targets=files,
                 dry_run=dry_run,
-                extra=extra,
+                extra=[*executor_options(executor, list(sites.values())), *(extra or [])],
             )
         ]
     calls = []
@@ -115,7 +127,7 @@ def plan_calls(
                 targets=files,
                 site=name,
                 dry_run=dry_run,
-                extra=[*site_options(site), *(extra or [])],
+                extra=[*site_options(site), *executor_options(site["executor"], [site]), *(extra or [])],
             )
         )
     return calls
@@ -147,6 +159,60 @@ def _forwarding(handler: _Interrupt) -> Iterator[None]:
             signal.signal(s, h)
 
 
+POLL_S = 2.0  # how often the watchdog looks while snakemake runs
+STOP_WAIT_S = 30.0  # after the watchdog's SIGINT, before SIGKILL
+
+
+def call_records(campaign: Campaign, cmd: list[str], targets: dict[str, list[str]] | None) -> list[Path]:
+    """The job records snakemake call CMD is to make: its site's (``afkit_site=``) or all, or the
+    retry's targets."""
+    site = next((a.split("=", 1)[1] for a in cmd if a.startswith("afkit_site=")), None)
+    if targets is not None:
+        return [Path(f) for name, files in targets.items() if site in (None, name) for f in files]
+    from afkit.campaign import plan, retry
+
+    return [retry.record_path(campaign, j) for j in plan.expand(campaign) if site in (None, j.site)]
+
+
+def _tee(stream: IO[str], dog: watchdog.Watchdog) -> None:
+    """Snakemake's stderr to afkit's, each line shown to the watchdog."""
+    for line in stream:
+        sys.stderr.write(line)
+        sys.stderr.flush()
+        dog.feed(line)
+
+
+def _stop(proc: subprocess.Popen[str]) -> int:
+    """SIGINT to snakemake's process group (it cancels its jobs); SIGKILL when it does not end."""
+    for sig in (signal.SIGINT, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            return proc.wait(timeout=STOP_WAIT_S)
+    return proc.wait()
+
+
+def _watch(proc: subprocess.Popen[str], dog: watchdog.Watchdog, handler: _Interrupt) -> int:
+    """Wait for snakemake; the watchdog stops it when it can no longer finish (then 0 when every
+    record of the call exists, else 1)."""
+    while True:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            return proc.wait(timeout=POLL_S)
+        cause = None if handler.received else dog.cause()
+        if cause is None:
+            continue
+        print(f"afkit: watchdog: {cause}; stopping snakemake", file=sys.stderr)
+        _stop(proc)
+        missing = dog.missing()
+        if missing:
+            print(f"afkit: watchdog: {len(missing)} of {len(dog.records)} job(s) of the call left no record "
+                  f"(e.g. {missing[0]}); exit 1 (cause: {cause})", file=sys.stderr)  # fmt: skip
+            return 1
+        print(f"afkit: watchdog: all {len(dog.records)} job records of the call exist; the campaign is "
+              "finished from them", file=sys.stderr)  # fmt: skip
+        return 0
+
+
 def run(
     campaign: Campaign,
     campaign_file: Path,
@@ -160,6 +226,7 @@ def run(
     A call that ends with more than "some jobs failed" (1) — refused, invalid, not found,
     interrupted — stops the run: no later site starts. An interrupt returns 130.
     Apptainer is needed where the jobs run (checked there), not necessarily on this submit host.
+    The watchdog (afkit.campaign.watchdog) stops a call that can no longer finish.
     """
     worst = 0
     handler = _Interrupt()
@@ -168,9 +235,20 @@ def run(
             if handler.received:
                 return int(ExitCode.INTERRUPTED)
             print("afkit: $ " + " ".join(cmd), file=sys.stderr)
-            proc = subprocess.Popen(cmd, process_group=0)
-            handler.pgid = proc.pid
-            code = proc.wait()
+            if dry_run:
+                plain = subprocess.Popen(cmd, process_group=0)
+                handler.pgid = plain.pid
+                code = plain.wait()
+            else:
+                proc = subprocess.Popen(cmd, process_group=0, stderr=subprocess.PIPE, text=True,
+                                        errors="replace", bufsize=1)  # fmt: skip
+                handler.pgid = proc.pid
+                dog = watchdog.Watchdog(call_records(campaign, cmd, targets))
+                assert proc.stderr is not None
+                tee = threading.Thread(target=_tee, args=(proc.stderr, dog), daemon=True)
+                tee.start()
+                code = _watch(proc, dog, handler)
+                tee.join(timeout=STOP_WAIT_S)
             handler.pgid = None
             if handler.received or code < 0:
                 return int(ExitCode.INTERRUPTED)

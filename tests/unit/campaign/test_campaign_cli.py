@@ -169,3 +169,38 @@ def test_retry_reruns_exactly_the_failed_job(
     assert kept.stat().st_mtime_ns == kept_mtime  # exactly the failed job
     [jobs_csv] = tmp_path.glob("results/*/aggregate/jobs.csv")
     assert {r["status"] for r in agg.read_csv(jobs_csv)} == {"ok"}  # the report was remade
+
+
+@pytest.mark.parametrize("code", [0, 130])
+def test_run_or_interrupt_leaves_the_tables_current(
+    code: int, raw: dict[str, Any], write: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record written after the tables (a call the watchdog stopped, an interrupt) is in jobs.csv
+    and the report when afkit returns, without afkit campaign report."""
+    import json
+    import os
+    import sys
+
+    from afkit.campaign import aggregate as agg
+    from afkit.campaign import runner
+
+    fixtures = Path(__file__).parent / "fixtures"
+    monkeypatch.setenv("PATH", f"{fixtures}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_APPTAINER_PYTHON", sys.executable)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "fake.sif").write_bytes(b"#!/usr/bin/env run-singularity\n\0SIF_MAGIC fake")
+    raw["sites"] = {"here": raw["sites"]["here"]}
+    raw["benchmarks"] = [{"name": "s", "type": "steps", "sites": ["here"], "datasets": ["hzz"],
+                          "sweep": {"access": ["direct", "copy"]}}]  # fmt: skip
+    campaign = str(write(raw))
+    assert cli.main(["campaign", "run", campaign]) == ExitCode.OK
+    first, _ = sorted(tmp_path.glob("results/*/job/s/*.json"))
+    [jobs_csv] = tmp_path.glob("results/*/aggregate/jobs.csv")
+    old = jobs_csv.stat().st_mtime
+    first.write_text(json.dumps({**json.loads(first.read_text()), "status": "failed", "error": "late"}))
+    os.utime(first, (old + 5, old + 5))  # written after the tables
+    monkeypatch.setattr(runner, "run", lambda *a, **k: code)
+    assert cli.main(["campaign", "run", campaign]) == code
+    assert sorted(r["status"] for r in agg.read_csv(jobs_csv)) == ["failed", "ok"]
+    [html] = tmp_path.glob("results/*/report/report.html")
+    assert "late" in html.read_text()

@@ -317,3 +317,24 @@ def test_a_torn_client_file_leaves_no_partial_result(tmp_path: Path) -> None:
 
     (tmp_path / "bench.jsonl").write_text('{"type": "interval", "t": 1', encoding="utf-8")
     assert payload.partial_result(tmp_path, 1.0, 0.0) == {}
+
+
+def test_a_held_job_gets_a_failed_record_with_the_hold_reason(raw: dict[str, Any], make: Any) -> None:
+    from afkit.campaign import record as jobrecord
+
+    c = make(raw)
+    j = plan.expand(c)[0]
+    ctx = {"name": c.name, "hash": c.hash, "site": dict(c.config["sites"][j.site], name=j.site)}
+    rec = job.held_record(j.as_dict(), campaign=ctx, image={"path": "/i.sif", "sha256": "0" * 64},
+                          batch_job_id="7.0", reason="via condor_hold (by user afkit)", held_s=121,
+                          now=1000.0)  # fmt: skip
+    assert jobrecord.problems(rec) == []
+    assert (rec["status"], rec["hold_reason"], rec["batch_job_id"]) == (
+        "failed",
+        "via condor_hold (by user afkit)",
+        "7.0",
+    )
+    assert (
+        rec["error"] == "held by HTCondor for 121 s, removed from the queue: via condor_hold (by user afkit)"
+    )
+    assert (rec["start"], rec["end"]) == (879.0, 1000.0)

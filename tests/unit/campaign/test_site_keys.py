@@ -74,7 +74,7 @@ def test_site_options_become_the_sites_own_snakemake_call(
     assert sets[2] == f"job:job_wrapper={str(workflow_files().sandbox_wrapper)!r}"
     assert here[here.index("--shared-fs-usage") + 1] == "none"
     # the installed workflow is shared software: not transferred, as given and relative to the cwd
-    shared = here[here.index("--htcondor-shared-fs-prefixes") + 1].split(",")
+    shared = here[here.index("--afkit-htcondor-shared-fs-prefixes") + 1].split(",")
     assert shared == [str(workflow_files().root), os.path.relpath(workflow_files().root)]
     assert far[far.index("--set-resources") + 1] == "job:slurm_partition='gsi'"
     assert "--shared-fs-usage" not in far

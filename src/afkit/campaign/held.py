@@ -1,0 +1,34 @@
+"""Held HTCondor jobs: after a grace they fail with a record (snakemake_executor_plugin_afkit_htcondor).
+
+A job HTCondor holds (an input or output transfer failed, a policy, ``condor_hold``) would sit in
+the queue until someone releases or removes it; upstream's executor waits 4 hours by default.
+afkit's executor removes it after the site's ``held_grace`` seconds and writes the job's record
+here, with ``status: failed`` and the hold reason in ``error``: the campaign goes on, the report
+marks the cell and ``afkit campaign retry --failed`` redoes the job.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from afkit.atomic import write_atomic
+from afkit.campaign.job import held_record
+
+DEFAULT_GRACE = 120  # seconds; the campaign schema's sites.*.held_grace default
+JOB_RULE = "job"  # workflows/rules/jobs.smk: one record per batch job
+
+
+def write_record(sm_job: Any, batch_job_id: str, reason: str, held_s: float) -> str:
+    """Write the failed record of snakemake job SM_JOB (rule ``job``); return its path, or "" when
+    the job is not a benchmark job (image, dataset: snakemake reports those failed itself)."""
+    if getattr(sm_job, "is_group", lambda: False)() or getattr(sm_job, "name", "") != JOB_RULE:
+        return ""
+    output = Path(str(sm_job.output[0]))
+    image = json.loads(Path(str(sm_job.input.image)).read_text(encoding="utf-8"))
+    rec = held_record(sm_job.params.job, campaign=sm_job.params.campaign, image=image,
+                      batch_job_id=batch_job_id, reason=reason, held_s=held_s)  # fmt: skip
+    output.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(output, json.dumps(rec, indent=1, sort_keys=True) + "\n", mode=0o644)
+    return str(output)

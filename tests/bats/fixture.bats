@@ -455,19 +455,40 @@ PY
   assert_output --partial "error while loading shared libraries:"
 }
 
+@test "sft.cern.ch: LCG_110's view has the real ROOT on the real gcc 12.2.0, installed per OS as LCG installs compilers" {
+  local lcg=$FIX/sft.cern.ch/lcg plat=x86_64-el9-gcc12-opt gcc
+  local view=$lcg/views/LCG_110/$plat
+  gcc=$(compgen -G "$lcg/releases/gcc/12.2.0-*/x86_64-el9")
+  assert_equal "$(readlink "$lcg/releases/gcc/12.2.0")" "$(basename "${gcc%/x86_64-el9}")"
+  run "$gcc/bin/c++" -dumpfullversion # Debian's g++-12, not a stand-in
+  assert_output 12.2.0
+  assert [ -f "$gcc/setup.sh" ]
+  assert grep -qF "source /cvmfs/sft.cern.ch/lcg/releases/gcc/12.2.0/x86_64-el9/setup.sh" "$view/setup.sh"
+  run readlink "$view/bin/root"
+  assert_output --regexp '^/cvmfs/sft.cern.ch/lcg/releases/ROOT/6.40.00-[0-9a-f]{5}/x86_64-el9-gcc12-opt/bin/root$'
+  assert [ -f "$FIX/sft.cern.ch/${output#/cvmfs/sft.cern.ch/}" ]
+  assert compgen -G "$lcg/releases/ROOT/6.40.00-*/$plat/lib/libCling.so"
+  run readlink "$view/lib/libXrdCl.so.3" # XRootD's own package, as ROOT's libNetxNG needs it
+  assert_output --regexp '^/cvmfs/sft.cern.ch/lcg/releases/XRootD/5.9.2-[0-9a-f]{5}/x86_64-el9-gcc12-opt/lib/'
+  run sed -n 1,3p "$lcg/releases/LCG_110/LCG_externals_$plat.txt"
+  assert_output $'PLATFORM: x86_64-el9-gcc12-opt\nVERSION: 110\nCOMPILER: gcc;12.2.0'
+}
+
 @test "--size-mb pads the fixture to about the requested size with incompressible data" {
   local out=$BATS_TEST_TMPDIR/big bytes pad
-  run "$MKCVMFS" --out "$out" --repos sft.cern.ch --size-mb 24
+  # above the real ROOT and gcc (about 740 MiB): padding fills the rest
+  run "$MKCVMFS" --out "$out" --repos sft.cern.ch --size-mb 800
   assert_success
   bytes=$(find "$out/sft.cern.ch" -type f -printf '%s\n' | awk '{s += $1} END {print s}')
-  assert [ "$bytes" -ge $((24 * 1024 * 1024 * 95 / 100)) ]
-  assert [ "$bytes" -le $((24 * 1024 * 1024 * 105 / 100)) ]
+  assert [ "$bytes" -ge $((800 * 1024 * 1024 * 95 / 100)) ]
+  assert [ "$bytes" -le $((800 * 1024 * 1024 * 105 / 100)) ]
   pad=$(find "$out/sft.cern.ch" -path '*afkit-fixture-padding*' -type f | head -n 1)
   assert [ -n "$pad" ]
   assert [ "$(gzip -1 -c "$pad" | wc -c)" -ge $(($(stat -c %s "$pad") * 99 / 100)) ]
   # the programs are unaffected
   local libs
-  libs=$(find "$out/sft.cern.ch/lcg/releases" -mindepth 4 -maxdepth 4 -name 'lib*' -type d | paste -sd:)
+  libs=$(find "$out/sft.cern.ch/lcg/releases" -mindepth 4 -maxdepth 4 -name 'lib*' -type d \
+    \( -path '*/x86_64-el9-gcc13-opt/*' -o -path '*/gcc/13.1.0-*' \) | paste -sd:)
   LD_LIBRARY_PATH=$libs run "$(compgen -G "$out/sft.cern.ch/lcg/releases/ROOT/6.30.02-*/x86_64-el9-gcc13-opt/bin/root.exe")"
   assert_success
 }

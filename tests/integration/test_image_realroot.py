@@ -1,6 +1,8 @@
 """Images whose ROOT is the real one (ROOT 6.40.00 from PyPI in the fixture, docs/cvmfs-fixture.md):
-they build, validate (ROOT's interpreter runs a macro on a real ROOT file, a reader compiled in the
-image with the toolchain's c++ does the same), and read that file over root:// from the testbed's
+ALICE tags (on the GCC-Toolchain package) and an LCG view (LCG_110, x86_64-el9-gcc12-opt: the
+compiler sourced by its setup.sh from releases/gcc/12.2.0/x86_64-el9). They build, validate
+(ROOT's interpreter runs a macro on a real ROOT file, a reader compiled in the image with the
+toolchain's c++ does the same), and read that file over root:// from the testbed's
 XRootD origin and through an XCache, all with the tag's ROOT (TNetXNG) inside the image under
 --contain --cleanenv, no host /cvmfs. A dead interpreter fails validation with exit 6 quoting cling.
 
@@ -12,6 +14,7 @@ minimal` (Debian trixie with what ALICE's el9 images carry for ROOT).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -26,6 +29,12 @@ from test_image_build import REPO, afkit, in_image, manifest
 
 REAL_TAGS = {
     "alice": ("AliPhysics/vAN-20251126_ROOT6-1", "O2Physics/daily-20251126-0000-1"),
+    "lcg": ("LCG_110",),
+}
+# A release directory of the repository outside the tag's closure: not staged.
+UNUSED = {
+    "alice": "/cvmfs/alice.cern.ch/el9-x86_64/Packages/Geant4",
+    "lcg": "/cvmfs/sft.cern.ch/lcg/releases/Geant4",
 }
 CASES = [(prof, tag) for prof, tags in REAL_TAGS.items() for tag in tags]
 PROOF = "/.afkit/proof"
@@ -90,8 +99,19 @@ def test_macro_and_compiled_reader_read_a_real_file_contained(
     assert macro.returncode == 0 and f"{SUMMARY} (TFile)" in macro.stdout, macro.stdout + macro.stderr
     reader = in_image(images[tag], "sh", f"{PROOF}/compile_reader.sh", f"{PROOF}/HZZ.root", "events", "NMuon")
     assert reader.returncode == 0 and f"{SUMMARY} (TFile)" in reader.stdout, reader.stdout + reader.stderr
-    unused = "/cvmfs/alice.cern.ch/el9-x86_64/Packages/Geant4"  # not in the closure: not staged
-    assert in_image(images[tag], "test", "-e", unused).returncode == 1
+    assert in_image(images[tag], "test", "-e", UNUSED[prof]).returncode == 1
+
+
+def test_the_lcg_view_compiles_with_the_compiler_its_setup_sh_sources(images: dict[str, Path]) -> None:
+    """cling and the compiled reader use the release's gcc (setup.sh sources releases/gcc/<v>/<os>),
+    and ROOTSYS is the hashed install the view's bin/root links to."""
+    sif = images["LCG_110"]
+    proc = in_image(sif, "sh", "-c", 'command -v c++; c++ -dumpfullversion; echo "$ROOTSYS"')
+    assert proc.returncode == 0, proc.stderr
+    cxx, version, rootsys = proc.stdout.splitlines()
+    assert (cxx, version) == ("/cvmfs/sft.cern.ch/lcg/releases/gcc/12.2.0/x86_64-el9/bin/c++", "12.2.0")
+    install = r"/cvmfs/sft\.cern\.ch/lcg/releases/ROOT/6\.40\.00-[0-9a-f]{5}/x86_64-el9-gcc12-opt"
+    assert re.fullmatch(install, rootsys), rootsys
 
 
 @pytest.mark.parametrize(("prof", "tag"), CASES, ids=[t for _p, t in CASES])

@@ -63,8 +63,8 @@ def test_view_symlinks_stay_symlinks(on_fixture: Path, tmp_path: Path) -> None:
 
 
 def test_unknown_release(on_fixture: Path) -> None:
-    with pytest.raises(NotFoundError, match="nearest: LCG_105"):
-        _resolve("LCG_106")
+    with pytest.raises(NotFoundError, match=r"nearest: LCG_105\b"):
+        _resolve("LCG_105b")
 
 
 def _sft_facts(cvmfs_root: Path) -> dict[str, str | list[str]]:
@@ -100,3 +100,15 @@ def test_generators_manifest_is_staged(on_fixture: Path, cvmfs_root: Path) -> No
         str(facts["generators_manifest"]),
         "lcg/releases/LCG_105/LCG_externals_x86_64-el9-gcc13-opt.txt",
     }
+
+
+def test_real_root_view_takes_its_gcc12_platform_and_compiler(on_fixture: Path) -> None:
+    """LCG_110 is published for x86_64-el9-gcc12-opt only: that platform is taken, with the real
+    ROOT, its XRootD and the gcc 12.2.0 its manifest names (sourced by setup.sh, not in the view)."""
+    res = _resolve("LCG_110")
+    assert res.arch == "x86_64-el9-gcc12-opt"
+    assert {"ROOT/6.40.00", "XRootD/5.9.2"} <= {u.label for u in res.units}
+    rels = {u.rel for u in res.units}
+    assert "lcg/releases/gcc/12.2.0" in rels
+    assert any(r.startswith("lcg/releases/gcc/12.2.0-") and r.endswith("/x86_64-el9") for r in rels), rels
+    assert not any("gcc13" in r or "13.1.0" in r for r in rels)

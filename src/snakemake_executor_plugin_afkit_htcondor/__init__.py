@@ -17,6 +17,9 @@ for afkit's campaigns (docs/campaigns.md, "HTCondor executor"):
    (afkit.campaign.held), so the campaign goes on, the report marks the cell and
    ``afkit campaign retry --failed`` redoes it. Upstream keeps a held job for 4 hours by default
    and leaves it in the queue.
+3. **No snakemake on the worker.** A benchmark job (rule ``job``) runs afkit's job core on its spec
+   (``python -m afkit.campaign.jobcore SPEC``, afkit.campaign.jobcore.batch_command) instead of a
+   second snakemake on the execute node (~4 s of start-up per job); other rules run as upstream.
 
 Snakemake finds this module as an executor plugin by its name (``snakemake_executor_plugin_*``,
 snakemake_interface_common.plugin_registry: a top-level package on sys.path).
@@ -31,7 +34,7 @@ from typing import Any, Optional
 import snakemake_executor_plugin_htcondor as upstream
 from snakemake_executor_plugin_htcondor import JobState, JobStatus
 
-from afkit.campaign import held
+from afkit.campaign import held, jobcore
 
 common_settings = upstream.common_settings
 
@@ -60,6 +63,13 @@ class Executor(upstream.Executor):  # type: ignore[misc]
             super().__post_init__()
         finally:
             self._afkit_ready.set()
+
+    def format_job_exec(self, job: Any) -> str:
+        # upstream strips the python executable (sys.executable, shared software) from the front:
+        # the job's executable is that python; with a job_wrapper (shared_fs: false) the wrapper
+        # ignores the arguments and runs the job core itself (workflows/scripts/htcondor-sandbox-job)
+        command = jobcore.batch_command(job, self.get_python_executable())
+        return command if command is not None else str(super().format_job_exec(job))
 
     async def _wait_for_jobs(self) -> None:
         while not self._afkit_ready.is_set():

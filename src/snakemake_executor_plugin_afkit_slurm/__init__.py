@@ -9,9 +9,14 @@ benchmark job whose wrapper takes 0.56 s). This plugin is that executor (same se
 ``--afkit-slurm-...``; the profile ``workflows/profiles/slurm`` uses it) with one setting more:
 ``--afkit-slurm-max-status-check-seconds`` caps that wait (default 180: upstream's behaviour).
 
+A benchmark job (rule ``job``) runs no snakemake on the node: its sbatch job runs afkit's job core
+on its spec (``python -m afkit.campaign.jobcore SPEC``, afkit.campaign.jobcore.batch_command) where
+upstream runs snakemake, which runs a second snakemake (``--executor slurm-jobstep``, through srun)
+for the rule: ~4 s of start-up each. Other rules run as with the upstream plugin. (Array jobs,
+``--afkit-slurm-array-jobs``, need the jobstep executor: not for rule ``job``.)
+
 Snakemake finds it as the executor ``afkit-slurm`` (a package named
-``snakemake_executor_plugin_*``, snakemake-interface-common's plugin registry); jobs still run
-``--executor slurm-jobstep`` on the node, as with the upstream plugin.
+``snakemake_executor_plugin_*``, snakemake-interface-common's plugin registry).
 """
 
 from dataclasses import dataclass, field
@@ -20,6 +25,8 @@ from typing import Any, Optional
 from snakemake_executor_plugin_slurm import Executor as SlurmExecutor
 from snakemake_executor_plugin_slurm import ExecutorSettings as SlurmSettings
 from snakemake_executor_plugin_slurm import common_settings
+
+from afkit.campaign import jobcore
 
 __all__ = ["Executor", "ExecutorSettings", "common_settings"]
 
@@ -39,7 +46,12 @@ class ExecutorSettings(SlurmSettings):
 
 
 class Executor(SlurmExecutor):
-    """The upstream executor whose wait between status checks never exceeds the setting."""
+    """The upstream executor whose wait between status checks never exceeds the setting and whose
+    benchmark jobs run the job core instead of snakemake."""
+
+    def format_job_exec(self, job: Any) -> str:
+        command = jobcore.batch_command(job, self.get_python_executable())
+        return command if command is not None else str(super().format_job_exec(job))
 
     @property
     def next_seconds_between_status_checks(self) -> Any:

@@ -154,11 +154,15 @@ def job_inputs(wildcards):
             else []
         ),
     }
-    if not CFG["sites"][job.site].get("shared_fs", True):
-        # a site without the submit host's files: afkit's job core and the job's spec go with the
-        # job (HTCondor file transfer of the inputs; afkit.campaign.jobcore)
-        inputs["jobcore"] = ancient(JOBCORE)
+    site = CFG["sites"][job.site]
+    if site["executor"] != "local":
+        # a batch job runs no snakemake on the worker: afkit's executors submit the job core on
+        # the job's spec (afkit.campaign.jobcore.batch_command)
         inputs["jobspec"] = job_spec(job.bench, job.id)
+    if not site.get("shared_fs", True):
+        # a site without the submit host's files: afkit's package goes with the job too (HTCondor
+        # file transfer of the inputs; workflows/scripts/htcondor-sandbox-job)
+        inputs["jobcore"] = ancient(JOBCORE)
     return inputs
 
 

@@ -1,7 +1,13 @@
-"""afkit's job core: what a job needs on a worker node without the submit host's files.
+"""afkit's job core: a benchmark job run on a batch worker without snakemake.
+
+Every batch job of rule ``job`` (HTCondor and SLURM sites) runs ``python -m afkit.campaign.jobcore
+SPEC`` instead of a snakemake on the worker (afkit's executors submit :func:`batch_command`); the
+spec is made on the submit host by the local rule ``jobspec``, an input of the job. On a site with
+the submit host's files the python is the submit host's (snakemake's own, shared software) and the
+paths are relative to the submit directory, the job's working directory.
 
 A site with ``shared_fs: false`` (docs/federation.md) cannot see the submit host's checkout, venv
-or submit directory. Its jobs therefore run no snakemake and import nothing from the submit host:
+or submit directory. Its jobs import nothing from the submit host either:
 the workflow makes, on the submit host, for each such job
 
 - the **core**, ``RESULTS/jobcore/afkit.zip``: afkit's package (its ``.py`` files) as a zip; and
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 import zipfile
 from pathlib import Path
@@ -30,6 +37,23 @@ from afkit.atomic import atomic_path, write_atomic
 from afkit.errors import AfkitError, ExitCode
 
 CORE_NAME = "afkit.zip"
+JOB_RULE = "job"  # the workflow's rule of a benchmark job (workflows/rules/jobs.smk)
+
+
+def batch_command(job: Any, python: str) -> str | None:
+    """The command of a batch job that runs JOB (a snakemake job) without snakemake: its job core
+    on its spec (the rule's input ``jobspec``) with PYTHON, in the submit directory. None for any
+    other job (another rule, a group, a job without a spec): it runs snakemake as usual.
+
+    afkit's executors (src/snakemake_executor_plugin_afkit_{htcondor,slurm}) submit this instead
+    of the remote snakemake command line (snakemake-interface-executor-plugins'
+    ``RealExecutor.format_job_exec``): the worker then starts no snakemake (seconds per job)."""
+    if job.is_group() or job.name != JOB_RULE:
+        return None
+    spec = getattr(job.input, "jobspec", None)
+    if not spec:
+        return None
+    return f"{python} -m afkit.campaign.jobcore {shlex.quote(str(spec))}"
 
 
 def pack(output: Path) -> None:

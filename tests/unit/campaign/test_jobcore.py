@@ -59,3 +59,39 @@ def test_a_spec_that_is_not_there_is_one_line_and_exit_1(tmp_path: Path) -> None
                           capture_output=True, text=True, check=False)  # fmt: skip
     assert proc.returncode == 1
     assert proc.stderr.startswith("afkit: error: job spec nope.json:")
+
+
+class _Input(list[str]):
+    jobspec = "results/jobspec/s/j1.json"
+
+
+class _Job:
+    """The parts of a snakemake job (JobExecutorInterface) batch_command reads."""
+
+    def __init__(self, name: str = "job", group: bool = False, spec: bool = True) -> None:
+        self.name, self._group = name, group
+        self.input = _Input() if spec else []
+
+    def is_group(self) -> bool:
+        return self._group
+
+
+def test_a_batch_job_of_rule_job_runs_the_job_core_on_its_spec() -> None:
+    assert jobcore.batch_command(_Job(), "/v/bin/python") == (
+        "/v/bin/python -m afkit.campaign.jobcore results/jobspec/s/j1.json"
+    )
+
+
+def test_other_rules_groups_and_jobs_without_a_spec_keep_snakemake() -> None:
+    for job in (_Job(name="image"), _Job(group=True), _Job(spec=False)):
+        assert jobcore.batch_command(job, "python") is None
+
+
+def test_both_executors_submit_the_job_core_for_rule_job() -> None:
+    import snakemake_executor_plugin_afkit_htcondor as htc
+    import snakemake_executor_plugin_afkit_slurm as slurm
+
+    for executor in (htc.Executor, slurm.Executor):
+        ex = executor.__new__(executor)  # format_job_exec reads only the python executable here
+        ex.get_python_executable = lambda: "/v/bin/python"
+        assert ex.format_job_exec(_Job()).endswith("-m afkit.campaign.jobcore results/jobspec/s/j1.json")

@@ -9,7 +9,8 @@ Every campaign reuses one working directory (so each snakemake finds the earlier
 event log, the condition of the executor's start-up race) and is, at random:
 
 - ``interrupt``: some records deleted, ``afkit campaign run`` with SIGINT at a random moment
-  (0.5-25 s), then the same command again to finish it;
+  while it runs (0.5 s up to 90 % of the first run's duration, so that the signal lands while
+  jobs are submitted or running however fast the pool is), then the same command again to finish it;
 - ``retry``: one record turned into a failed one, then ``afkit campaign retry --failed``;
 - ``fresh``: every record deleted, then ``afkit campaign run``.
 
@@ -114,13 +115,13 @@ def state_problems(work: Path, planned: int) -> list[str]:
 
 
 def one_campaign(
-    i: int, mode: str, work: Path, rng: random.Random, bound: float, planned: int
+    i: int, mode: str, work: Path, rng: random.Random, bound: float, planned: int, window: float
 ) -> dict[str, object]:
     steps = []
     if mode == "interrupt":
         for p in rng.sample(records(work), rng.randint(1, planned)):  # work to cut off
             p.unlink()
-        steps.append(afkit("campaign run c.yaml", work, bound, sigint_after=rng.uniform(0.5, 25)))
+        steps.append(afkit("campaign run c.yaml", work, bound, sigint_after=rng.uniform(0.5, window)))
         steps.append(afkit("campaign run c.yaml", work, bound))
     elif mode == "retry":
         victim = rng.choice(records(work))
@@ -142,7 +143,8 @@ def one_campaign(
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sif", required=True, help="the bench image (scripts/mkbase bench)")
+    ap.add_argument("--sif", required=True, type=lambda v: str(Path(v).resolve()),
+                    help="the bench image (scripts/mkbase bench)")  # fmt: skip
     ap.add_argument("--campaigns", type=int, default=20)
     ap.add_argument("--seed", type=int, default=21)
     ap.add_argument("--bound", type=float, default=300, help="seconds a command may take (default 300)")
@@ -157,10 +159,15 @@ def main() -> int:
         (work / "workflows").symlink_to(REPO / "workflows")
         first = afkit("campaign run c.yaml", work, args.bound)
         planned = len(records(work))
+        window = max(1.0, 0.9 * float(str(first["s"])))  # SIGINT while a run is under way
         print(json.dumps({"campaign": 0, "mode": "first", "steps": [first], "records": planned}), flush=True)
+        if first["code"] != 0 or not planned:
+            print(f"campaign_soak: the first run failed (exit {first['code']}, {planned} records): "
+                  f"nothing to soak; see {work}", file=sys.stderr)  # fmt: skip
+            return 1
         for i in range(1, args.campaigns + 1):
             mode = rng.choice(["interrupt", "interrupt", "retry", "fresh"])
-            res = one_campaign(i, mode, work, rng, args.bound, planned)
+            res = one_campaign(i, mode, work, rng, args.bound, planned, window)
             results.append(res)
             print(json.dumps(res), flush=True)
     steps = [s for r in results for s in r["steps"]]  # type: ignore[attr-defined]

@@ -151,10 +151,13 @@ teardown() {
   assert_success
   run scripts/testbed federation status
   assert_line --regexp '"site": "alpes".*rate 100Mbit'
-  run scripts/testbed federation down
-  assert_success
+  # down while the federation is up: alpes's execute node (a mount namespace of its own) stops too
+  alpes_master=$(scripts/testbed run -- cat /srv/federation/alpes/condor/master.pid)
+  assert [ -d "/proc/$alpes_master" ]
   run scripts/testbed down
   assert_success
+  assert_output --partial "federation: down"
+  refute [ -d "/proc/$alpes_master" ]
   run scripts/testbed status
   assert_output --partial "testbed  down (state $AFKIT_TESTBED_STATE)"
 }

@@ -48,7 +48,7 @@ RUNNER_TAGS = ["apptainer", "cvmfs"]
 BEFORE_SCRIPT = [
     'AFKIT_VENV="$(ci/venv.sh)"',
     'export AFKIT_VENV PATH="$AFKIT_VENV/bin:$PATH"'
-    ' AFKIT_HOME="$CI_PROJECT_DIR" PYTHONPATH="$CI_PROJECT_DIR/src"',
+    ' PYTHONPATH="$CI_PROJECT_DIR/src"',
 ]
 OUT = "out/images"
 EXAMPLE = "AliPhysics/vAN-20201018_ROOT6-1"

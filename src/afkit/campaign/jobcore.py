@@ -10,7 +10,8 @@ A site with ``shared_fs: false`` (docs/federation.md) cannot see the submit host
 or submit directory. Its jobs import nothing from the submit host either:
 the workflow makes, on the submit host, for each such job
 
-- the **core**, ``RESULTS/jobcore/afkit.zip``: afkit's package (its ``.py`` files) as a zip; and
+- the **core**, ``RESULTS/jobcore/afkit.zip``: afkit's package (its ``.py`` files and the package
+  data a job needs, e.g. ROOT macros; not the workflow's ``afkit/data``) as a zip; and
 - the job's **spec**, ``RESULTS/jobspec/BENCH/ID.json``: the job, its campaign context, the image
   (``image.json``) and the paths of its record and log (relative to the submit directory),
 
@@ -56,13 +57,27 @@ def batch_command(job: Any, python: str) -> str | None:
     return f"{python} -m afkit.campaign.jobcore {shlex.quote(str(spec))}"
 
 
+def core_files(pkg: Path) -> list[Path]:
+    """The files of afkit's package PKG that a job needs, sorted: its modules and the package data
+    next to them (e.g. ROOT macros of the payloads), not compiled files and not ``afkit/data`` (the
+    workflow, templates and image profiles: the submit host's)."""
+    from afkit.paths import DATA_FOLDER
+
+    return sorted(
+        p for p in pkg.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+        and p.relative_to(pkg).parts[0] != DATA_FOLDER
+    )  # fmt: skip
+
+
 def pack(output: Path) -> None:
-    """Write afkit's package (``.py`` files, the installed one) as the zip OUTPUT."""
+    """Write afkit's package (the installed one: ``.py`` files and the package data a job needs,
+    :func:`core_files`) as the zip OUTPUT."""
     from afkit.campaign.job import package_dir
 
     pkg = package_dir()
     with atomic_path(output) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
-        for path in sorted(pkg.rglob("*.py")):
+        for path in core_files(pkg):
             # fixed times: the same sources give the same zip (no rerun of the jobs when unchanged)
             info = zipfile.ZipInfo(str(Path("afkit") / path.relative_to(pkg)), (1980, 1, 1, 0, 0, 0))
             info.compress_type = zipfile.ZIP_DEFLATED

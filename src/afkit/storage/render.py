@@ -29,10 +29,7 @@ class Settings:
 def templates_dir() -> Path:
     from afkit import paths
 
-    try:
-        return paths.templates_dir() / "xrootd"
-    except RuntimeError:
-        return Path(__file__).resolve().parents[3] / "templates" / "xrootd"
+    return paths.templates_dir() / "xrootd"
 
 
 def _check_ram(ram: str) -> None:

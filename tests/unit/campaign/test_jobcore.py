@@ -21,12 +21,14 @@ from test_job import steps_campaign
 from afkit.campaign import jobcore, plan
 
 
-def test_the_core_zip_holds_the_package_and_is_the_same_for_the_same_sources(tmp_path: Path) -> None:
+def test_the_core_zip_holds_the_package_and_its_data_and_is_the_same_for_the_same_sources(tmp_path: Path) -> None:
     jobcore.pack(tmp_path / "a.zip")
     jobcore.pack(tmp_path / "b.zip")
     names = zipfile.ZipFile(tmp_path / "a.zip").namelist()
     assert "afkit/campaign/jobcore.py" in names and "afkit/campaign/steps.py" in names
-    assert not [n for n in names if "__pycache__" in n or not n.endswith(".py")]
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+    assert "afkit/image/proof/read_tree.C" in names  # package data next to the modules (a ROOT macro)
+    assert not [n for n in names if n.startswith("afkit/data/")]  # the workflow stays on the submit host
     assert (tmp_path / "a.zip").read_bytes() == (tmp_path / "b.zip").read_bytes()
 
 

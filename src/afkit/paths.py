@@ -30,8 +30,10 @@ def data_dir() -> Path:
     """``afkit/data`` of the imported afkit package (a checkout's src/afkit/data, or site-packages)."""
     root = resources.files("afkit") / DATA_FOLDER
     if not isinstance(root, Path) or not root.is_dir():
-        raise PrereqError(f"afkit's data folder {root} is missing (afkit must be installed as files, not zipped)",
-                          hint=INCOMPLETE_HINT)  # fmt: skip
+        raise PrereqError(
+            f"afkit's data folder {root} is missing (afkit must be installed as files, not zipped)",
+            hint=INCOMPLETE_HINT,
+        )
     return root
 
 

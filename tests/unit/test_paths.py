@@ -18,3 +18,17 @@ def test_every_workflow_file_the_library_names_exists() -> None:
     assert (files.report_templates / files.report_template).is_file()
     for executor in ("local", "htcondor", "slurm"):
         assert (files.profile(executor) / "config.yaml").is_file(), executor
+
+
+def test_the_data_is_the_package_s_and_the_checkout_s_folders_are_links_to_it() -> None:
+    from pathlib import Path
+
+    import afkit
+    from afkit.paths import data_dir, images_dir, templates_dir
+
+    assert data_dir() == Path(afkit.__file__).parent / "data"
+    repo = Path(__file__).resolve().parents[2]
+    folders = {"workflows": workflows_dir(), "templates": templates_dir(), "images": images_dir()}
+    for name, folder in folders.items():
+        assert folder == data_dir() / name
+        assert (repo / name).is_symlink() and (repo / name).resolve() == folder.resolve(), name

@@ -1,0 +1,121 @@
+"""afkit as an installable package: its wheel carries every data file, an installed copy finds them
+outside the checkout, and a data file missing from an installation is a clear error (exit 3).
+
+The wheel is built here from the files a build reads (pyproject.toml, README.md, LICENSE, src/),
+copied, so the checkout gets no build/ folder; pip wheel with --no-build-isolation (the dev extra's
+setuptools) and --no-index: no network.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PKG = REPO / "src" / "afkit"
+BUILD_INPUTS = ("pyproject.toml", "README.md", "LICENSE", "src")
+
+
+def _is_compiled(rel: Path) -> bool:
+    return "__pycache__" in rel.parts or rel.suffix == ".pyc"
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """afkit's wheel, built from a copy of the checkout's build inputs."""
+    src = tmp_path_factory.mktemp("checkout")
+    for name in BUILD_INPUTS:
+        if (REPO / name).is_dir():
+            shutil.copytree(REPO / name, src / name, ignore=shutil.ignore_patterns("*.egg-info"))
+        else:
+            shutil.copy2(REPO / name, src / name)
+    out = tmp_path_factory.mktemp("wheel")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index",
+         "-w", str(out), str(src)],
+        capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    [whl] = out.glob("afkit-*.whl")
+    return whl
+
+
+@pytest.fixture
+def installed(wheel: Path, tmp_path: Path) -> Iterator[Path]:
+    """The wheel unpacked as site-packages would hold it (a folder on PYTHONPATH), outside the checkout."""
+    site = tmp_path / "site-packages"
+    with zipfile.ZipFile(wheel) as zf:
+        zf.extractall(site)
+    yield site
+
+
+def _afkit(site: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m afkit ARGS`` importing afkit from SITE (PYTHONPATH comes before the dev venv's
+    editable checkout), in CWD."""
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    return subprocess.run([sys.executable, "-m", "afkit", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, check=False, timeout=120)  # fmt: skip
+
+
+def test_the_wheel_holds_every_file_of_the_package_and_no_compiled_one(wheel: Path) -> None:
+    names = {n for n in zipfile.ZipFile(wheel).namelist() if n.startswith("afkit/")}
+    want = {
+        str(Path("afkit") / p.relative_to(PKG))
+        for p in PKG.rglob("*")
+        if p.is_file() and not _is_compiled(p.relative_to(PKG))
+    }
+    assert want - names == set()  # every module and every data file ships (a glob in pyproject.toml)
+    assert names - want == set()  # nothing else: no __pycache__, no build leftovers
+    for data in ("workflows/Snakefile", "workflows/schemas/campaign.schema.yaml",
+                 "workflows/report/campaign.html.j2", "images/alice/profile.yaml",
+                 "templates/apptainer/image.def.j2", "workflows/config/demo.yaml"):  # fmt: skip
+        assert f"afkit/data/{data}" in names
+
+
+def test_the_job_wrapper_stays_executable_in_the_wheel(wheel: Path) -> None:
+    info = zipfile.ZipFile(wheel).getinfo("afkit/data/workflows/scripts/htcondor-sandbox-job")
+    assert (info.external_attr >> 16) & 0o111
+
+
+def test_an_installed_afkit_finds_its_data_outside_the_checkout(installed: Path, tmp_path: Path) -> None:
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    code = "from afkit import paths; print(paths.data_dir()); print(paths.workflow_files().snakefile)"
+    env = {**os.environ, "PYTHONPATH": str(installed)}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=work, env=env, capture_output=True, text=True,
+                          check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    data, snakefile = proc.stdout.split()
+    assert data == str(installed / "afkit" / "data")
+    assert Path(snakefile).is_file() and Path(snakefile).is_relative_to(installed)
+    # a command that reads package data (the image profile) from there, in a directory of its own
+    proc = _afkit(installed, work, "image", "name", "AliPhysics/vAN-20201018_ROOT6-1")
+    assert proc.returncode == 0, proc.stderr
+    assert "AliPhysics" in proc.stdout
+
+
+def test_a_data_file_missing_from_an_installation_is_one_clear_error_and_exit_3(
+    installed: Path, tmp_path: Path
+) -> None:
+    schema = installed / "afkit" / "data" / "workflows" / "schemas" / "campaign.schema.yaml"
+    schema.unlink()
+    proc = _afkit(installed, tmp_path, "campaign", "config-doc", "--check")
+    assert proc.returncode == 3, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(f"afkit: error: afkit's data file {schema} is missing")
+    assert "reinstall" in proc.stderr
+
+
+def test_a_missing_data_folder_is_one_clear_error_and_exit_3(installed: Path, tmp_path: Path) -> None:
+    shutil.rmtree(installed / "afkit" / "data")
+    proc = _afkit(installed, tmp_path, "campaign", "config-doc", "--check")
+    assert proc.returncode == 3, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "afkit's data folder" in proc.stderr and "is missing" in proc.stderr

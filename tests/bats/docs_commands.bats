@@ -147,7 +147,7 @@ campaign_dir() {
 }
 
 @test "docs/campaigns.md: from a copy of workflows/, snakemake plans, dry-runs and lints the default campaign" {
-  cp -a "$REPO/workflows" "$BATS_TEST_TMPDIR/workflows"
+  cp -a "$REPO/workflows/" "$BATS_TEST_TMPDIR/workflows" # the folder (workflows is a link into src/afkit/data)
   cd "$BATS_TEST_TMPDIR/workflows"
   run snakemake --profile profiles/local -n
   assert_success

@@ -21,7 +21,7 @@ from test_job import steps_campaign
 from afkit.campaign import jobcore, plan
 
 
-def test_the_core_zip_holds_the_package_and_its_data_and_is_the_same_for_the_same_sources(tmp_path: Path) -> None:
+def test_the_core_zip_holds_modules_and_data_and_is_the_same_for_the_same_sources(tmp_path: Path) -> None:
     jobcore.pack(tmp_path / "a.zip")
     jobcore.pack(tmp_path / "b.zip")
     names = zipfile.ZipFile(tmp_path / "a.zip").namelist()

@@ -66,10 +66,13 @@ def _afkit(site: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str
 
 def test_the_wheel_holds_every_file_of_the_package_and_no_compiled_one(wheel: Path) -> None:
     names = {n for n in zipfile.ZipFile(wheel).namelist() if n.startswith("afkit/")}
+    # the package's files as git sees them (committed or new, not ignored: no .snakemake/ of a run)
+    git = ["git", "ls-files", "--cached", "--others", "--exclude-standard", "src/afkit"]
+    listed = subprocess.run(git, cwd=REPO, capture_output=True, text=True, check=True).stdout.split("\n")
     want = {
-        str(Path("afkit") / p.relative_to(PKG))
-        for p in PKG.rglob("*")
-        if p.is_file() and not _is_compiled(p.relative_to(PKG))
+        str(Path("afkit") / Path(p).relative_to("src/afkit"))
+        for p in listed
+        if p and (REPO / p).is_file() and not _is_compiled(Path(p))
     }
     assert want - names == set()  # every module and every data file ships (a glob in pyproject.toml)
     assert names - want == set()  # nothing else: no __pycache__, no build leftovers

@@ -45,6 +45,7 @@ def venv() -> Iterator[Path]:
     """A fresh venv under /tmp with afkit pip-installed from (a copy of) the checkout."""
     shutil.rmtree(ROOT, ignore_errors=True)
     checkout = ROOT / "afkit"
+    checkout.mkdir(parents=True)
     for name in BUILD_INPUTS:
         if (REPO / name).is_dir():
             shutil.copytree(REPO / name, checkout / name,

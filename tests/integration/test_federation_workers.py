@@ -43,8 +43,10 @@ def state() -> dict[str, Any]:
     return data
 
 
-# what an afkit checkout holds that afkit reads (the package, the workflow, its data folders)
-CHECKOUT_PARTS = ("src", "workflows", "templates", "images")
+# what an afkit checkout holds that afkit reads: the package (with its data, src/afkit/data) and the
+# links to the data folders that the documented lines use (workflows/config/...)
+CHECKOUT_PARTS = ("src",)
+CHECKOUT_LINKS = ("workflows", "templates", "images")
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +57,8 @@ def checkout(bench_sif: Path) -> Iterator[Path]:
     root = Path(tempfile.mkdtemp(prefix="afkit-checkout-", dir="/tmp"))
     for part in CHECKOUT_PARTS:
         shutil.copytree(REPO / part, root / part, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for link in CHECKOUT_LINKS:
+        (root / link).symlink_to(os.readlink(REPO / link))
     (root / "build").mkdir()
     (root / "build" / "bench.sif").symlink_to(bench_sif.resolve())
     for d in (root, root / "build"):
@@ -92,7 +96,8 @@ def run(state: dict[str, Any], checkout: Path) -> Iterator[tuple[list[dict[str, 
         assert (
             json.loads(procs[1].stdout)["sites"]["frankfurt"]["caches"]["xcache"] == "root://10.77.2.10:1095"
         )
-        assert f"-s {checkout}/workflows/Snakefile" in procs[-1].stderr  # the checkout under /tmp ran it
+        # the checkout under /tmp ran it (its package's workflow)
+        assert f"-s {checkout}/src/afkit/data/workflows/Snakefile" in procs[-1].stderr
         [results] = (WORK / "results").iterdir()
         with (results / "aggregate" / "jobs.csv").open(encoding="utf-8") as fh:
             rows = list(csv.DictReader(fh))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 # what an image built by afkit says about itself (tag, environment, ELF files): written by the
 # definition (templates/apptainer/image.def.j2), read by `afkit image validate` and the campaign job
@@ -18,6 +18,19 @@ PROOF_PATH = "/.afkit/proof"
 PROOF_SOURCE = Path(__file__).with_name("proof")
 # The real ROOT file the reading proofs open by default ({file} in a proof command).
 PROOF_FILE = f"{PROOF_PATH}/HZZ.root"
+
+
+class ElfFacts(TypedDict):
+    """What an ELF file needs at run time (afkit.image.elf.ElfInfo as JSON)."""
+
+    interp: str | None
+    needed: list[str]
+
+
+class ElfFile(ElfFacts):
+    """An ELF file of the closure (image.json ``elf``): its path relative to the repository."""
+
+    path: str
 
 
 @dataclass(frozen=True)

@@ -287,7 +287,7 @@ def validate(
     prof = profiles.load(profile_name or info["profile"])
     src_root = profiles.cvmfs_root() / prof.repository
     src = src_root if src_root.is_dir() else None
-    globs = [g.format(arch=info["arch"]) for g in prof.modules.get("unit_globs", [])]
+    globs = [g.format(arch=info["arch"]) for g in prof.modules.get("unit_globs", [])] if prof.modules else []
     if prof.lcg:
         globs.append(prof.lcg["release_dir"].format(name="*", version="*", hash="*", arch=info["arch"]))
     env = [EnvVar(**e) for e in info["env"]]

@@ -29,7 +29,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import jinja2
 
@@ -337,7 +337,29 @@ def registry_up(root: Path) -> None:
 # ---------------------------------------------------------------- all of it
 
 
-def up(fed: Federation, root: Path, log: Log = print) -> dict[str, Any]:
+class SiteWorkers(TypedDict):
+    """How a job asks for SITE's batch workers (state.json ``workers``)."""
+
+    htcondor_requirements: str
+    slurm_partition: str
+    slurm_node: str
+
+
+class Workers(TypedDict):
+    """The batch part of state.json: the image registry and every site's workers."""
+
+    registry: str
+    workers: dict[str, SiteWorkers]
+
+
+class WorkerStatus(TypedDict):
+    """A site's workers as ``afkit federation status`` prints them."""
+
+    htcondor_slots: list[dict[str, str]]
+    slurm_node: str
+
+
+def up(fed: Federation, root: Path, log: Log = print) -> Workers:
     """Start the sites' workers and the registry; return what clients need (for state.json)."""
     registry_up(root)
     pool_up(log)
@@ -348,7 +370,7 @@ def up(fed: Federation, root: Path, log: Log = print) -> dict[str, Any]:
     return describe(fed)
 
 
-def describe(fed: Federation) -> dict[str, Any]:
+def describe(fed: Federation) -> Workers:
     return {
         "registry": registry_address(),
         "workers": {
@@ -370,7 +392,7 @@ def down(fed: Federation, root: Path) -> None:
     dmn.stop(_registry_files(root))
 
 
-def status(fed: Federation) -> dict[str, Any]:
+def status(fed: Federation) -> dict[str, WorkerStatus]:
     return {
         s.name: {"htcondor_slots": site_slots(s.name), "slurm_node": node_state(s)}
         for s in fed.sites.values()

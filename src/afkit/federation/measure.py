@@ -15,30 +15,19 @@ import subprocess
 import sys
 import time
 import uuid
-from typing import NotRequired, TypedDict
+from typing import TypedDict
 
+from afkit.bench.intervals import IntervalRecord
+from afkit.bench.readbench import ReadSummary
 from afkit.errors import AfkitError, PrereqError
 from afkit.federation import control, net
 from afkit.federation.links import Federation, Site
 
 
-class ReadInterval(TypedDict):
-    """An interval record of ``afkit bench read`` (the keys read here)."""
+class ReadOutput(ReadSummary):
+    """``afkit bench read``'s output: its summary record, its interval records added."""
 
-    t: float  # the wall-clock second it covers starts here (epoch seconds)
-    bytes: int
-    covered: NotRequired[float]  # seconds of that second the read ran
-
-
-class ReadSummary(TypedDict):
-    """The summary record of ``afkit bench read`` (the keys read here), its intervals added."""
-
-    start: str
-    end: str
-    gbps: float
-    seconds: float
-    bytes: int
-    intervals: list[ReadInterval]
+    intervals: list[IntervalRecord]
 
 
 class MeasuredRead(TypedDict):
@@ -75,7 +64,7 @@ def reader(fed: Federation) -> Site:
     return site
 
 
-def bench_read(site: str, url: str) -> ReadSummary:
+def bench_read(site: str, url: str) -> ReadOutput:
     """``afkit bench read URL`` in SITE's namespace: its summary, with its interval records as
     ``intervals``."""
     cmd = net.in_ns(site, sys.executable, "-m", "afkit", "bench", "read", "--no-monitor", url)
@@ -86,11 +75,11 @@ def bench_read(site: str, url: str) -> ReadSummary:
     return summary
 
 
-def parse_read(stdout: str) -> ReadSummary | None:
+def parse_read(stdout: str) -> ReadOutput | None:
     """The summary record of ``afkit bench read``'s JSON lines, its interval records added as
     ``intervals``; None without a summary."""
     lines = [json.loads(x) for x in stdout.splitlines() if x.startswith("{")]
-    summary: ReadSummary | None = next((r for r in lines if r.get("type") == "summary"), None)
+    summary: ReadOutput | None = next((r for r in lines if r.get("type") == "summary"), None)
     if summary is not None:
         summary["intervals"] = [r for r in lines if r.get("type") == "interval"]
     return summary
@@ -105,7 +94,7 @@ def _epoch(stamp: str) -> float:
 MIN_PART = 0.25
 
 
-def timeline(summary: ReadSummary, t0: float) -> list[list[float]]:
+def timeline(summary: ReadOutput, t0: float) -> list[list[float]]:
     """[seconds since T0, Gbit/s] per interval of a read: each interval (a wall-clock second,
     its bytes over the part of it the read ran) placed at the middle of that part; a first or
     last part shorter than MIN_PART joins the interval next to it."""

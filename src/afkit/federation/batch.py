@@ -28,6 +28,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -48,7 +49,7 @@ REGISTRY_PORT = 5000
 SITE_CPUS = 2  # slots (HTCondor) and CPUs (SLURM) per site: two jobs at once
 SITE_MEMORY_MB = 2048
 START_TIMEOUT = 90.0
-Log = Any
+Log = Callable[[str], object]  # where progress lines go (print, or nothing)
 
 
 def render(name: str, **values: Any) -> str:

@@ -14,7 +14,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from afkit.atomic import write_atomic
 from afkit.errors import AfkitError, PrereqError, UnsafeError
@@ -179,7 +179,7 @@ def start_toxiproxy(fed: Federation, timeout: float = 20) -> int:
     return proc.pid
 
 
-def up(fed: Federation, log: Any = print) -> State:
+def up(fed: Federation, log: batch.Log = print) -> State:
     """Create everything; on failure, tear down what was made and re-raise."""
     if os.geteuid() != 0:
         raise PrereqError(
@@ -215,7 +215,7 @@ def up(fed: Federation, log: Any = print) -> State:
     return state
 
 
-def down(fed: Federation, log: Any = print) -> None:
+def down(fed: Federation, log: batch.Log = print) -> None:
     state_file().unlink(missing_ok=True)
     present = set(net.namespaces())
     batch.down(fed, root_dir())  # before the namespaces go: the daemons run in them

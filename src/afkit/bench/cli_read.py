@@ -13,7 +13,7 @@ from afkit.bench.multi import split_files, write_sum
 from afkit.bench.offsets import BlockPlan, ReplayPlan, RootLikePlan, parse_stride
 from afkit.bench.output import public_args, run_benchmark
 from afkit.bench.readbench import Plan, ReadConfig, run_read
-from afkit.bench.records import JsonlWriter, Record, provenance
+from afkit.bench.records import JsonlWriter, provenance
 from afkit.bench.trace import load_trace
 from afkit.bench.units import parse_size
 from afkit.errors import UsageError
@@ -102,9 +102,7 @@ def cmd_multi(args: argparse.Namespace) -> int:
 
 def cmd_merge(args: argparse.Namespace) -> int:
     inputs = [Path(p) for p in args.inputs]
-    summary: Record = write_sum(
-        inputs, Path(args.output), "merge", {"provenance": provenance(public_args(args))}
-    )
+    summary = write_sum(inputs, Path(args.output), "merge", {"provenance": provenance(public_args(args))})
     print(f"afkit bench: merged {len(inputs)} series: {summary['gbps']:.3f} Gbit/s mean", file=sys.stderr)
     return 0
 

@@ -8,10 +8,37 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 SYS_DEV_BLOCK = Path("/sys/dev/block")
 QUEUE_KEYS = ("read_ahead_kb", "scheduler", "rotational", "nr_requests", "max_sectors_kb")
+
+
+class MountInfo(TypedDict, total=False):
+    """The mount holding a path (empty when /proc/self/mountinfo names none)."""
+
+    mount_point: str
+    fstype: str
+    source: str
+    mount_options: str
+    super_options: str
+
+
+class QueueInfo(TypedDict, total=False):
+    """The block queue settings (QUEUE_KEYS, as sysfs prints them; None: unreadable), or only
+    ``device: None`` and a ``note`` for a file system without a block device."""
+
+    device: str | None
+    note: str
+    read_ahead_kb: str | None
+    scheduler: str | None
+    rotational: str | None
+    nr_requests: str | None
+    max_sectors_kb: str | None
+
+
+class DeviceInfo(QueueInfo, MountInfo, total=False):
+    """``device`` of a disk summary: the queue settings and the mount."""
 
 
 def _read(path: Path) -> str | None:
@@ -31,11 +58,11 @@ def _scheduler(text: str | None) -> str | None:
     return text
 
 
-def mount_of(path: Path, mountinfo: str | None = None) -> dict[str, Any]:
+def mount_of(path: Path, mountinfo: str | None = None) -> MountInfo:
     """The mount holding ``path``: mount point, filesystem type, source and options."""
     text = mountinfo if mountinfo is not None else Path("/proc/self/mountinfo").read_text()
     target = str(path.resolve())
-    best: dict[str, Any] = {}
+    best: MountInfo = {}
     for line in text.splitlines():
         pre, _, post = line.partition(" - ")
         fields = pre.split()
@@ -55,7 +82,7 @@ def mount_of(path: Path, mountinfo: str | None = None) -> dict[str, Any]:
     return best
 
 
-def queue_of(path: Path, sys_block: Path = SYS_DEV_BLOCK) -> dict[str, Any]:
+def queue_of(path: Path, sys_block: Path = SYS_DEV_BLOCK) -> QueueInfo:
     """Block queue settings of the device holding ``path`` (its parent disk for a partition)."""
     st = os.stat(path)
     dev = sys_block / f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
@@ -65,12 +92,15 @@ def queue_of(path: Path, sys_block: Path = SYS_DEV_BLOCK) -> dict[str, Any]:
     queue = real / "queue"
     if not queue.is_dir() and (real.parent / "queue").is_dir():
         queue = real.parent / "queue"  # a partition: the disk's queue
-    info: dict[str, Any] = {"device": real.name}
-    for key in QUEUE_KEYS:
-        value = _read(queue / key)
-        info[key] = _scheduler(value) if key == "scheduler" else value
-    return info
+    return {  # QUEUE_KEYS in order
+        "device": real.name,
+        "read_ahead_kb": _read(queue / "read_ahead_kb"),
+        "scheduler": _scheduler(_read(queue / "scheduler")),
+        "rotational": _read(queue / "rotational"),
+        "nr_requests": _read(queue / "nr_requests"),
+        "max_sectors_kb": _read(queue / "max_sectors_kb"),
+    }
 
 
-def describe(path: Path) -> dict[str, Any]:
-    return {**queue_of(path), **mount_of(path)}
+def describe(path: Path) -> DeviceInfo:
+    return DeviceInfo(**queue_of(path), **mount_of(path))

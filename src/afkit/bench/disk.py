@@ -11,16 +11,18 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NotRequired, TypedDict
 
 import numpy as np
 
-from afkit.bench.devinfo import describe
-from afkit.bench.intervals import IntervalCounter, Record
+from afkit.bench.devinfo import DeviceInfo, describe
+from afkit.bench.intervals import IntervalCounter
 from afkit.bench.offsets import BlockPlan, ReplayPlan, RootLikePlan
 from afkit.bench.readbench import Plan, ReadConfig, run_read
-from afkit.bench.records import JsonlWriter
+from afkit.bench.records import JsonlWriter, JsonObject
 from afkit.bench.trace import load_trace
 from afkit.bench.units import gbit_per_s
 from afkit.errors import NotFoundError, PrereqError, UsageError
@@ -41,6 +43,50 @@ class DiskConfig:
     keep: bool = False
 
 
+class DiskResult(TypedDict):
+    """One test of a disk summary's ``results``."""
+
+    test: str
+    bytes: int
+    ops: NotRequired[int]  # the read tests' keys up to status
+    seconds: float
+    gbps: float
+    iops: NotRequired[float]
+    cache_dropped: NotRequired[bool]
+    status: NotRequired[str]
+    block: NotRequired[int]  # seqwrite
+
+
+class DiskSummary(TypedDict):
+    """The summary record of ``afkit bench disk`` (``"kind": "disk"``)."""
+
+    type: str
+    kind: str
+    status: str
+    label: str
+    target: str
+    size: int
+    results: list[DiskResult]
+    device: DeviceInfo
+
+
+class DiskRatio(TypedDict):
+    test: str
+    before_gbps: float
+    after_gbps: float
+    ratio: float | None
+
+
+class Comparison(TypedDict):
+    """``afkit bench disk-compare``'s JSON line."""
+
+    type: str
+    before: str  # the labels
+    after: str
+    tests: list[DiskRatio]
+    changed_settings: dict[str, list[object]]  # device setting -> [before, after]
+
+
 def drop_cache(path: Path) -> bool:
     """Evict ``path``'s pages from the page cache; False when the kernel cannot."""
     fd = os.open(path, os.O_RDONLY)
@@ -54,7 +100,7 @@ def drop_cache(path: Path) -> bool:
         os.close(fd)
 
 
-def _seq_write(path: Path, cfg: DiskConfig, writer: JsonlWriter) -> Record:
+def _seq_write(path: Path, cfg: DiskConfig, writer: JsonlWriter) -> DiskResult:
     buf = np.random.default_rng(1).bytes(cfg.block)
     counter = IntervalCounter(lambda rec: writer.write({**rec, "test": "seqwrite"}))
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -79,7 +125,7 @@ def _seq_write(path: Path, cfg: DiskConfig, writer: JsonlWriter) -> Record:
     }
 
 
-def _read_test(name: str, path: Path, plan: Plan, cfg: DiskConfig, writer: JsonlWriter) -> Record:
+def _read_test(name: str, path: Path, plan: Plan, cfg: DiskConfig, writer: JsonlWriter) -> DiskResult:
     dropped = drop_cache(path)
     tagged = _Tagged(writer, name)
     rc = ReadConfig([str(path)], plan, duration=cfg.duration)
@@ -102,11 +148,11 @@ class _Tagged:
     def __init__(self, writer: JsonlWriter, test: str) -> None:
         self._writer, self._test = writer, test
 
-    def write(self, record: Record) -> None:
+    def write(self, record: Mapping[str, object]) -> None:
         self._writer.write({**record, "test": self._test})
 
 
-def run_disk(cfg: DiskConfig, writer: JsonlWriter) -> Record:
+def run_disk(cfg: DiskConfig, writer: JsonlWriter) -> DiskSummary:
     if not cfg.target.is_dir():
         raise NotFoundError(f"target directory '{cfg.target}' does not exist")
     if not os.access(cfg.target, os.W_OK):
@@ -121,7 +167,7 @@ def run_disk(cfg: DiskConfig, writer: JsonlWriter) -> Record:
     if "replay" in cfg.tests and cfg.trace is not None:
         trace_plan = ReplayPlan(tuple((e.offset, e.length) for e in load_trace(cfg.trace)))
     path = cfg.target / f".afkit-disk-{os.getpid()}-{int(time.time())}.bin"
-    results: list[Record] = []
+    results: list[DiskResult] = []
     try:
         results.append(_seq_write(path, cfg, writer))
         if "seqread" in cfg.tests:
@@ -151,11 +197,11 @@ def run_disk(cfg: DiskConfig, writer: JsonlWriter) -> Record:
     }
 
 
-def compare(before: Record, after: Record) -> Record:
+def compare(before: JsonObject, after: JsonObject) -> Comparison:
     """Per-test ratio after/before and the device settings that differ."""
     b = {r["test"]: r for r in before.get("results", [])}
     a = {r["test"]: r for r in after.get("results", [])}
-    tests = []
+    tests: list[DiskRatio] = []
     for name in [t for t in TESTS if t in a and t in b]:
         gb, ga = float(b[name]["gbps"]), float(a[name]["gbps"])
         tests.append(
@@ -176,7 +222,7 @@ def compare(before: Record, after: Record) -> Record:
     }
 
 
-def summary_of(records: list[Record], path: Path) -> Record:
+def summary_of(records: list[JsonObject], path: Path) -> JsonObject:
     from afkit.errors import InvalidError
 
     for rec in reversed(records):

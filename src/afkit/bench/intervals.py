@@ -15,28 +15,60 @@ module inside images that have nothing but Python.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from afkit.bench.units import gbit_per_s, mbit_per_s
 
+# The untyped record of payload.py and analysis.py (their owners type them), nothing else.
 Record = dict[str, Any]
+
+
+class IntervalRecord(TypedDict):
+    """An interval record (``"type": "interval"``) of a benchmark's JSON lines."""
+
+    type: str
+    t: float  # start of the interval, wall-clock seconds (an int for one-second intervals)
+    bytes: int
+    ops: int
+    events: NotRequired[int]  # only when the client counts events (analysis)
+    events_per_s: NotRequired[float]
+    covered: float  # the part of the interval the client ran, 0..1
+    gbps: float
+    mbps: float
+    clients: NotRequired[int]  # a summed series: how many clients contributed
+
+
+class SeriesSummary(TypedDict):
+    """Totals of a (summed) series of interval records (``series_summary``)."""
+
+    bytes: int
+    seconds: float
+    gbps: float
+    first_t: NotRequired[float]  # the keys up to peak_gbps but the steady ones: not for no intervals
+    last_t: NotRequired[float]
+    max_clients: NotRequired[int]
+    steady_seconds: int
+    steady_gbps: float
+    peak_gbps: NotRequired[float]
+    events: NotRequired[int]
+    events_per_s: NotRequired[float]
 
 
 def _interval_record(
     t: float, nbytes: int, ops: int, events: int, covered: float, width: float = 1.0
-) -> Record:
+) -> IntervalRecord:
     covered = round(min(max(covered, 0.0), 1.0), 6)
     seconds = covered * width
-    rec: Record = {"type": "interval", "t": t, "bytes": nbytes, "ops": ops}
-    if events:
-        rec["events"] = events
-        rec["events_per_s"] = round(events / seconds, 3) if seconds > 0 else 0.0
-    rec["covered"] = covered
-    rec["gbps"] = round(gbit_per_s(nbytes, seconds), 6)
-    rec["mbps"] = round(mbit_per_s(nbytes, seconds), 3)
-    return rec
+    gbps = round(gbit_per_s(nbytes, seconds), 6)
+    mbps = round(mbit_per_s(nbytes, seconds), 3)
+    if not events:
+        return {"type": "interval", "t": t, "bytes": nbytes, "ops": ops, "covered": covered,
+                "gbps": gbps, "mbps": mbps}  # fmt: skip
+    per_s = round(events / seconds, 3) if seconds > 0 else 0.0
+    return {"type": "interval", "t": t, "bytes": nbytes, "ops": ops, "events": events,
+            "events_per_s": per_s, "covered": covered, "gbps": gbps, "mbps": mbps}  # fmt: skip
 
 
 def interval_start(index: int, width: float) -> float:
@@ -52,10 +84,10 @@ class IntervalCounter:
     ``width``: the length of an interval in seconds (module docstring).
     """
 
-    emit: Callable[[Record], None]
+    emit: Callable[[IntervalRecord], None]
     start: float = 0.0
     end: float = 0.0
-    records: list[Record] = field(default_factory=list)
+    records: list[IntervalRecord] = field(default_factory=list)
     width: float = 1.0
     _sec: int = 0  # index of the current interval (the second itself when width is 1)
     _next: float = 0.0  # start of the next second
@@ -127,7 +159,7 @@ class IntervalCounter:
         return max(self.end - self.start, 0.0)
 
 
-def sum_series(series: Iterable[Iterable[Record]], width: float = 1.0) -> list[Record]:
+def sum_series(series: Iterable[Iterable[Mapping[str, object]]], width: float = 1.0) -> list[IntervalRecord]:
     """Sum several clients' interval records second by second (aligned on ``t``).
 
     Clients that start late or end early simply contribute to fewer seconds; ``clients`` says
@@ -139,12 +171,14 @@ def sum_series(series: Iterable[Iterable[Record]], width: float = 1.0) -> list[R
         for rec in records:
             if rec.get("type") != "interval":
                 continue
-            slot = acc.setdefault(rec["t"], {"bytes": 0, "ops": 0, "events": 0, "clients": 0, "covered": 0.0})
-            slot["bytes"] += int(rec["bytes"])
-            slot["ops"] += int(rec.get("ops", 0))
-            slot["events"] += int(rec.get("events", 0))
-            slot["clients"] += int(rec.get("clients", 1))
-            slot["covered"] = max(slot["covered"], float(rec.get("covered", 1.0)))
+            slot = acc.setdefault(
+                _num(rec["t"]), {"bytes": 0, "ops": 0, "events": 0, "clients": 0, "covered": 0.0}
+            )
+            slot["bytes"] += int(_num(rec["bytes"]))
+            slot["ops"] += int(_num(rec.get("ops", 0)))
+            slot["events"] += int(_num(rec.get("events", 0)))
+            slot["clients"] += int(_num(rec.get("clients", 1)))
+            slot["covered"] = max(slot["covered"], float(_num(rec.get("covered", 1.0))))
     out = []
     for t in sorted(acc):
         slot = acc[t]
@@ -156,7 +190,14 @@ def sum_series(series: Iterable[Iterable[Record]], width: float = 1.0) -> list[R
     return out
 
 
-def series_summary(records: list[Record]) -> Record:
+def _num(value: object) -> float:
+    """A number of an interval record read back from JSON; ValueError for anything else."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError(f"an interval record holds {value!r} where a number belongs")
+    return float(value) if isinstance(value, str) else value
+
+
+def series_summary(records: list[IntervalRecord]) -> SeriesSummary:
     """Totals of a (summed) series: bytes, span, mean rate, and the steady-state rate.
 
     The steady state is every full second (``covered == 1``) in which the largest number of
@@ -165,13 +206,13 @@ def series_summary(records: list[Record]) -> Record:
     intervals = [r for r in records if r.get("type") == "interval"]
     if not intervals:
         return {"bytes": 0, "seconds": 0.0, "gbps": 0.0, "steady_seconds": 0, "steady_gbps": 0.0}
-    total = sum(int(r["bytes"]) for r in intervals)
-    events = sum(int(r.get("events", 0)) for r in intervals)
-    seconds = sum(float(r.get("covered", 1.0)) for r in intervals)
-    top = max(int(r.get("clients", 1)) for r in intervals)
-    steady = [r for r in intervals if int(r.get("clients", 1)) == top and float(r.get("covered", 1)) >= 1.0]
-    steady_bytes = sum(int(r["bytes"]) for r in steady)
-    out: Record = {
+    total = sum(r["bytes"] for r in intervals)
+    events = sum(r.get("events", 0) for r in intervals)
+    seconds = sum(r["covered"] for r in intervals)
+    top = max(r.get("clients", 1) for r in intervals)
+    steady = [r for r in intervals if r.get("clients", 1) == top and r["covered"] >= 1.0]
+    steady_bytes = sum(r["bytes"] for r in steady)
+    out: SeriesSummary = {
         "bytes": total,
         "seconds": round(seconds, 6),
         "gbps": round(gbit_per_s(total, seconds), 6),
@@ -180,7 +221,7 @@ def series_summary(records: list[Record]) -> Record:
         "max_clients": top,
         "steady_seconds": len(steady),
         "steady_gbps": round(gbit_per_s(steady_bytes, len(steady)), 6),
-        "peak_gbps": max(float(r["gbps"]) for r in intervals),
+        "peak_gbps": max(r["gbps"] for r in intervals),
     }
     if events:
         out["events"] = events

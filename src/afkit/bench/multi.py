@@ -14,14 +14,14 @@ from __future__ import annotations
 import multiprocessing
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
-from afkit.bench.intervals import Record, series_summary, sum_series
-from afkit.bench.readbench import ReadConfig, run_read
-from afkit.bench.records import JsonlWriter, provenance, read_jsonl
+from afkit.bench.intervals import Record, SeriesSummary, series_summary, sum_series
+from afkit.bench.readbench import ReadConfig, ReadSummary, run_read
+from afkit.bench.records import JsonlWriter, JsonObject, Provenance, provenance, read_jsonl
 from afkit.bench.sources import ReadError
 from afkit.errors import AfkitError, ExitCode, UsageError
 
@@ -29,6 +29,27 @@ if TYPE_CHECKING:
     from afkit.bench.analysis import AnalysisConfig
 
 BARRIER_TIMEOUT = 120.0
+
+# A client's summary: the read benchmark's, or the analysis benchmark's (untyped in analysis.py)
+ClientSummary = ReadSummary | Record
+
+
+class SumExtra(TypedDict, total=False):
+    """What the command adds to the summed summary: the clients (multi) and the provenance."""
+
+    clients: int
+    clients_ok: int
+    client_bytes: list[int]
+    client_events: list[int]
+    provenance: Provenance
+
+
+class SumSummary(SeriesSummary, SumExtra):
+    """The last record of sum.jsonl (``afkit bench multi``, ``multi-analysis``, ``merge``)."""
+
+    type: str
+    kind: str
+    inputs: list[str]  # the per-client files summed
 
 
 def split_files(files: list[str], clients: int) -> list[list[str]]:
@@ -49,7 +70,15 @@ def client_path(outdir: Path, index: int) -> Path:
     return outdir / f"client-{index:03d}.jsonl"
 
 
-def run_client(cfg: ReadConfig | AnalysisConfig, writer: JsonlWriter, wait: Callable[[], None]) -> Record:
+def client_events(summary: Mapping[str, object]) -> int:
+    """The events a client counted: an analysis client's summary has them, a read client's not."""
+    events = summary.get("events", 0)
+    return events if isinstance(events, int) else 0
+
+
+def run_client(
+    cfg: ReadConfig | AnalysisConfig, writer: JsonlWriter, wait: Callable[[], None]
+) -> ClientSummary:
     """One client: the read or the analysis benchmark, measuring once WAIT returns."""
     if isinstance(cfg, ReadConfig):
         return run_read(cfg, writer, barrier=wait)
@@ -85,8 +114,8 @@ def _client_main(index: int, cfg: ReadConfig | AnalysisConfig, path: str, barrie
     sys.exit(0 if summary["status"] == "ok" else int(ExitCode.FAILURE))
 
 
-def run_multi(configs: list[ReadConfig] | list[AnalysisConfig], outdir: Path) -> tuple[int, list[Record]]:
-    """Run one process per config; return (exit code, per-client summaries)."""
+def run_multi(configs: list[ReadConfig] | list[AnalysisConfig], outdir: Path) -> tuple[int, list[JsonObject]]:
+    """Run one process per config; return (exit code, per-client summaries as read back)."""
     outdir.mkdir(parents=True, exist_ok=True)
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(len(configs))
@@ -100,7 +129,7 @@ def run_multi(configs: list[ReadConfig] | list[AnalysisConfig], outdir: Path) ->
         proc.join()
         codes.append(proc.exitcode or 0)
     failed = [c for c in codes if c != 0]
-    summaries: list[dict[str, Any]] = []
+    summaries: list[JsonObject] = []
     for i in range(len(configs)):
         path = client_path(outdir, i)
         if path.is_file():
@@ -110,7 +139,7 @@ def run_multi(configs: list[ReadConfig] | list[AnalysisConfig], outdir: Path) ->
     return code, summaries
 
 
-def run_threads(configs: Sequence[ReadConfig | AnalysisConfig], outdir: Path) -> list[Record]:
+def run_threads(configs: Sequence[ReadConfig | AnalysisConfig], outdir: Path) -> list[ClientSummary]:
     """Run one client thread per config, released together, into ``OUTDIR/client-NNN.jsonl``;
     return their summaries. The first real failure (not a client's knock-on "another client
     failed before the start") is raised, a failed read as ReadError."""
@@ -120,7 +149,7 @@ def run_threads(configs: Sequence[ReadConfig | AnalysisConfig], outdir: Path) ->
     def wait() -> None:
         barrier.wait(BARRIER_TIMEOUT)
 
-    def client(index: int) -> Record:
+    def client(index: int) -> ClientSummary:
         try:
             with JsonlWriter(client_path(outdir, index)) as writer:
                 summary = run_client(configs[index], writer, wait)
@@ -142,12 +171,13 @@ def run_threads(configs: Sequence[ReadConfig | AnalysisConfig], outdir: Path) ->
     return summaries
 
 
-def write_sum(outputs: list[Path], dest: Path, kind: str, extra: dict[str, Any]) -> Record:
+def write_sum(outputs: list[Path], dest: Path, kind: str, extra: SumExtra) -> SumSummary:
     """Sum the interval records of ``outputs`` into ``dest`` (intervals, then one summary)."""
     series = [read_jsonl(p) for p in outputs]
     summed = sum_series(series)
-    summary: Record = {"type": "summary", "kind": kind, **series_summary(summed), **extra}
-    summary["inputs"] = [str(p) for p in outputs]
+    summary = SumSummary(
+        type="summary", kind=kind, **series_summary(summed), **extra, inputs=[str(p) for p in outputs]
+    )
     with JsonlWriter(dest) as out:
         for rec in summed:
             out.write(rec)
@@ -161,7 +191,7 @@ def run_clients(
     *,
     no_monitor: bool,
     kind: str,
-    args: dict[str, Any],
+    args: dict[str, object],
 ) -> int:
     """Run the clients with a host monitor, then write ``OUTDIR/sum.jsonl``; return the exit code."""
     from afkit.bench.monitor import HostMonitor
@@ -179,7 +209,7 @@ def run_clients(
             "clients": len(configs),
             "clients_ok": sum(1 for s in summaries if s.get("status") == "ok"),
             "client_bytes": [s.get("bytes", 0) for s in summaries],
-            "client_events": [s.get("events", 0) for s in summaries],
+            "client_events": [client_events(s) for s in summaries],
             "provenance": provenance(args),
         },
     )

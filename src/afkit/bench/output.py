@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
 
 from afkit.bench.monitor import HostMonitor, monitor_path_for
-from afkit.bench.records import JsonlWriter, Record, provenance
+from afkit.bench.records import JsonlWriter, provenance
 from afkit.errors import AfkitError, ExitCode
 
 
@@ -24,11 +23,11 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--no-monitor", action="store_true", help="do not sample the host")
 
 
-def public_args(args: argparse.Namespace) -> dict[str, Any]:
+def public_args(args: argparse.Namespace) -> dict[str, object]:
     return {k: v for k, v in vars(args).items() if k != "func" and not callable(v)}
 
 
-def run_benchmark(args: argparse.Namespace, body: Callable[[JsonlWriter], Record]) -> int:
+def run_benchmark(args: argparse.Namespace, body: Callable[[JsonlWriter], Mapping[str, object]]) -> int:
     """Open the output and monitor, run ``body``, append the summary with provenance.
 
     A body that fails with a ``ReadError``-like error after measuring still gets its summary
@@ -40,10 +39,10 @@ def run_benchmark(args: argparse.Namespace, body: Callable[[JsonlWriter], Record
     try:
         with HostMonitor(mon_path) as mon:
             summary = body(writer)
-        summary["provenance"] = provenance(public_args(args))
+        stamps: dict[str, object] = {"provenance": provenance(public_args(args))}
         if mon_path is not None:
-            summary["monitor"] = {"file": str(mon_path), "samples": mon.samples}
-        writer.write(summary)
+            stamps["monitor"] = {"file": str(mon_path), "samples": mon.samples}
+        writer.write({**summary, **stamps})
     except AfkitError:
         writer.discard()
         raise

@@ -28,8 +28,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from afkit.bench.intervals import Record, sum_series
-from afkit.bench.multi import client_path, run_threads
+from afkit.bench.intervals import IntervalRecord, Record, sum_series
+from afkit.bench.multi import client_events, client_path, run_threads
 from afkit.bench.offsets import BlockPlan, parse_stride
 from afkit.bench.readbench import ReadConfig
 from afkit.bench.records import read_jsonl
@@ -56,7 +56,7 @@ def client_config(spec: dict[str, Any], urls: list[str], width: float) -> ReadCo
 
 def builtin(
     spec: dict[str, Any], inputs: list[str], out_dir: Path, width: float
-) -> tuple[list[Record], Record]:
+) -> tuple[list[IntervalRecord], Record]:
     """(summed interval records, totals) of the builtin payload's client threads."""
     n = int(spec["clients"])
     configs = [
@@ -66,7 +66,7 @@ def builtin(
     series = sum_series((read_jsonl(client_path(out_dir, k)) for k in range(n)), width)
     totals = {
         "bytes": sum(int(s["bytes"]) for s in summaries),
-        "events": sum(int(s.get("events", 0)) for s in summaries),
+        "events": sum(client_events(s) for s in summaries),
     }
     return series, totals
 
@@ -136,7 +136,9 @@ def afkit_bench(spec: dict[str, Any], inputs: list[str], out_dir: Path) -> tuple
     return records, summary
 
 
-def job_intervals(records: list[Record], width: float, start: float, end: float) -> list[Record]:
+def job_intervals(
+    records: list[IntervalRecord] | list[Record], width: float, start: float, end: float
+) -> list[Record]:
     """The job record's intervals from interval records of WIDTH seconds (processing START..END)."""
     out = []
     for rec in records:
@@ -169,6 +171,7 @@ def process(spec: dict[str, Any], inputs: list[str], out_dir: Path) -> dict[str,
     out: dict[str, Any] = {}
     bench = spec.get("payload") == "afkit-bench"
     width = 1.0 if bench else float(spec["interval"])
+    records: list[IntervalRecord] | list[Record]
     try:
         if bench:
             records, summary = afkit_bench(spec, inputs, out_dir)

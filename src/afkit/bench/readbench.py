@@ -12,11 +12,11 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NotRequired, Protocol, TypedDict
 
-from afkit.bench.intervals import IntervalCounter, Record
+from afkit.bench.intervals import IntervalCounter
 from afkit.bench.offsets import BlockPlan, Request
-from afkit.bench.records import JsonlWriter, utc_iso
+from afkit.bench.records import JsonlWriter, Provenance, utc_iso
 from afkit.bench.sources import ReadError, Source, is_xrootd_url, open_source
 from afkit.bench.units import gbit_per_s, human_bytes
 
@@ -33,9 +33,46 @@ class ReadConfig:
     reconnect_timeout: float = 10.0
     trace_out: Path | None = None
     drop_cache: bool = False
-    args: dict[str, Any] = field(default_factory=dict)
+    args: dict[str, object] = field(default_factory=dict)  # the command's options, for provenance
     repeat: bool = False  # read the files over and over until `duration` (campaign read jobs)
     interval: float = 1.0  # seconds per interval record
+
+
+class GapRecord(TypedDict):
+    """A read that failed and how long the file was away (``"type": "gap"``)."""
+
+    type: str
+    t: float  # when the read failed
+    seconds: float
+    url: str
+    recovered: bool
+
+
+class FileRead(TypedDict):
+    url: str
+    size: int
+    bytes_read: int
+
+
+class ReadSummary(TypedDict):
+    """The summary record of the read benchmark (``"kind": "read"``)."""
+
+    type: str
+    kind: str
+    status: str  # ok or failed
+    ended_by: str  # end-of-data, duration or error
+    bytes: int
+    ops: int
+    seconds: float
+    gbps: float
+    start: str
+    end: str
+    open_seconds: float
+    files: list[FileRead]
+    gaps: list[GapRecord]
+    error: NotRequired[str]  # a failed run: why
+    client: NotRequired[int]  # one of several clients (afkit bench multi): its index
+    provenance: NotRequired[Provenance]
 
 
 @dataclass
@@ -73,7 +110,7 @@ def run_read(
     *,
     barrier: Callable[[], None] | None = None,
     opener: Callable[[str], Source] = open_source,
-) -> Record:
+) -> ReadSummary:
     """Run the benchmark, writing interval records as they finish; return the summary."""
     files = [_FileState(url) for url in cfg.urls]
     t_open = time.time()
@@ -97,7 +134,7 @@ def run_read(
         barrier()
     counter = IntervalCounter(writer.write, width=cfg.interval)
     trace: list[tuple[float, int, int]] = []
-    errors: list[Record] = []
+    errors: list[GapRecord] = []
     ended_by = "end-of-data"
     now = time.time()
     counter.begin(now)
@@ -119,7 +156,7 @@ def run_read(
         for state in files:
             if state.source is not None:
                 state.source.close()
-    summary: Record = {
+    summary: ReadSummary = {
         "type": "summary",
         "kind": "read",
         "status": "failed" if failure else "ok",
@@ -167,7 +204,7 @@ def _read_file(
     cfg: ReadConfig,
     counter: IntervalCounter,
     writer: JsonlWriter,
-    errors: list[Record],
+    errors: list[GapRecord],
     trace: list[tuple[float, int, int]] | None,
     deadline: float,
     opener: Callable[[str], Source],
@@ -208,7 +245,7 @@ def _recover(
     cfg: ReadConfig,
     counter: IntervalCounter,
     writer: JsonlWriter,
-    errors: list[Record],
+    errors: list[GapRecord],
     opener: Callable[[str], Source],
 ) -> int:
     """Record the failure, reopen the file and retry ``request``; re-raise if it stays down."""
@@ -218,7 +255,7 @@ def _recover(
         writer.write({"type": "error", "t": round(t_err, 3), "url": state.url, "message": str(err)})
         print(f"afkit bench: {err}; reconnecting", file=sys.stderr)
         back = _reconnect(state, cfg.reconnect_timeout, opener)
-        gap = {
+        gap: GapRecord = {
             "type": "gap",
             "t": round(t_err, 3),
             "seconds": round(time.time() - t_err, 3),

@@ -8,16 +8,32 @@ import platform
 import socket
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, Any, TypedDict
 
 from afkit import __version__
 
-Record = dict[str, Any]
+# A JSON object read back from a result file: json.loads gives it, nothing has checked its keys
+# (the reader picks records by their "type" and converts the values it uses).
+JsonObject = dict[str, Any]
 
 
-def provenance(args: dict[str, Any] | None = None) -> Record:
+class Provenance(TypedDict):
+    """``provenance`` of every summary record."""
+
+    host: str
+    afkit_version: str
+    python: str
+    platform: str
+    pid: int
+    argv: list[str]
+    args: dict[str, object]  # the command's options (afkit.bench.output.public_args)
+    container: str | None
+
+
+def provenance(args: dict[str, object] | None = None) -> Provenance:
     """Who measured what, where and with which software."""
     return {
         "host": socket.gethostname(),
@@ -66,7 +82,7 @@ class JsonlWriter:
             self._tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.part")
             self._fh = self._tmp.open("w", encoding="utf-8")
 
-    def write(self, record: Record) -> None:
+    def write(self, record: Mapping[str, object]) -> None:
         self._fh.write(json.dumps(record, separators=(",", ":"), default=_plain) + "\n")
         self._fh.flush()
 
@@ -96,7 +112,7 @@ class JsonlWriter:
         self.close()
 
 
-def read_jsonl(path: Path) -> list[Record]:
+def read_jsonl(path: Path) -> list[JsonObject]:
     from afkit.errors import InvalidError, NotFoundError
 
     if not path.is_file():

@@ -28,8 +28,9 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import jinja2
 
@@ -48,7 +49,7 @@ REGISTRY_PORT = 5000
 SITE_CPUS = 2  # slots (HTCondor) and CPUs (SLURM) per site: two jobs at once
 SITE_MEMORY_MB = 2048
 START_TIMEOUT = 90.0
-Log = Any
+Log = Callable[[str], object]  # where progress lines go (print, or nothing)
 
 
 def render(name: str, **values: Any) -> str:
@@ -337,7 +338,29 @@ def registry_up(root: Path) -> None:
 # ---------------------------------------------------------------- all of it
 
 
-def up(fed: Federation, root: Path, log: Log = print) -> dict[str, Any]:
+class SiteWorkers(TypedDict):
+    """How a job asks for SITE's batch workers (state.json ``workers``)."""
+
+    htcondor_requirements: str
+    slurm_partition: str
+    slurm_node: str
+
+
+class Workers(TypedDict):
+    """The batch part of state.json: the image registry and every site's workers."""
+
+    registry: str
+    workers: dict[str, SiteWorkers]
+
+
+class WorkerStatus(TypedDict):
+    """A site's workers as ``afkit federation status`` prints them."""
+
+    htcondor_slots: list[dict[str, str]]
+    slurm_node: str
+
+
+def up(fed: Federation, root: Path, log: Log = print) -> Workers:
     """Start the sites' workers and the registry; return what clients need (for state.json)."""
     registry_up(root)
     pool_up(log)
@@ -348,7 +371,7 @@ def up(fed: Federation, root: Path, log: Log = print) -> dict[str, Any]:
     return describe(fed)
 
 
-def describe(fed: Federation) -> dict[str, Any]:
+def describe(fed: Federation) -> Workers:
     return {
         "registry": registry_address(),
         "workers": {
@@ -370,7 +393,7 @@ def down(fed: Federation, root: Path) -> None:
     dmn.stop(_registry_files(root))
 
 
-def status(fed: Federation) -> dict[str, Any]:
+def status(fed: Federation) -> dict[str, WorkerStatus]:
     return {
         s.name: {"htcondor_slots": site_slots(s.name), "slurm_node": node_state(s)}
         for s in fed.sites.values()

@@ -76,8 +76,8 @@ def cmd_link(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _attrs(pairs: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _attrs(pairs: list[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep:
@@ -94,7 +94,7 @@ def cmd_toxic(args: argparse.Namespace) -> int:
     if args.action == "add":
         if not args.type:
             raise UsageError("toxic add needs --type (latency, bandwidth, reset_peer, timeout, ...)")
-        toxic = {"name": args.name or args.type, "type": args.type, "stream": args.stream,
+        toxic: toxiproxy.Toxic = {"name": args.name or args.type, "type": args.type, "stream": args.stream,
                  "attributes": _attrs(args.attr or [])}  # fmt: skip
         print(json.dumps(toxiproxy.add_toxic(site, toxic)))
     elif args.action == "remove":

@@ -14,7 +14,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from afkit.atomic import write_atomic
 from afkit.errors import AfkitError, PrereqError, UnsafeError
@@ -44,9 +44,39 @@ def cache_url(site: Site, scenario: str) -> str:
     return f"root://{site.address}:{entry_port(SCENARIOS[scenario], ORIGIN_PORT)}"
 
 
-def describe(fed: Federation) -> dict[str, Any]:
+class SiteState(TypedDict):
+    """One site in state.json ``sites``."""
+
+    index: int
+    namespace: str
+    address: str
+    gateway: str
+    rate_mbit: float
+    latency_ms: float
+    storage_url: str
+    local_url: str
+    data: str
+    caches: dict[str, str]  # scenario -> its URL
+    cache_origin: str | None
+
+
+class Clients(TypedDict):
+    """What clients need of the federation (``describe``)."""
+
+    links: str
+    wan_namespace: str
+    submit_address: str
+    toxiproxy_api: str
+    sites: dict[str, SiteState]
+
+
+class State(Clients, batch.Workers):
+    """state.json of the running federation (``afkit federation urls`` prints it)."""
+
+
+def describe(fed: Federation) -> Clients:
     """What clients need: per site its address, storage URLs, caches and data directory."""
-    sites = {}
+    sites: dict[str, SiteState] = {}
     for s in fed.sites.values():
         sites[s.name] = {
             "index": s.index,
@@ -149,14 +179,14 @@ def start_toxiproxy(fed: Federation, timeout: float = 20) -> int:
     return proc.pid
 
 
-def up(fed: Federation, log: Any = print) -> dict[str, Any]:
+def up(fed: Federation, log: batch.Log = print) -> State:
     """Create everything; on failure, tear down what was made and re-raise."""
     if os.geteuid() != 0:
         raise PrereqError(
             "the federation needs root (network namespaces)", hint="run inside the testbed as root"
         )
     if state_file().is_file() and WAN_NS in net.namespaces():
-        state: dict[str, Any] = json.loads(state_file().read_text())
+        state: State = json.loads(state_file().read_text())
         if Path(state["links"]).resolve() != fed.source.resolve():
             raise UnsafeError(
                 f"the federation is up with {state['links']}, not {fed.source}",
@@ -180,12 +210,12 @@ def up(fed: Federation, log: Any = print) -> dict[str, Any]:
     except BaseException:
         down(fed, log=lambda *_: None)
         raise
-    state = {**describe(fed), **workers}
+    state = State(**describe(fed), **workers)
     write_atomic(state_file(), json.dumps(state, indent=1))
     return state
 
 
-def down(fed: Federation, log: Any = print) -> None:
+def down(fed: Federation, log: batch.Log = print) -> None:
     state_file().unlink(missing_ok=True)
     present = set(net.namespaces())
     batch.down(fed, root_dir())  # before the namespaces go: the daemons run in them
@@ -199,8 +229,8 @@ def down(fed: Federation, log: Any = print) -> None:
     log("afkit federation: down")
 
 
-def load_state() -> dict[str, Any]:
+def load_state() -> State:
     if not state_file().is_file():
         raise PrereqError("the federation is not up", hint="scripts/testbed federation up")
-    state: dict[str, Any] = json.loads(state_file().read_text())
+    state: State = json.loads(state_file().read_text())
     return state

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
 
 from matplotlib.figure import Figure
 
 from afkit.atomic import atomic_path
 from afkit.federation import net
 from afkit.federation.links import Federation
+from afkit.federation.measure import MeasuredRead, Measurement
 
 
 def draw(fed: Federation, output: Path) -> Path:
@@ -83,7 +83,7 @@ def draw(fed: Federation, output: Path) -> Path:
 MARKER_MEANINGS = ((True, "cold read (not in the cache yet)"), (False, "warm read (cached) or no cache"))
 
 
-def rates_figure(result: dict[str, Any]) -> Figure:
+def rates_figure(result: Measurement) -> Figure:
     """Gbit/s over time of ``afkit federation measure``'s reads (its ``timeline``s), one colour per
     site and cache scenario (same-site, remote no-cache, then each cache cold and warm: hollow
     markers for the cold read, filled for the warm one; each read its own line), the WAN link rate
@@ -93,7 +93,7 @@ def rates_figure(result: dict[str, Any]) -> Figure:
 
     fig = new_figure(8, 6)
     ax = fig.subplots()
-    lines: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    lines: dict[tuple[str, str], list[MeasuredRead]] = {}
     for row in result["rows"]:
         lines.setdefault((row["site"], row["scenario"]), []).append(row)
     for i, ((site, scenario), reads) in enumerate(lines.items()):
@@ -119,7 +119,7 @@ def rates_figure(result: dict[str, Any]) -> Figure:
     return fig
 
 
-def draw_rates(result: dict[str, Any], output: Path) -> Path:
+def draw_rates(result: Measurement, output: Path) -> Path:
     from afkit.campaign.figures import save
 
     save(rates_figure(result), output)

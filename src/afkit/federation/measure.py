@@ -15,11 +15,44 @@ import subprocess
 import sys
 import time
 import uuid
-from typing import Any
+from typing import TypedDict
 
+from afkit.bench.intervals import IntervalRecord
+from afkit.bench.readbench import ReadSummary
 from afkit.errors import AfkitError, PrereqError
 from afkit.federation import control, net
 from afkit.federation.links import Federation, Site
+
+
+class ReadOutput(ReadSummary):
+    """``afkit bench read``'s output: its summary record, its interval records added."""
+
+    intervals: list[IntervalRecord]
+
+
+class MeasuredRead(TypedDict):
+    """A row of ``afkit federation measure --json``."""
+
+    read: str
+    scenario: str
+    phase: str
+    site: str
+    url: str
+    gbps: float
+    seconds: float
+    bytes: int
+    vs_wan: float
+    timeline: list[list[float]]  # [seconds since the first read, Gbit/s] per interval
+
+
+class Measurement(TypedDict):
+    """``afkit federation measure --json``."""
+
+    wan_gbps: float
+    size: int
+    reader: str
+    storage: str
+    rows: list[MeasuredRead]
 
 
 def reader(fed: Federation) -> Site:
@@ -31,7 +64,7 @@ def reader(fed: Federation) -> Site:
     return site
 
 
-def bench_read(site: str, url: str) -> dict[str, Any]:
+def bench_read(site: str, url: str) -> ReadOutput:
     """``afkit bench read URL`` in SITE's namespace: its summary, with its interval records as
     ``intervals``."""
     cmd = net.in_ns(site, sys.executable, "-m", "afkit", "bench", "read", "--no-monitor", url)
@@ -42,11 +75,11 @@ def bench_read(site: str, url: str) -> dict[str, Any]:
     return summary
 
 
-def parse_read(stdout: str) -> dict[str, Any] | None:
+def parse_read(stdout: str) -> ReadOutput | None:
     """The summary record of ``afkit bench read``'s JSON lines, its interval records added as
     ``intervals``; None without a summary."""
     lines = [json.loads(x) for x in stdout.splitlines() if x.startswith("{")]
-    summary: dict[str, Any] | None = next((r for r in lines if r.get("type") == "summary"), None)
+    summary: ReadOutput | None = next((r for r in lines if r.get("type") == "summary"), None)
     if summary is not None:
         summary["intervals"] = [r for r in lines if r.get("type") == "interval"]
     return summary
@@ -61,7 +94,7 @@ def _epoch(stamp: str) -> float:
 MIN_PART = 0.25
 
 
-def timeline(summary: dict[str, Any], t0: float) -> list[list[float]]:
+def timeline(summary: ReadOutput, t0: float) -> list[list[float]]:
     """[seconds since T0, Gbit/s] per interval of a read: each interval (a wall-clock second,
     its bytes over the part of it the read ran) placed at the middle of that part; a first or
     last part shorter than MIN_PART joins the interval next to it."""
@@ -80,7 +113,7 @@ def timeline(summary: dict[str, Any], t0: float) -> list[list[float]]:
             for lo, hi, nbytes, sec in parts]  # fmt: skip
 
 
-def measure(fed: Federation, size: int) -> dict[str, Any]:
+def measure(fed: Federation, size: int) -> Measurement:
     client = reader(fed)
     home = fed.site(client.cache_origin or "")
     wan_gbps = min(client.link.rate_bit, home.link.rate_bit) / 1e9
@@ -92,7 +125,7 @@ def measure(fed: Federation, size: int) -> dict[str, Any]:
     net.run(gen)
     shutil.chown(outdir, "xrootd", "xrootd")
     files = sorted(p.name for p in outdir.iterdir())
-    rows: list[dict[str, Any]] = []
+    rows: list[MeasuredRead] = []
     t0 = time.time()
 
     def row(scenario: str, phase: str, site: str, url: str) -> None:
@@ -114,7 +147,7 @@ def measure(fed: Federation, size: int) -> dict[str, Any]:
     return {"wan_gbps": wan_gbps, "size": size, "reader": client.name, "storage": home.name, "rows": rows}
 
 
-def table(result: dict[str, Any]) -> str:
+def table(result: Measurement) -> str:
     lines = [
         f"reads of {result['size'] >> 20} MiB files of {result['storage']}'s storage; "
         f"WAN link {result['wan_gbps'] * 1000:g} Mbit/s",

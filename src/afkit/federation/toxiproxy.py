@@ -16,7 +16,7 @@ import shutil
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from afkit.errors import AfkitError, PrereqError
 from afkit.federation.links import GATEWAY, ORIGIN_PORT, SUBNET, TOXIPROXY_API_PORT, Federation, Site
@@ -53,7 +53,25 @@ def proxy_name(site: Site) -> str:
     return f"{site.name}-storage"
 
 
-def proxies(fed: Federation) -> list[dict[str, Any]]:
+class Proxy(TypedDict):
+    """A proxy as ``POST /populate`` takes it (and proxies.json, toxiproxy's -config, holds it)."""
+
+    name: str
+    listen: str
+    upstream: str
+    enabled: bool
+
+
+class Toxic(TypedDict):
+    """A toxic as ``POST /proxies/NAME/toxics`` takes it."""
+
+    name: str
+    type: str
+    stream: str  # downstream or upstream
+    attributes: dict[str, int]  # e.g. latency, jitter (ms), rate (KB/s), timeout (ms)
+
+
+def proxies(fed: Federation) -> list[Proxy]:
     """One proxy per site: the site's WAN address -> the site's origin."""
     return [
         {
@@ -66,7 +84,7 @@ def proxies(fed: Federation) -> list[dict[str, Any]]:
     ]
 
 
-def latency_toxic(site: Site) -> dict[str, Any]:
+def latency_toxic(site: Site) -> Toxic:
     return {
         "name": LATENCY_TOXIC,
         "type": "latency",
@@ -75,7 +93,7 @@ def latency_toxic(site: Site) -> dict[str, Any]:
     }
 
 
-def request(method: str, path: str, body: Any = None, timeout: float = 10) -> Any:
+def request(method: str, path: str, body: object = None, timeout: float = 10) -> Any:
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(api_url() + path, data=data, method=method)
     req.add_header("Content-Type", "application/json")
@@ -111,7 +129,7 @@ def reset_site(site: Site) -> None:
         request("POST", f"/proxies/{name}/toxics", latency_toxic(site))
 
 
-def add_toxic(site: Site, toxic: dict[str, Any]) -> Any:
+def add_toxic(site: Site, toxic: Toxic) -> Any:
     return request("POST", f"/proxies/{proxy_name(site)}/toxics", toxic)
 
 

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, TypedDict
 
 from afkit import __version__
 from afkit.atomic import write_atomic
@@ -26,7 +26,7 @@ from afkit.errors import AfkitError, ExitCode, InvalidError, UsageError
 from afkit.image import apptainer, layers, narrow, render, stage, tags, validate, workdir
 from afkit.image import plan as planning
 from afkit.image import profile as profiles
-from afkit.image.model import PROOF_PATH, PROOF_SOURCE, Resolution
+from afkit.image.model import PROOF_PATH, PROOF_SOURCE, ImageInfo, Resolution
 from afkit.image.resolve import image_root, resolve
 from afkit.image.store import Store
 
@@ -59,12 +59,21 @@ def closure_digest(res: Resolution, plan: stage.Plan) -> str:
     return digest.hexdigest()
 
 
-def image_info(profile: profiles.Profile, res: Resolution, stats: stage.Stats) -> dict[str, Any]:
+def image_info(profile: profiles.Profile, res: Resolution, stats: stage.Stats) -> ImageInfo:
     return {
         "afkit": __version__,
         **res.to_json(),
         "required": list(profile.env_required),
-        "proof": [asdict(p) for p in profile.proof],
+        "proof": [
+            {
+                "name": p.name,
+                "command": list(p.command),
+                "optional": p.optional,
+                "expect": p.expect,
+                "applies_if": p.applies_if,
+            }
+            for p in profile.proof
+        ],
         "elf": stats.elf,
     }
 
@@ -222,9 +231,19 @@ class Narrowing:
     compression: str | None
 
 
-def build_narrowed(
-    n: Narrowing, full_sif: Path, user_commands: list[str], closure_sha: str
-) -> dict[str, Any]:
+class NarrowedInfo(TypedDict):
+    """``narrow`` in the build manifest NAME.json: the narrowed image beside the full one."""
+
+    sif: str
+    sif_bytes: int
+    full_sif_bytes: int
+    files: int
+    bytes: int
+    commands: list[str]
+    spec: str
+
+
+def build_narrowed(n: Narrowing, full_sif: Path, user_commands: list[str], closure_sha: str) -> NarrowedInfo:
     """Trace the proofs and USER_COMMANDS in FULL_SIF, build NAME.narrow.sif from the files they
     opened, rerun them there; InvalidError (exit 6) when any result differs."""
     image_root = f"/cvmfs/{n.profile.repository}"
@@ -296,7 +315,7 @@ def build_narrowed(
     }
 
 
-def write_info(tree: Path, info: dict[str, Any]) -> None:
+def write_info(tree: Path, info: ImageInfo) -> None:
     """TREE/.afkit: image.json (INFO_PATH) and the validation proofs' files (PROOF_PATH)."""
     (tree / ".afkit").mkdir()
     (tree / ".afkit" / "image.json").write_text(json.dumps(info, indent=1, sort_keys=True) + "\n")

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import jsonschema
 import yaml
@@ -18,6 +18,74 @@ from afkit.errors import InvalidError, NotFoundError, PrereqError
 from afkit.image.model import PROOF_FILE
 
 SCHEMA_PATH = Path(__file__).with_name("profile.schema.json")
+
+
+# profile.yaml as profile.schema.json admits it (the key names are the file format's)
+class TagSection(TypedDict):
+    pattern: str
+    example: str
+    vo_prefix: NotRequired[str]
+    multiple: NotRequired[bool]
+
+
+class ModulesSection(TypedDict):
+    """``modules:`` of a profile whose resolver is ``modules``."""
+
+    modulepath: list[str]
+    package_dir: str
+    unit_globs: NotRequired[list[str]]
+    published: NotRequired[str]
+
+
+class LcgSection(TypedDict):
+    """``lcg:`` of a profile whose resolver is ``lcg-view``."""
+
+    view: str
+    setup: str
+    manifest: list[str]
+    generators_manifest: NotRequired[list[str]]
+    release_dir: str
+    tags_glob: NotRequired[str]
+
+
+class BaseRequirementEntry(TypedDict):
+    what: str
+    packages: dict[str, str]
+    path: NotRequired[str]
+    library: NotRequired[str]
+    applies_if: NotRequired[str]
+
+
+class EnvSection(TypedDict, total=False):
+    required: list[str]
+    exclude: list[str]
+    set: dict[str, str]
+
+
+class ProofEntry(TypedDict):
+    name: str
+    command: list[str]
+    optional: NotRequired[bool]
+    expect: NotRequired[str]
+    applies_if: NotRequired[str]
+
+
+class ProfileDocument(TypedDict):
+    """A profile.yaml that passed ``validate_data``."""
+
+    name: str
+    description: NotRequired[str]
+    repository: str
+    resolver: str
+    architectures: list[str]
+    tag: TagSection
+    modules: NotRequired[ModulesSection]
+    lcg: NotRequired[LcgSection]
+    hidden: NotRequired[list[str]]
+    base: dict[str, str]
+    base_requires: NotRequired[list[BaseRequirementEntry]]
+    env: NotRequired[EnvSection]
+    proof: list[ProofEntry]
 
 
 @dataclass(frozen=True)
@@ -70,17 +138,30 @@ class Profile:
     env_required: tuple[str, ...] = ()
     env_exclude: tuple[str, ...] = ()
     env_set: tuple[tuple[str, str], ...] = ()
-    modules: dict[str, Any] = field(default_factory=dict)
-    lcg: dict[str, Any] = field(default_factory=dict)
+    modules: ModulesSection | None = None
+    lcg: LcgSection | None = None
     description: str = ""
 
     def base_for(self, arch: str) -> str:
         return self.base.get(arch) or self.base.get("*") or next(iter(self.base.values()))
 
+    def modules_section(self) -> ModulesSection:
+        """``modules:`` (the schema check makes a ``modules`` resolver's profile have it)."""
+        if self.modules is None:
+            raise InvalidError(f"profile {self.path}: resolver '{self.resolver}' needs a 'modules' section")
+        return self.modules
+
+    def lcg_section(self) -> LcgSection:
+        """``lcg:`` (the schema check makes an ``lcg-view`` resolver's profile have it)."""
+        if self.lcg is None:
+            raise InvalidError(f"profile {self.path}: resolver '{self.resolver}' needs an 'lcg' section")
+        return self.lcg
+
 
 @cache
-def schema() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(SCHEMA_PATH.read_text())
+def schema() -> dict[str, object]:
+    """profile.schema.json (a JSON Schema document, read by jsonschema only)."""
+    data: dict[str, object] = json.loads(SCHEMA_PATH.read_text())
     return data
 
 
@@ -94,8 +175,8 @@ def available() -> list[str]:
     return sorted(p.parent.name for p in root.glob("*/profile.yaml"))
 
 
-def validate_data(data: Any, where: str) -> None:
-    """Raise InvalidError naming the first schema violation."""
+def validate_data(data: Any, where: str) -> ProfileDocument:
+    """DATA (a YAML document) as a profile; InvalidError naming the first schema violation."""
     validator = jsonschema.Draft202012Validator(schema())
     errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
     if errors:
@@ -115,6 +196,8 @@ def validate_data(data: Any, where: str) -> None:
         re.compile(data["tag"]["pattern"])
     except re.error as exc:
         raise InvalidError(f"profile {where}: tag.pattern is not a valid regex: {exc}") from exc
+    doc: ProfileDocument = data
+    return doc
 
 
 def load(name: str) -> Profile:
@@ -128,11 +211,10 @@ def load(name: str) -> Profile:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
         raise InvalidError(f"profile {path} is not valid YAML: {exc}") from exc
-    validate_data(data, str(path))
-    return from_dict(data, path)
+    return from_dict(validate_data(data, str(path)), path)
 
 
-def from_dict(data: dict[str, Any], path: Path) -> Profile:
+def from_dict(data: ProfileDocument, path: Path) -> Profile:
     tag = data["tag"]
     env = data.get("env", {})
     return Profile(
@@ -166,8 +248,8 @@ def from_dict(data: dict[str, Any], path: Path) -> Profile:
         env_required=tuple(env.get("required", [])),
         env_exclude=tuple(env.get("exclude", [])),
         env_set=tuple(env.get("set", {}).items()),
-        modules=dict(data.get("modules", {})),
-        lcg=dict(data.get("lcg", {})),
+        modules=data.get("modules"),
+        lcg=data.get("lcg"),
         description=data.get("description", ""),
     )
 

@@ -7,7 +7,6 @@ import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import jinja2
 
@@ -80,25 +79,28 @@ def render(
     closure_sha256: str,
     build_time: str,
 ) -> str:
-    context: dict[str, Any] = {
-        "version": __version__,
-        "profile": profile.name,
-        "repository": profile.repository,
-        "tag": res.tag,
-        "arch": res.arch,
-        "n_units": len(res.units),
-        "closure_sha256": closure_sha256,
-        "bootstrap": base.bootstrap,
-        "from_": base.from_,
-        "os_version": base.os_version,
-        "mirror": base.mirror,
-        "staged": str(staged),
-        "env": res.env,
-        "required": profile.env_required,
-        "proofs": profile.proof,
-        "build_time": build_time,
-    }
     for var in res.env:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", var.name):
             raise UsageError(f"environment variable name {var.name!r} cannot go into an image")
-    return environment().get_template(TEMPLATE).render(**context)
+    return (
+        environment()
+        .get_template(TEMPLATE)
+        .render(
+            version=__version__,
+            profile=profile.name,
+            repository=profile.repository,
+            tag=res.tag,
+            arch=res.arch,
+            n_units=len(res.units),
+            closure_sha256=closure_sha256,
+            bootstrap=base.bootstrap,
+            from_=base.from_,
+            os_version=base.os_version,
+            mirror=base.mirror,
+            staged=str(staged),
+            env=res.env,
+            required=profile.env_required,
+            proofs=profile.proof,
+            build_time=build_time,
+        )
+    )

@@ -19,7 +19,7 @@ from typing import Protocol
 from afkit.errors import AfkitError, InvalidError, NotFoundError, PrereqError
 from afkit.image import envcapture
 from afkit.image.model import EnvVar, Resolution, Unit
-from afkit.image.profile import Profile
+from afkit.image.profile import LcgSection, Profile
 from afkit.image.tags import Tag, nearest
 
 IMAGE_CVMFS = "/cvmfs"
@@ -66,8 +66,8 @@ def image_root(profile: Profile) -> str:
 
 def published_dir(profile: Profile, src: Path, arch: str) -> Path:
     """The directory of a modules profile's published tags (``Pkg/version`` modulefiles)."""
-    mods = profile.modules
-    return src / str(mods.get("published", mods["modulepath"][-1])).format(arch=arch)
+    mods = profile.modules_section()
+    return src / mods.get("published", mods["modulepath"][-1]).format(arch=arch)
 
 
 def resolve(profile: Profile, tag: Tag, src: Path) -> Resolution:
@@ -287,7 +287,7 @@ def _tool_env(profile: Profile, env: list[EnvVar], fields: dict[str, str]) -> li
 def _resolve_modules(profile: Profile, tag: Tag, src: Path) -> Resolution:
     arch = pick_arch(profile, tag, src)
     cmd = modulecmd()
-    mods = profile.modules
+    mods = profile.modules_section()
     modulepath = ":".join(str(src / mp.format(arch=arch)) for mp in mods["modulepath"])
     extra = {"MODULEPATH": modulepath, "AFKIT_MODULECMD": cmd}
     clean = envcapture.capture(_MODULES_SCRIPT, [], extra)
@@ -504,7 +504,7 @@ def _first_file(src: Path, candidates: list[str], item: str, arch: str) -> Path 
 
 
 def _manifest_packages(
-    manifest: Path, src: Path, lcg: dict[str, str], arch: str, globs: list[str], warnings: list[str]
+    manifest: Path, src: Path, lcg: LcgSection, arch: str, globs: list[str], warnings: list[str]
 ) -> dict[str, tuple[str, str | None]]:
     """Install unit -> (name/version, the release's link to it) of every package line."""
     out: dict[str, tuple[str, str | None]] = {}
@@ -533,7 +533,7 @@ def _resolve_lcg(profile: Profile, tag: Tag, src: Path) -> Resolution:
     view's platform, plus both manifests, the compiler and what setup.sh names."""
     arch = pick_arch(profile, tag, src)
     item = tag.items[0]
-    lcg = profile.lcg
+    lcg = profile.lcg_section()
     view = src / lcg["view"].format(tag=item, arch=arch)
     setup = src / lcg["setup"].format(tag=item, arch=arch)
     manifest = _first_file(src, lcg["manifest"], item, arch)
@@ -656,11 +656,11 @@ class LcgViewResolver:
     """LCG views ``lcg/views/LCG_N/ARCH``: the view's manifest and its ``setup.sh``."""
 
     def tags(self, profile: Profile, src: Path, arch: str) -> list[str]:
-        pattern = profile.lcg.get("tags_glob", "lcg/views/*/{arch}").format(arch=arch)
+        pattern = profile.lcg_section().get("tags_glob", "lcg/views/*/{arch}").format(arch=arch)
         return [Path(p).relative_to(src).parts[2] for p in src.glob(pattern) if p.is_dir()]
 
     def has(self, profile: Profile, src: Path, arch: str, item: str) -> bool:
-        view: str = profile.lcg["view"].format(tag=item, arch=arch)
+        view = profile.lcg_section()["view"].format(tag=item, arch=arch)
         return (src / view).is_dir()
 
     def candidates(self, profile: Profile, src: Path, item: str) -> list[str]:

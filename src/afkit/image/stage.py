@@ -15,12 +15,11 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from afkit.errors import InvalidError, PrereqError
 from afkit.image import elf
-from afkit.image.model import Unit
-from afkit.image.store import Store
+from afkit.image.model import ElfFacts, ElfFile, Unit
+from afkit.image.store import IndexEntry, Store
 from afkit.progress import bar
 
 MIB = 1 << 20
@@ -57,7 +56,7 @@ class Stats:
     symlinks: int = 0
     resolved_symlinks: int = 0
     seconds: float = 0.0
-    elf: list[dict[str, Any]] = field(default_factory=list)
+    elf: list[ElfFile] = field(default_factory=list)
 
 
 class Walker:
@@ -231,24 +230,22 @@ class _Item:
     rel: str
     st: os.stat_result
     target: str
-    entry: dict[str, Any] | None  # the index's entry for an unchanged source file
+    entry: IndexEntry | None  # the index's entry for an unchanged source file
 
 
-def _stage_one(store: Store, item: _Item) -> tuple[dict[str, Any], bool]:
+def _stage_one(store: Store, item: _Item) -> tuple[IndexEntry, bool]:
     """Create ITEM's file at its target from the store, adding new content on the way;
     (its index entry, True when its content was copied)."""
     entry = item.entry if item.entry and store.present(item.entry) else None
     copied = entry is None
     placed = False
     if entry is None:  # new content is copied straight to its place, the blob linked from it
-        entry, placed = store.add_placing(item.src, item.rel, item.st, {}, place=item.target)
+        entry, placed = store.add_placing(item.src, item.rel, item.st, place=item.target)
     blob = store.blob(entry["sha256"], bool(entry["x"]))
     if entry.get("head_elf") and "elf" not in entry:
         info = elf.read(Path(blob))
-        entry = {
-            **entry,
-            "elf": None if info is None else {"interp": info.interp, "needed": list(info.needed)},
-        }
+        entry = entry.copy()  # not the index's own entry: that is updated by the caller
+        entry["elf"] = None if info is None else {"interp": info.interp, "needed": list(info.needed)}
     if not placed:
         try:
             os.link(blob, item.target)
@@ -265,7 +262,7 @@ def _worker_init(root: str) -> None:
     _WORKER_STORE[:] = [Store(Path(root), index=False)]
 
 
-def _worker_batch(items: list[_Item]) -> list[tuple[dict[str, Any], bool]]:
+def _worker_batch(items: list[_Item]) -> list[tuple[IndexEntry, bool]]:
     return [_stage_one(_WORKER_STORE[0], item) for item in items]
 
 
@@ -302,21 +299,22 @@ def execute(
         place = route.place(rel)
         if place is not None:
             place.mkdir(parents=True, exist_ok=True)
-    elves: list[dict[str, Any]] = []
+    elves: list[ElfFile] = []
     items: list[_Item] = []
     tasks: list[FileTask] = []
     for task in plan.files:
         place = route.place(task.rel)
         entry = store.known(task.rel, task.st)
         if place is None:  # in a layer built earlier: only its ELF facts are needed
-            if entry and entry.get("elf"):
-                elves.append({"path": task.rel, **entry["elf"]})
+            facts = entry.get("elf") if entry else None
+            if facts:
+                elves.append(_elf_file(task.rel, facts))
             continue
         items.append(_Item(str(task.src), task.rel, task.st, str(place), entry))
         tasks.append(task)
     progress = bar(sum(i.st.st_size for i in items), f"staging {len(plan.files)} files", quiet=quiet)
 
-    def done(task: FileTask, entry: dict[str, Any], copied: bool) -> None:
+    def done(task: FileTask, entry: IndexEntry, copied: bool) -> None:
         store.remember(task.rel, task.st, entry)
         if copied:
             stats.copied_files += 1
@@ -324,8 +322,9 @@ def execute(
         else:
             stats.reused_files += 1
             stats.reused_bytes += task.st.st_size
-        if entry.get("elf"):
-            elves.append({"path": task.rel, **entry["elf"]})
+        facts = entry.get("elf")
+        if facts:
+            elves.append(_elf_file(task.rel, facts))
         progress.update(task.st.st_size)
 
     workers = jobs or (min(8, os.cpu_count() or 1) if len(items) >= POOL_FILES else 1)
@@ -351,12 +350,16 @@ def execute(
     return stats
 
 
+def _elf_file(rel: str, facts: ElfFacts) -> ElfFile:
+    return {"path": rel, "interp": facts["interp"], "needed": facts["needed"]}
+
+
 def _in_processes(
     items: list[_Item],
     tasks: list[FileTask],
     root: Path,
     workers: int,
-    done: Callable[[FileTask, dict[str, Any], bool], None],
+    done: Callable[[FileTask, IndexEntry, bool], None],
 ) -> None:
     """Stage ITEMS in batches over WORKERS processes, calling DONE for each file of a finished
     batch (in this process, which owns the index); the first failure stops the rest."""

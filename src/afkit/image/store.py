@@ -24,9 +24,10 @@ import os
 import re
 import threading
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from afkit.atomic import write_atomic
+from afkit.image.model import ElfFacts
 
 StrPath = str | os.PathLike[str]
 
@@ -35,6 +36,16 @@ XATTR = "user.hash"
 CVMFS_PREFIX = "cvmfs-"
 # A CVMFS content hash as ToString() prints it: hex digits, then -rmd160 / -shake128 (shash.cc).
 _CVMFS_HASH = re.compile(r"[0-9a-f]{40,128}(-[a-z0-9]{1,16})?")
+
+
+class IndexEntry(TypedDict):
+    """One source file in ``index.json`` (its key: path, size, mtime): the blob holding its content."""
+
+    sha256: str  # the blob id: a sha256, or cvmfs-<the CVMFS content hash>
+    x: bool  # executable (the blob name ends in x)
+    size: int
+    head_elf: NotRequired[bool]  # the content starts with the ELF magic
+    elf: NotRequired[ElfFacts | None]  # read once from the blob (stage); None: not a readable ELF
 
 
 def cvmfs_hash(path: StrPath) -> str | None:
@@ -58,7 +69,7 @@ class Store:
             (root / f"{i:02x}").mkdir(exist_ok=True)
         self._names = itertools.count()
         self._lock = threading.Lock()
-        self._index: dict[str, dict[str, Any]] = {}
+        self._index: dict[str, IndexEntry] = {}
         saved = root / "index.json"
         if index and saved.is_file():
             try:
@@ -78,32 +89,32 @@ class Store:
         sub = digest.removeprefix(CVMFS_PREFIX)[:2]
         return f"{self._root}/{sub}/{digest}{'x' if executable else ''}"
 
-    def lookup(self, rel: str, st: os.stat_result) -> dict[str, Any] | None:
+    def lookup(self, rel: str, st: os.stat_result) -> IndexEntry | None:
         """The index entry of an unchanged source file whose blob is present, else None."""
         entry = self.known(rel, st)
         return entry if entry and self.present(entry) else None
 
-    def known(self, rel: str, st: os.stat_result) -> dict[str, Any] | None:
+    def known(self, rel: str, st: os.stat_result) -> IndexEntry | None:
         """The index entry of an unchanged source file (its blob not checked)."""
         with self._lock:
             return self._index.get(self.key(rel, st))
 
-    def present(self, entry: dict[str, Any]) -> bool:
+    def present(self, entry: IndexEntry) -> bool:
         """ENTRY's blob is in the store with the entry's size."""
         return _same_size(self.blob(entry["sha256"], bool(entry["x"])), int(entry.get("size", -1)))
 
-    def remember(self, rel: str, st: os.stat_result, entry: dict[str, Any]) -> None:
+    def remember(self, rel: str, st: os.stat_result, entry: IndexEntry) -> None:
         """Record ENTRY for the source file (REL, ST), e.g. one a worker process added."""
         with self._lock:
             self._index[self.key(rel, st)] = entry
 
-    def add(self, src: StrPath, rel: str, st: os.stat_result, meta: dict[str, Any]) -> dict[str, Any]:
+    def add(self, src: StrPath, rel: str, st: os.stat_result) -> IndexEntry:
         """Copy SRC into the store (hashing it unless CVMFS knows its hash); returns its index entry."""
-        return self.add_placing(src, rel, st, meta)[0]
+        return self.add_placing(src, rel, st)[0]
 
     def add_placing(
-        self, src: StrPath, rel: str, st: os.stat_result, meta: dict[str, Any], place: StrPath | None = None
-    ) -> tuple[dict[str, Any], bool]:
+        self, src: StrPath, rel: str, st: os.stat_result, place: StrPath | None = None
+    ) -> tuple[IndexEntry, bool]:
         """``add``; with PLACE (a path that does not exist yet, e.g. the file's place in the staged
         tree), new content is copied straight to PLACE and the blob is a hard link of it: one file
         created instead of a temporary one, its link and its removal. (entry, True when PLACE was
@@ -122,8 +133,12 @@ class Store:
         else:
             digest, head = self._copy_in(src, executable, digest, place)
             placed = place is not None
-        entry = {"sha256": digest, "x": executable, "size": st.st_size, **meta}
-        entry["head_elf"] = head == b"\x7fELF"
+        entry: IndexEntry = {
+            "sha256": digest,
+            "x": executable,
+            "size": st.st_size,
+            "head_elf": head == b"\x7fELF",
+        }
         self.remember(rel, st, entry)
         return entry, placed
 

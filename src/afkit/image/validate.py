@@ -13,14 +13,13 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from xml.etree import ElementTree as ET
 
 from afkit.atomic import atomic_path
 from afkit.errors import InvalidError, NotFoundError
 from afkit.image import apptainer
 from afkit.image import profile as profiles
-from afkit.image.model import INFO_PATH, EnvVar
+from afkit.image.model import INFO_PATH, EnvVar, ImageInfo
 
 LDSO_CANDIDATES = ("/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1", "/lib/ld-linux.so.2")
 _ELF_SCRIPT = r"""
@@ -92,14 +91,14 @@ class Runner:
         return subprocess.run(self._command("test"), capture_output=True, text=True, check=False)
 
 
-def read_info(runner: Runner) -> dict[str, Any]:
+def read_info(runner: Runner) -> ImageInfo:
     proc = runner.run("cat", INFO_PATH)
     if proc.returncode != 0:
         raise InvalidError(
             f"cannot read {INFO_PATH} from {runner.image}: {proc.stderr.strip()[-400:]}",
             hint="is it an image built by afkit, and does apptainer run here?",
         )
-    info: dict[str, Any] = json.loads(proc.stdout)
+    info: ImageInfo = json.loads(proc.stdout)
     return info
 
 
@@ -195,7 +194,7 @@ def _run_proof(runner: Runner, proof: profiles.Proof, name: str, cmd: list[str])
 
 def check_elf(
     runner: Runner,
-    info: dict[str, Any],
+    info: ImageInfo,
     src: Path | None,
     globs: list[str],
     base: dict[str, str] | None = None,
@@ -287,7 +286,7 @@ def validate(
     prof = profiles.load(profile_name or info["profile"])
     src_root = profiles.cvmfs_root() / prof.repository
     src = src_root if src_root.is_dir() else None
-    globs = [g.format(arch=info["arch"]) for g in prof.modules.get("unit_globs", [])]
+    globs = [g.format(arch=info["arch"]) for g in prof.modules.get("unit_globs", [])] if prof.modules else []
     if prof.lcg:
         globs.append(prof.lcg["release_dir"].format(name="*", version="*", hash="*", arch=info["arch"]))
     env = [EnvVar(**e) for e in info["env"]]

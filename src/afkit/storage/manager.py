@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from afkit.errors import UnsafeError
 from afkit.storage import daemon as dmn
 from afkit.storage.render import Settings, daemon_dirs, render, shared_cache_dir, write_config
-from afkit.storage.scenarios import Scenario, port_of
+from afkit.storage.scenarios import Daemon, Scenario, port_of
 
 MARKER = ".afkit-storage"
 
@@ -41,17 +41,38 @@ def prepare_state(state_dir: Path) -> None:
     (state_dir / MARKER).touch()
 
 
-def files_of(settings: Settings, daemon: Any) -> dmn.DaemonFiles:
+class Started(TypedDict):
+    """A daemon ``up`` started (a JSON line of ``afkit storage up``, after the scenario)."""
+
+    daemon: str
+    pid: int
+    port: int
+    log: str
+
+
+class DaemonStatus(TypedDict):
+    """A JSON line of ``afkit storage status``."""
+
+    scenario: str
+    daemon: str
+    pid: int | None
+    port: int
+    running: bool
+    listening: bool
+    log: str
+
+
+def files_of(settings: Settings, daemon: Daemon) -> dmn.DaemonFiles:
     dirs = daemon_dirs(settings, daemon)
     return dmn.DaemonFiles(dirs["config"], dirs["log"], dirs["pidfile"])
 
 
-def up(scenario: Scenario, settings: Settings, timeout: float) -> list[dict[str, Any]]:
+def up(scenario: Scenario, settings: Settings, timeout: float) -> list[Started]:
     dmn.xrootd_binary()
     dmn.check_reachable(dmn.service_user(), settings.state_dir)
     prepare_state(settings.state_dir)
     shared_cache_dir(settings).mkdir(parents=True, exist_ok=True)
-    started: list[dict[str, Any]] = []
+    started: list[Started] = []
     try:
         for daemon in scenario.daemons:
             dirs = daemon_dirs(settings, daemon)
@@ -83,8 +104,8 @@ def down(scenario: Scenario, settings: Settings) -> list[str]:
     return stopped
 
 
-def status(scenario: Scenario, settings: Settings) -> list[dict[str, Any]]:
-    out = []
+def status(scenario: Scenario, settings: Settings) -> list[DaemonStatus]:
+    out: list[DaemonStatus] = []
     for daemon in scenario.daemons:
         files = files_of(settings, daemon)
         port = port_of(scenario, daemon, settings.base)

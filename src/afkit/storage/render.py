@@ -78,10 +78,9 @@ def render(scenario: Scenario, daemon: Daemon, settings: Settings) -> str:
         "blocksize": settings.blocksize,
         "cache_host": HOST,
         "cache_port": port_of(scenario, cache_daemon, settings.base) if cache_daemon else 0,
-        "dca": False,
+        "dca": daemon.dca,
         "allow": settings.allow,
         "throttle": settings.throttle,
-        **daemon.params,
     }
     return env.get_template(daemon.template).render(**values)
 

@@ -9,8 +9,7 @@ and base+4 (its caching server).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from afkit.errors import NotFoundError, UsageError
 
@@ -24,7 +23,7 @@ class Daemon:
     name: str
     template: str
     offset: int  # port = base + offset
-    params: dict[str, Any] = field(default_factory=dict)
+    dca: bool = False  # an XCache with direct cache access (pss.dca world)
 
 
 @dataclass(frozen=True)
@@ -47,20 +46,20 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario(
             "xcache",
             "XCache disk caching proxy (libXrdPss + libXrdPfc) in front of the origin",
-            (Daemon("xcache", "xcache.cfg.j2", 1, {"dca": False}),),
+            (Daemon("xcache", "xcache.cfg.j2", 1),),
             "xcache",
         ),
         Scenario(
             "xcache-dca",
             "XCache with direct cache access (pss.dca world): cached files are read in place",
-            (Daemon("xcache-dca", "xcache.cfg.j2", 2, {"dca": True}),),
+            (Daemon("xcache-dca", "xcache.cfg.j2", 2, dca=True),),
             "xcache-dca",
         ),
         Scenario(
             "dcotf",
             "DCOTF-like: a redirector sends clients to the cached file on the shared filesystem",
             (
-                Daemon("dcotf-cache", "xcache.cfg.j2", 4, {"dca": True}),
+                Daemon("dcotf-cache", "xcache.cfg.j2", 4, dca=True),
                 Daemon("dcotf-redirector", "redirector.cfg.j2", 3),
             ),
             "dcotf-redirector",

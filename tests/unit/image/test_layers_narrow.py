@@ -26,8 +26,8 @@ def test_store_names_a_blob_by_the_cvmfs_hash_and_links_it_without_reading(tmp_p
     twin.write_text("HEADER\n")
     os.setxattr(twin, XATTR, value.encode())
     store = Store(tmp_path / ".data")
-    one = store.add(src, "a.h", src.stat(), {})
-    two = store.add(twin, "b.h", twin.stat(), {})
+    one = store.add(src, "a.h", src.stat())
+    two = store.add(twin, "b.h", twin.stat())
     assert one["sha256"] == two["sha256"] == f"cvmfs-{value}"
     assert store.blob_path(one["sha256"], False).read_text() == "header\n"
 
@@ -37,10 +37,7 @@ def test_a_malformed_user_hash_is_ignored(tmp_path: Path) -> None:
     src.write_text("x")
     os.setxattr(src, XATTR, b"../../etc/passwd")
     assert cvmfs_hash(src) is None
-    assert (
-        Store(tmp_path / ".data").add(src, "a.h", src.stat(), {})["sha256"]
-        == hashlib.sha256(b"x").hexdigest()
-    )
+    assert Store(tmp_path / ".data").add(src, "a.h", src.stat())["sha256"] == hashlib.sha256(b"x").hexdigest()
 
 
 def _plan(tmp_path: Path, big: int) -> stage.Plan:

@@ -34,8 +34,9 @@ from typing import Any
 import afkit
 from afkit.atomic import write_atomic
 from afkit.bench.monitor import HostMonitor
-from afkit.campaign import bottleneck, interrupt
+from afkit.campaign import bottleneck, executors, interrupt
 from afkit.campaign import record as jobrecord
+from afkit.campaign.executors import htcondor
 from afkit.errors import AfkitError, ExitCode, NotFoundError, PrereqError
 from afkit.image import apptainer
 
@@ -91,26 +92,10 @@ def root_cause(text: str, limit: int = 300) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
-def _read_ad(path: str) -> dict[str, str]:
-    """A ClassAd file (HTCondor's job or machine ad) as attribute -> value, strings unquoted."""
-    ad: dict[str, str] = {}
-    try:
-        for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
-            key, sep, value = line.partition(" = ")
-            if sep:
-                ad[key.strip()] = value.strip().strip('"')
-    except OSError:
-        pass
-    return ad
-
-
 def batch_site(env: dict[str, str] | None = None) -> str:
-    """The batch system's site of the worker running this job: the machine ad's AFKIT_SITE
-    (HTCondor, the federation's execute nodes), the SLURM partition; empty for a local job."""
-    env = dict(os.environ if env is None else env)
-    if env.get("_CONDOR_MACHINE_AD"):
-        return _read_ad(env["_CONDOR_MACHINE_AD"]).get("AFKIT_SITE", "")
-    return env.get("SLURM_JOB_PARTITION", "")
+    """The batch system's site of the worker running this job (afkit.campaign.executors: the
+    HTCondor machine ad's AFKIT_SITE, the SLURM partition); empty for a local job."""
+    return executors.worker_site(dict(os.environ if env is None else env))
 
 
 def in_netns(netns: str, cmd: list[str]) -> list[str]:
@@ -158,16 +143,9 @@ def pull_on_worker(image: dict[str, Any], scratch: Path, env: dict[str, str]) ->
 
 
 def batch_identity(env: dict[str, str] | None = None) -> tuple[str, str]:
-    """(executor, batch job id) of the process running this job, from its own environment."""
-    env = dict(os.environ if env is None else env)
-    ad_path = env.get("_CONDOR_JOB_AD")
-    if ad_path:
-        ad = _read_ad(ad_path)
-        job_id = f"{ad['ClusterId']}.{ad.get('ProcId', '0')}" if "ClusterId" in ad else ""
-        return "htcondor", job_id
-    if env.get("SLURM_JOB_ID"):
-        return "slurm", env["SLURM_JOB_ID"]
-    return "local", ""
+    """(executor, batch job id) of the process running this job, from its own environment
+    (afkit.campaign.executors: HTCondor's job ad, SLURM's job id; else local)."""
+    return executors.identify(dict(os.environ if env is None else env))
 
 
 def job_bottleneck(record: dict[str, Any], monitor: Path, site: dict[str, Any]) -> tuple[str, str]:
@@ -234,7 +212,7 @@ def held_record(
     end = time.time() if now is None else now
     record = base_record(job, campaign, image)
     record.update(
-        executor="htcondor",
+        executor=htcondor.NAME,
         batch_job_id=batch_job_id,
         status="failed",
         error=f"held by HTCondor for {held_s:.0f} s, removed from the queue: {reason}",

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from afkit.campaign import executors
 from afkit.campaign.config import Campaign
 from afkit.campaign.locations import dataset_files
 from afkit.errors import NotFoundError, PrereqError, UnsafeError
@@ -24,15 +25,11 @@ XRD_NOT_FOUND = 3011
 STAT_TIMEOUT = 20
 
 
-# snakemake executor plugins of afkit's own -> the campaign's executor they run
-# (src/snakemake_executor_plugin_afkit_htcondor, src/snakemake_executor_plugin_afkit_slurm)
-PLUGIN_EXECUTORS = {"afkit-htcondor": "htcondor", "afkit-slurm": "slurm"}
-
-
 def check_executor(campaign: Campaign, executor: str, site: str | None = None) -> None:
     """Refuse sites (SITE, or all with jobs) whose executor is not EXECUTOR (a snakemake
-    executor plugin's name)."""
-    executor = PLUGIN_EXECUTORS.get(executor, executor)
+    executor plugin's name: afkit's own, e.g. ``afkit-slurm``, run the sites of their executor,
+    afkit.campaign.executors)."""
+    executor = executors.of_plugin(executor)
     used = {s for b in campaign.config["benchmarks"] for s in b["sites"]}
     scope = [site] if site else [s for s in campaign.config["sites"] if s in used]
     wrong = {s: campaign.config["sites"][s]["executor"] for s in scope}

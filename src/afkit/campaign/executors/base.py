@@ -46,6 +46,12 @@ def present(value: Any) -> bool:
     return True
 
 
+def own_key(key: str, schema: Mapping[str, Any]) -> SiteKey:
+    """A site KEY of one executor, any value of which asks for it, with its JSON SCHEMA."""
+    refusal = f"sites.{{site}}.{key}: only for executor '{{owner}}', not '{{executor}}'; "
+    return SiteKey(present, refusal + "remove it or set sites.{site}.executor: {owner}", schema)
+
+
 class Executor(Protocol):
     """One executor: ``REGISTRY[name]``."""
 

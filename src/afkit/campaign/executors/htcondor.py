@@ -15,7 +15,14 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from afkit.campaign.executors.base import Plain, Site, SiteKey, output_words, present, run_quietly
+from afkit.campaign.executors.base import (
+    Plain,
+    Site,
+    SiteKey,
+    output_words,
+    own_key,
+    run_quietly,
+)
 
 NAME = "htcondor"
 
@@ -38,11 +45,9 @@ class HTCondor(Plain):
     plugin = "afkit-htcondor"
     batch = True
     site_keys: Mapping[str, SiteKey] = {
-        "requirements": SiteKey(
-            used=present,
-            refusal="sites.{site}.requirements: only for executor '{owner}', not '{executor}'; "
-            "remove it or set sites.{site}.executor: {owner}",
-            schema={
+        "requirements": own_key(
+            "requirements",
+            {
                 "type": "string",
                 "minLength": 1,
                 "description": "htcondor only: the jobs' HTCondor requirements expression, e.g. "

@@ -10,7 +10,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from afkit.campaign.executors.base import Plain, Site, SiteKey, output_words, present, run_quietly
+from afkit.campaign.executors.base import (
+    Plain,
+    Site,
+    SiteKey,
+    output_words,
+    own_key,
+    run_quietly,
+)
 
 # squeue states of a job that has left the batch system
 ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL",
@@ -22,11 +29,9 @@ class Slurm(Plain):
     plugin = "afkit-slurm"
     batch = True
     site_keys: Mapping[str, SiteKey] = {
-        "partition": SiteKey(
-            used=present,
-            refusal="sites.{site}.partition: only for executor '{owner}', not '{executor}'; "
-            "remove it or set sites.{site}.executor: {owner}",
-            schema={
+        "partition": own_key(
+            "partition",
+            {
                 "type": "string",
                 "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]*$",
                 "description": "slurm only, the SLURM partition the site's jobs are submitted to "

@@ -9,7 +9,6 @@ With ``image.fingerprint`` the image must carry a valid signature by that key be
 
 from __future__ import annotations
 
-import hashlib
 import json
 import multiprocessing
 import os
@@ -24,15 +23,8 @@ from typing import Any, Protocol
 from afkit.atomic import atomic_path, write_atomic
 from afkit.errors import AfkitError, ExitCode, InvalidError, NotFoundError, PrereqError
 from afkit.image import apptainer
+from afkit.image.store import sha256_file
 from afkit.image.workdir import MARKER
-
-
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def build_base(build: dict[str, Any], base_dir: str) -> str | None:
@@ -189,7 +181,7 @@ def _from_oras(ref: str, workdir: Path, log: Path) -> dict[str, Any]:
                 f"{INSECURE_ENV}=1",
             )
         tmp.replace(sif)
-    return {"path": str(sif.resolve()), "sha256": sha256_of(sif), "tag": "", "source": ref}
+    return {"path": str(sif.resolve()), "sha256": sha256_file(sif), "tag": "", "source": ref}
 
 
 def _from_sif(image: dict[str, Any], base_dir: Path) -> dict[str, Any]:
@@ -205,7 +197,7 @@ def _from_sif(image: dict[str, Any], base_dir: Path) -> dict[str, Any]:
     if b"SIF_MAGIC" not in head:
         raise InvalidError(f"image.sif: {sif} is not a SIF image", hint="give a .sif built by apptainer")
     tag = image.get("tag", "")
-    return {"path": str(sif.resolve()), "sha256": sha256_of(sif), "tag": tag, "source": "sif"}
+    return {"path": str(sif.resolve()), "sha256": sha256_file(sif), "tag": tag, "source": "sif"}
 
 
 @dataclass(frozen=True)

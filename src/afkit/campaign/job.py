@@ -121,7 +121,8 @@ def pull_on_worker(image: dict[str, Any], scratch: Path, env: dict[str, str]) ->
     """A site without the submit host's files: pull the campaign's oras:// image into the job's
     SCRATCH with the job's ENV (the same sha256 as the submit host's pull, or the job fails);
     (path, seconds)."""
-    from afkit.campaign.image import oras_pull_command, sha256_of
+    from afkit.campaign.image import oras_pull_command
+    from afkit.image.store import sha256_file
 
     ref = str(image.get("source", ""))
     if not ref.startswith("oras://"):
@@ -136,7 +137,7 @@ def pull_on_worker(image: dict[str, Any], scratch: Path, env: dict[str, str]) ->
     seconds = time.monotonic() - t0
     if proc.returncode != 0 or not sif.is_file():
         raise NotFoundError(f"cannot pull {ref} on the worker node: {root_cause(proc.stderr + proc.stdout)}")
-    if sha256_of(sif) != image["sha256"]:
+    if sha256_file(sif) != image["sha256"]:
         raise AfkitError(f"{ref} pulled on the worker node is not the image of the campaign (sha256 differs)",
                          hint="the tag was pushed again during the campaign: rerun it")  # fmt: skip
     return str(sif), seconds

@@ -37,7 +37,7 @@ from afkit.bench.monitor import HostMonitor
 from afkit.campaign import bottleneck, executors, interrupt
 from afkit.campaign import record as jobrecord
 from afkit.campaign.executors import htcondor
-from afkit.errors import AfkitError, ExitCode, NotFoundError, PrereqError
+from afkit.errors import AfkitError, ExitCode, NotFoundError, PrereqError, one_line
 from afkit.image import apptainer
 
 # afkit's package inside the image: `python -m afkit.campaign.steps` from the working directory /
@@ -75,21 +75,10 @@ def apptainer_command(
 
 # exit statuses of a payload cut off by a signal: killed (negative) or a shell's 128 + signal
 KILLED = {-1, -2, -9, -15, 129, 130, 137, 143}
-ERROR_MARKS = ("error", "fatal", "exception", "cannot", "failed", "no such", "denied", "refused")
 
 
 class JobInterrupted(AfkitError):
     code = ExitCode.INTERRUPTED
-
-
-def root_cause(text: str, limit: int = 300) -> str:
-    """One line for jobs.csv: the last line of TEXT that names an error (else its last line)."""
-    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
-    if not lines:
-        return ""
-    marked = [ln for ln in lines if any(m in ln.lower() for m in ERROR_MARKS)]
-    line = (marked or lines)[-1]
-    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 def batch_site(env: dict[str, str] | None = None) -> str:
@@ -136,7 +125,7 @@ def pull_on_worker(image: dict[str, Any], scratch: Path, env: dict[str, str]) ->
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
     seconds = time.monotonic() - t0
     if proc.returncode != 0 or not sif.is_file():
-        raise NotFoundError(f"cannot pull {ref} on the worker node: {root_cause(proc.stderr + proc.stdout)}")
+        raise NotFoundError(f"cannot pull {ref} on the worker node: {one_line(proc.stderr + proc.stdout)}")
     if sha256_file(sif) != image["sha256"]:
         raise AfkitError(f"{ref} pulled on the worker node is not the image of the campaign (sha256 differs)",
                          hint="the tag was pushed again during the campaign: rerun it")  # fmt: skip
@@ -294,14 +283,12 @@ def run(
         if not payload:
             payload = {
                 "status": "failed",
-                "error": f"payload exited {proc.returncode}: {root_cause(proc.stderr)}",
+                "error": f"payload exited {proc.returncode}: {one_line(proc.stderr)}",
             }
         jobrecord.check(payload, part="payload", job=str(job.get("id", "")), where="its payload's output")
         record.update(payload)
         if record["status"] == "ok" and proc.returncode != 0:
-            record.update(
-                status="failed", error=f"payload exited {proc.returncode}: {root_cause(proc.stderr)}"
-            )
+            record.update(status="failed", error=f"payload exited {proc.returncode}: {one_line(proc.stderr)}")
         record["bottleneck"], record["bottleneck_reason"] = job_bottleneck(
             record, scratch / "monitor.jsonl", site
         )

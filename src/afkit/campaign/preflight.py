@@ -15,13 +15,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from afkit.bench.sources import XRD_NOT_FOUND_ERRNO
 from afkit.campaign import executors
 from afkit.campaign.config import Campaign
 from afkit.campaign.locations import dataset_files
 from afkit.errors import NotFoundError, PrereqError, UnsafeError
 
-# kXR_NotFound: the server says the file does not exist (XProtocol.hh)
-XRD_NOT_FOUND = 3011
 STAT_TIMEOUT = 20
 
 
@@ -61,7 +60,7 @@ def _xrd_stat(url: str, path: str) -> tuple[bool, str, bool]:
     status, _ = client.FileSystem(url).stat(path, timeout=STAT_TIMEOUT)
     if status.ok:
         return True, "", True
-    not_found = status.errno == XRD_NOT_FOUND
+    not_found = status.errno == XRD_NOT_FOUND_ERRNO
     return False, status.message.strip(), not_found
 
 

@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # Shared helpers for afkit's shell scripts. Source it; do not run it.
 #
-# Exit codes (the same numbers as src/afkit/errors.py, documented in README "Exit codes"):
+# Exit codes (the same numbers as src/afkit/errors.py ExitCode, the one table, documented in
+# README "Exit codes"; tests/unit/test_exit_codes.py checks that they match):
 #   0 ok, 1 a step failed, 2 usage error, 3 prerequisite missing, 4 refused (unsafe path),
 #   5 not found, 6 validation failed, 130 interrupted.
 

@@ -1,6 +1,8 @@
-"""Exit codes shared by every afkit command (documented in README, section "Exit codes").
+"""Exit codes shared by every afkit command (documented in README, section "Exit codes"), the
+project's one table of them; and the one line of an error text a record or a message shows.
 
-The shell scripts use the same numbers (``scripts/lib/common.sh``).
+The shell scripts use the same numbers (``scripts/lib/common.sh``, checked against this table by
+``tests/unit/test_exit_codes.py``).
 """
 
 from __future__ import annotations

@@ -53,3 +53,21 @@ afkit_cache_dir() { printf '%s/afkit\n' "${XDG_CACHE_HOME:-$HOME/.cache}"; }
 
 # afkit_repo_root : the checkout this script lives in.
 afkit_repo_root() { (cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P); }
+
+# afkit_venv : the virtualenv with afkit: $AFKIT_VENV, else the checkout's .venv (make venv makes
+# it; the Makefile's VENV follows AFKIT_VENV too).
+afkit_venv() { printf '%s\n' "${AFKIT_VENV:-$(afkit_repo_root)/.venv}"; }
+
+# afkit_python : the Python that runs afkit, the one way the scripts find it: $AFKIT_PYTHON, else
+# the venv's (afkit_venv), else python3 on PATH. (Python code runs sys.executable.)
+afkit_python() {
+  local venv
+  venv=$(afkit_venv)
+  if [[ -n ${AFKIT_PYTHON:-} ]]; then
+    printf '%s\n' "$AFKIT_PYTHON"
+  elif [[ -x $venv/bin/python ]]; then
+    printf '%s\n' "$venv/bin/python"
+  else
+    printf '%s\n' python3
+  fi
+}

@@ -46,9 +46,11 @@ def present(value: Any) -> bool:
     return True
 
 
-def own_key(key: str, schema: Mapping[str, Any]) -> SiteKey:
-    """A site KEY of one executor, any value of which asks for it, with its JSON SCHEMA."""
+def own_key(key: str, description: str, **schema: Any) -> SiteKey:
+    """A site KEY of one executor, any value of which asks for it: a string with its DESCRIPTION
+    and the further JSON Schema keywords SCHEMA (pattern, minLength, ...)."""
     refusal = f"sites.{{site}}.{key}: only for executor '{{owner}}', not '{{executor}}'; "
+    schema = {"type": "string", **schema, "description": description}
     return SiteKey(present, refusal + "remove it or set sites.{site}.executor: {owner}", schema)
 
 

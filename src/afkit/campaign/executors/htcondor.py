@@ -15,14 +15,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from afkit.campaign.executors.base import (
-    Plain,
-    Site,
-    SiteKey,
-    output_words,
-    own_key,
-    run_quietly,
-)
+from afkit.campaign.executors.base import Plain, Site, SiteKey, output_words, own_key, run_quietly
 
 NAME = "htcondor"
 
@@ -47,13 +40,10 @@ class HTCondor(Plain):
     site_keys: Mapping[str, SiteKey] = {
         "requirements": own_key(
             "requirements",
-            {
-                "type": "string",
-                "minLength": 1,
-                "description": "htcondor only: the jobs' HTCondor requirements expression, e.g. "
-                'AFKIT_SITE == "gsi" (the testbed federation\'s execute nodes advertise their site so; '
-                "the jobs also get +WantAfkitSite = true, which those nodes' START expression asks for)",
-            },
+            'htcondor only: the jobs\' HTCondor requirements expression, e.g. AFKIT_SITE == "gsi" (the '
+            "testbed federation's execute nodes advertise their site so; the jobs also get "
+            "+WantAfkitSite = true, which those nodes' START expression asks for)",
+            minLength=1,
         ),
         "shared_fs": SiteKey(
             used=lambda value: value is False,

@@ -10,14 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from afkit.campaign.executors.base import (
-    Plain,
-    Site,
-    SiteKey,
-    output_words,
-    own_key,
-    run_quietly,
-)
+from afkit.campaign.executors.base import Plain, Site, SiteKey, output_words, own_key, run_quietly
 
 # squeue states of a job that has left the batch system
 ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL",
@@ -31,12 +24,9 @@ class Slurm(Plain):
     site_keys: Mapping[str, SiteKey] = {
         "partition": own_key(
             "partition",
-            {
-                "type": "string",
-                "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]*$",
-                "description": "slurm only, the SLURM partition the site's jobs are submitted to "
-                "(default the cluster's default partition)",
-            },
+            "slurm only, the SLURM partition the site's jobs are submitted to (default the cluster's "
+            "default partition)",
+            pattern="^[A-Za-z0-9][A-Za-z0-9_.-]*$",
         ),
     }
     submitted = re.compile(r"submitted with SLURM jobid (\d+)")

@@ -51,8 +51,10 @@ write_atomic() {
 # afkit_cache_dir : ${XDG_CACHE_HOME:-~/.cache}/afkit
 afkit_cache_dir() { printf '%s/afkit\n' "${XDG_CACHE_HOME:-$HOME/.cache}"; }
 
-# afkit_repo_root : the checkout this script lives in.
-afkit_repo_root() { (cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P); }
+# afkit_repo_root : the checkout this script lives in (found when this file is sourced: a later cd
+# must not change it).
+AFKIT_REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)
+afkit_repo_root() { printf '%s\n' "$AFKIT_REPO_ROOT"; }
 
 # afkit_venv : the virtualenv with afkit: $AFKIT_VENV, else the checkout's .venv (make venv makes
 # it; the Makefile's VENV follows AFKIT_VENV too).

@@ -33,3 +33,9 @@ common() { bash -c "source '$REPO/scripts/lib/common.sh'; $1"; }
   AFKIT_PYTHON='' AFKIT_VENV=$T/nothing run common afkit_python
   assert_output python3
 }
+
+@test "afkit_venv: the same after a cd elsewhere (a subshell in the work directory)" {
+  AFKIT_VENV='' run bash -c "cd '$REPO' && source scripts/lib/common.sh && cd '$T' && afkit_venv"
+  assert_success
+  assert_output "$REPO/.venv"
+}

@@ -4,7 +4,8 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 PYTHON  ?= python3
-VENV    ?= .venv
+# the virtualenv with afkit: AFKIT_VENV, as the scripts find it (scripts/lib/common.sh afkit_venv)
+VENV    ?= $(or $(AFKIT_VENV),.venv)
 TESTBED ?= bubblewrap
 export TESTBED
 AFKIT_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/afkit

@@ -34,7 +34,7 @@ main() {
     shift
   done
   log "planning: $jobs jobs"
-  "$REPO/.venv/bin/python" "$REPO/bench/campaign_planning.py" --jobs "$jobs" 2>/dev/null
+  "$(afkit_python)" "$REPO/bench/campaign_planning.py" --jobs "$jobs" 2>/dev/null
   ((planning_only)) && return 0
   [[ -n $sif ]] || sif=$("$REPO/scripts/mkbase" bench | tail -n1)
   log "executor overhead (testbed), image $sif"

@@ -121,7 +121,8 @@ main() {
     scale_bench "$scale" "$runs" "$json"
     return
   fi
-  local python="$REPO/.venv/bin/python"
+  local python
+  python=$(afkit_python)
   [[ -x $python ]] || die "$AFKIT_EX_PREREQ" "no $python" "run 'make venv'"
   if ((builds)); then
     if ! (cd "$REPO" && "$REPO/scripts/testbed" run -- true) >/dev/null 2>&1; then

@@ -12,7 +12,6 @@ Goal: build / (cp -a + mksquashfs) <= 2.
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import statistics
@@ -21,7 +20,7 @@ import sys
 from pathlib import Path
 
 from image_build_bench import make_base
-from image_scale import _resolve, _timed, cp_a, squash
+from image_scale import _resolve, _timed, cp_a, round_args, squash
 
 TAG = "AliPhysics/vAN-20251126_ROOT6-1"
 GOAL = 2.0
@@ -36,13 +35,7 @@ def build(work: Path, base: Path) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--work", type=Path, required=True, help="scratch directory (emptied)")
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
+    args = round_args(__doc__)
     res = _resolve(TAG)
     src = Path("/cvmfs/alice.cern.ch")
     base = make_base(args.work / "base")

@@ -150,14 +150,17 @@ def one_round(
     return times
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def round_args(doc: str | None) -> argparse.Namespace:
+    """The options of a benchmark in rounds (this one, image_realroot.py): --work, --runs, --json."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work", type=Path, required=True, help="scratch directory (emptied)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> int:
+    args = round_args(__doc__)
     src = profile.repo_root(profile.load("alice"))
     res = _resolve(TAG_A)
     st_plan = stage.walk(src, res.units, f"/cvmfs/{src.name}")

@@ -29,10 +29,9 @@ import yaml
 # the checkout's own src/, whichever Python runs this file.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 from afkit.atomic import write_atomic
-from afkit.errors import UsageError
+from afkit.errors import ExitCode, UsageError
 from afkit.image import tags as afkit_tags
 
-EX_USAGE, EX_NOT_FOUND, EX_INVALID = 2, 5, 6
 PROFILE_RE = re.compile(r"[a-z0-9][a-z0-9_-]*")
 SCHEMA = Path(__file__).resolve().parent / "schema" / "tags.schema.json"
 # GitLab's CI JSON schema, app/assets/javascripts/editor/schema/ci.json of gitlab-org/gitlab (MIT,
@@ -82,9 +81,9 @@ def load_yaml(path: Path) -> Any:
         with path.open(encoding="utf-8") as fh:
             return yaml.safe_load(fh)
     except FileNotFoundError as err:
-        raise CfgError(EX_NOT_FOUND, f"{path}: no such file") from err
+        raise CfgError(ExitCode.NOT_FOUND, f"{path}: no such file") from err
     except yaml.YAMLError as err:
-        raise CfgError(EX_INVALID, f"{path}: not valid YAML: {err}") from err
+        raise CfgError(ExitCode.INVALID, f"{path}: not valid YAML: {err}") from err
 
 
 def schema_errors(data: Any, schema: dict[str, Any], where: Path) -> list[str]:
@@ -139,18 +138,20 @@ def pattern_errors(tags: list[str], pattern: str | None, where: str) -> list[str
 
 def tag_list(images: Path, profile: str, override: str | None) -> list[str]:
     if not PROFILE_RE.fullmatch(profile):
-        raise CfgError(EX_USAGE, f"bad profile name '{profile}'", "a profile is a directory under images/")
+        raise CfgError(
+            ExitCode.USAGE, f"bad profile name '{profile}'", "a profile is a directory under images/"
+        )
     if override is not None and override.strip():
         tags = parse_override(override)
         errors = check_tags(tags, "AFKIT_TAGS")
         errors += [] if errors else pattern_errors(tags, profile_pattern(images, profile), "AFKIT_TAGS")
         if errors:
-            raise CfgError(EX_INVALID, "; ".join(errors))
+            raise CfgError(ExitCode.INVALID, "; ".join(errors))
         return tags
     path = images / profile / "tags.yaml"
     if not path.is_file():
         raise CfgError(
-            EX_NOT_FOUND,
+            ExitCode.NOT_FOUND,
             f"no tag list for profile '{profile}' ({path})",
             f"create {path} (see docs/gitlab-ci.md) or set AFKIT_TAGS",
         )
@@ -161,7 +162,7 @@ def tag_list(images: Path, profile: str, override: str | None) -> list[str]:
     if not errors:
         errors += pattern_errors(list(data["tags"]), profile_pattern(images, profile), str(path))
     if errors:
-        raise CfgError(EX_INVALID, "\n".join(errors))
+        raise CfgError(ExitCode.INVALID, "\n".join(errors))
     return list(data["tags"])
 
 
@@ -214,7 +215,7 @@ def baseline_name(profile: str, tag: str) -> str:
     try:
         package, _version = afkit_tags.item(tag).package_version(profile)
     except UsageError as err:
-        raise CfgError(EX_INVALID, f"tag '{tag}': {err}") from err
+        raise CfgError(ExitCode.INVALID, f"tag '{tag}': {err}") from err
     return f"{profile}/{package}"
 
 
@@ -261,7 +262,7 @@ def image_id(profile: str, tag: str) -> tuple[str, str]:
         parsed = afkit_tags.item(tag)
         return parsed.slug, parsed.resource_group(profile)
     except UsageError as err:
-        raise CfgError(EX_INVALID, f"tag '{tag}': {err}") from err
+        raise CfgError(ExitCode.INVALID, f"tag '{tag}': {err}") from err
 
 
 def child_pipeline(profile: str, tags: list[str], functional: str = "none") -> dict[str, Any]:
@@ -345,9 +346,9 @@ def pipeline_errors(path: Path) -> list[str]:
     try:
         docs = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
     except FileNotFoundError as err:
-        raise CfgError(EX_NOT_FOUND, f"{path}: no such file") from err
+        raise CfgError(ExitCode.NOT_FOUND, f"{path}: no such file") from err
     except yaml.YAMLError as err:
-        raise CfgError(EX_INVALID, f"{path}: not valid YAML: {err}") from err
+        raise CfgError(ExitCode.INVALID, f"{path}: not valid YAML: {err}") from err
     schema = json.loads(GITLAB_SCHEMA.read_text(encoding="utf-8"))
     errors: list[str] = []
     if len(docs) > 2 or (len(docs) == 2 and not (isinstance(docs[0], dict) and set(docs[0]) == {"spec"})):
@@ -374,7 +375,7 @@ def functional_campaign(template: Path, sif: Path, fingerprint: str, key: Path |
     absolute against TEMPLATE's directory, as the campaign would have read them there."""
     data = load_yaml(template)
     if not isinstance(data, dict) or not isinstance(data.get("name"), str):
-        raise CfgError(EX_INVALID, f"{template}: not a campaign (a mapping with a 'name')",
+        raise CfgError(ExitCode.INVALID, f"{template}: not a campaign (a mapping with a 'name')",
                        "see workflows/config/functional.yaml and docs/campaigns.md")  # fmt: skip
     image: dict[str, Any] = {"sif": str(sif.resolve()), "fingerprint": fingerprint}
     if key is not None:
@@ -421,7 +422,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "pipeline":
             errors = [e for f in args.files for e in pipeline_errors(f)]
             if errors:
-                raise CfgError(EX_INVALID, "\n".join(errors), f"see GitLab's CI schema {GITLAB_SCHEMA}")
+                raise CfgError(ExitCode.INVALID, "\n".join(errors), f"see GitLab's CI schema {GITLAB_SCHEMA}")
             print("\n".join(f"{f}: valid" for f in args.files))
         elif args.cmd == "tags":
             print("\n".join(tag_list(args.images, args.profile, args.override)))
@@ -435,7 +436,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.cmd == "check":
             errors = check_all(args.images, args.profile_schema)
             if errors:
-                raise CfgError(EX_INVALID, "\n".join(errors), "fix the files named above")
+                raise CfgError(ExitCode.INVALID, "\n".join(errors), "fix the files named above")
         else:
             tags = tag_list(args.images, args.profile, args.override)
             body = yaml.safe_dump(

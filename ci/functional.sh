@@ -89,7 +89,7 @@ verify_image() {
 
 # failed_jobs JOBS_CSV : the job ids whose status is not ok, one per line, with their error.
 failed_jobs() {
-  "$(ci_python)" - "$1" <<'PY'
+  "$(afkit_python)" - "$1" <<'PY'
 import csv, sys
 with open(sys.argv[1], newline="", encoding="utf-8") as fh:
     for row in csv.DictReader(fh):
@@ -155,7 +155,7 @@ main() {
   [[ -n $store ]] ||
     die "$AFKIT_EX_PREREQ" "no baseline store: set AFKIT_FUNCTIONAL_STORE (or --store)" \
       "a directory on the runner host that outlives jobs, e.g. environment = [\"AFKIT_FUNCTIONAL_STORE=/var/lib/afkit/functional\"] in the runner's config.toml"
-  [[ -n $campaign ]] || campaign=$(ci_repo)/workflows/config/functional.yaml
+  [[ -n $campaign ]] || campaign=$(afkit_repo_root)/workflows/config/functional.yaml
   [[ -f $campaign ]] || die "$AFKIT_EX_NOT_FOUND" "no functional campaign $campaign" "set AFKIT_FUNCTIONAL_CAMPAIGN to your site's campaign file"
 
   local ref digest=''

@@ -36,7 +36,7 @@ USAGE
 
 main() {
   local profile='' tags=${AFKIT_TAGS:-} images output='' jobs=all scheduled=false
-  images="$(ci_repo)/images"
+  images="$(afkit_repo_root)/images"
   while (($#)); do
     case $1 in
       --profile) (($# > 1)) || die "$AFKIT_EX_USAGE" "--profile needs a value"; profile=$2; shift ;;

@@ -30,13 +30,14 @@ USAGE
 
 lint_code() {
   local repo
-  repo=$(ci_repo)
+  repo=$(afkit_repo_root)
   "$repo/scripts/run-tests" lint
 }
 
 # venv_cmd NAME EXTRA : NAME on PATH, else the venv's (EXTRA: the pyproject extra that installs it).
 venv_cmd() {
-  local name=$1 extra=$2 venv=${AFKIT_VENV:-$(ci_repo)/.venv}
+  local name=$1 extra=$2 venv
+  venv=$(afkit_venv)
   if command -v "$name" >/dev/null 2>&1; then
     command -v "$name"
   elif [[ -x $venv/bin/$name ]]; then
@@ -48,7 +49,7 @@ venv_cmd() {
 
 lint_snakemake() {
   local repo snakefile
-  repo=$(ci_repo)
+  repo=$(afkit_repo_root)
   snakefile=$repo/workflows/Snakefile
   if [[ ! -f $snakefile ]]; then
     log "snakemake: there is no workflows/Snakefile: nothing to lint"
@@ -83,7 +84,7 @@ lint_snakemake() {
 
 lint_config() {
   local repo schema
-  repo=$(ci_repo)
+  repo=$(afkit_repo_root)
   schema=$repo/src/afkit/image/profile.schema.json
   [[ -f $schema ]] || die "$AFKIT_EX_PREREQ" "no profile schema $schema" "the image builder ships it"
   ci_cfg check --images "$repo/images" --profile-schema "$schema"

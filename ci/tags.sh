@@ -21,7 +21,7 @@ USAGE
 
 main() {
   local profile=${AFKIT_PROFILE:-alice} images
-  images="$(ci_repo)/images"
+  images="$(afkit_repo_root)/images"
   while (($#)); do
     case $1 in
       --profile) (($# > 1)) || die "$AFKIT_EX_USAGE" "--profile needs a value"; profile=$2; shift ;;

@@ -31,7 +31,7 @@ main() {
     *) die "$AFKIT_EX_USAGE" "unknown argument '$1'" "see 'ci/venv.sh --help'" ;;
   esac
   local repo venv
-  repo=$(ci_repo)
+  repo=$(afkit_repo_root)
   if [[ -n ${AFKIT_VENV:-} ]]; then
     venv=$AFKIT_VENV
     [[ -x $venv/bin/python ]] || die "$AFKIT_EX_PREREQ" "AFKIT_VENV=$venv has no bin/python" "unset it or point it at a virtualenv"

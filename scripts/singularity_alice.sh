@@ -41,7 +41,7 @@ USAGE
 find_afkit() {
   local repo venv
   repo=$(afkit_repo_root)
-  venv=${AFKIT_VENV:-$repo/.venv}
+  venv=$(afkit_venv)
   # That venv, if its interpreter runs here (a venv made on another system may not).
   if [[ -x $venv/bin/afkit ]] && "$venv/bin/python" -c 'import afkit' >/dev/null 2>&1; then
     printf '%s\n' "$venv/bin/afkit"

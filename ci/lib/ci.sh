@@ -1,26 +1,11 @@
 # shellcheck shell=bash
 # Helpers shared by the ci/*.sh scripts (sourced after scripts/lib/common.sh). Source it; do not run it.
 
-# ci_repo : the checkout the ci scripts live in.
-ci_repo() { (cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P); }
-
-# ci_python : the Python that has PyYAML and jsonschema (AFKIT_PYTHON, else the venv, else python3).
-ci_python() {
-  local venv=${AFKIT_VENV:-$(ci_repo)/.venv}
-  if [[ -n ${AFKIT_PYTHON:-} ]]; then
-    printf '%s\n' "$AFKIT_PYTHON"
-  elif [[ -x $venv/bin/python ]]; then
-    printf '%s\n' "$venv/bin/python"
-  else
-    printf '%s\n' python3
-  fi
-}
-
 # ci_cfg ARGS... : run ci/cicfg.py (tag lists, schema checks, the child pipeline).
 ci_cfg() {
   local py
-  py=$(ci_python)
-  "$py" "$(ci_repo)/ci/cicfg.py" "$@"
+  py=$(afkit_python)
+  "$py" "$(afkit_repo_root)/ci/cicfg.py" "$@"
 }
 
 # ci_check_profile NAME : die (usage) unless NAME is a plain profile name.
@@ -30,13 +15,13 @@ ci_check_profile() {
 }
 
 # ci_image PROFILE TAG [OPTION...] : 'afkit image name --profile PROFILE [OPTION...] TAG' of this
-# checkout, run with ci_python: the tag grammar, the image name, the OCI reference and the resource
+# checkout, run with afkit_python: the tag grammar, the image name, the OCI reference and the resource
 # group live once, in afkit.image.tags. Dies 2 on a bad tag, 5 on an unknown profile.
 ci_image() {
   local profile=$1 tag=$2 py rc=0
   shift 2
-  py=$(ci_python)
-  PYTHONPATH="$(ci_repo)/src${PYTHONPATH:+:$PYTHONPATH}" "$py" -m afkit image name --profile "$profile" "$@" -- "$tag" ||
+  py=$(afkit_python)
+  PYTHONPATH="$(afkit_repo_root)/src${PYTHONPATH:+:$PYTHONPATH}" "$py" -m afkit image name --profile "$profile" "$@" -- "$tag" ||
     rc=$?
   case $rc in
     0) ;;
@@ -68,7 +53,8 @@ ci_safe_dir() {
 
 # ci_afkit : the afkit command (on PATH, else the venv's).
 ci_afkit() {
-  local venv=${AFKIT_VENV:-$(ci_repo)/.venv}
+  local venv
+  venv=$(afkit_venv)
   if command -v afkit >/dev/null 2>&1; then
     command -v afkit
   elif [[ -x $venv/bin/afkit ]]; then

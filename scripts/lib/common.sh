@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # Shared helpers for afkit's shell scripts. Source it; do not run it.
 #
-# Exit codes (the same numbers as src/afkit/errors.py, documented in README "Exit codes"):
+# Exit codes (the same numbers as src/afkit/errors.py ExitCode, the one table, documented in
+# README "Exit codes"; tests/unit/test_exit_codes.py checks that they match):
 #   0 ok, 1 a step failed, 2 usage error, 3 prerequisite missing, 4 refused (unsafe path),
 #   5 not found, 6 validation failed, 130 interrupted.
 
@@ -50,5 +51,25 @@ write_atomic() {
 # afkit_cache_dir : ${XDG_CACHE_HOME:-~/.cache}/afkit
 afkit_cache_dir() { printf '%s/afkit\n' "${XDG_CACHE_HOME:-$HOME/.cache}"; }
 
-# afkit_repo_root : the checkout this script lives in.
-afkit_repo_root() { (cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P); }
+# afkit_repo_root : the checkout this script lives in (found when this file is sourced: a later cd
+# must not change it).
+AFKIT_REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)
+afkit_repo_root() { printf '%s\n' "$AFKIT_REPO_ROOT"; }
+
+# afkit_venv : the virtualenv with afkit: $AFKIT_VENV, else the checkout's .venv (make venv makes
+# it; the Makefile's VENV follows AFKIT_VENV too).
+afkit_venv() { printf '%s\n' "${AFKIT_VENV:-$(afkit_repo_root)/.venv}"; }
+
+# afkit_python : the Python that runs afkit, the one way the scripts find it: $AFKIT_PYTHON, else
+# the venv's (afkit_venv), else python3 on PATH. (Python code runs sys.executable.)
+afkit_python() {
+  local venv
+  venv=$(afkit_venv)
+  if [[ -n ${AFKIT_PYTHON:-} ]]; then
+    printf '%s\n' "$AFKIT_PYTHON"
+  elif [[ -x $venv/bin/python ]]; then
+    printf '%s\n' "$venv/bin/python"
+  else
+    printf '%s\n' python3
+  fi
+}

@@ -1,6 +1,8 @@
-"""Exit codes shared by every afkit command (documented in README, section "Exit codes").
+"""Exit codes shared by every afkit command (documented in README, section "Exit codes"), the
+project's one table of them; and the one line of an error text a record or a message shows.
 
-The shell scripts use the same numbers (``scripts/lib/common.sh``).
+The shell scripts use the same numbers (``scripts/lib/common.sh``, checked against this table by
+``tests/unit/test_exit_codes.py``).
 """
 
 from __future__ import annotations
@@ -52,3 +54,34 @@ class NotFoundError(AfkitError):
 
 class InvalidError(AfkitError):
     code = ExitCode.INVALID
+
+
+# words of a line that says what went wrong (lower case)
+ERROR_MARKS = ("error", "fatal", "exception", "cannot", "failed", "no such", "denied", "refused")
+
+
+def one_line(
+    text: str,
+    *,
+    limit: int = 300,
+    marks: tuple[str, ...] = ERROR_MARKS,
+    first: bool = False,
+    otherwise: str | None = None,
+) -> str:
+    """The line of TEXT (a program's stderr, an error's message) that says what went wrong, for a
+    job record or a message: the last line naming an error (one of MARKS, any case), else the last
+    line (or OTHERWISE when given); with FIRST the first such line, else the first line. A quoted
+    path or ``in file ...`` on the next line is added (uproot names the file so). Cut to LIMIT
+    characters; empty for no text."""
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    marked = [i for i, ln in enumerate(lines) if any(m in ln.lower() for m in marks)]
+    if not marked and otherwise is not None:
+        return otherwise
+    picks = marked or list(range(len(lines)))
+    i = picks[0] if first else picks[-1]
+    out = lines[i]
+    if i + 1 < len(lines) and lines[i + 1].startswith(("in file", "'", '"')):
+        out += " " + lines[i + 1]
+    return out if len(out) <= limit else out[: limit - 3] + "..."

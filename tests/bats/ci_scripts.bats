@@ -9,8 +9,8 @@ setup() {
   load '/usr/lib/bats/bats-support/load'
   load '/usr/lib/bats/bats-assert/load'
   REPO="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
-  export AFKIT_PYTHON="${AFKIT_VENV:-$REPO/.venv}/bin/python"
-  [[ -x $AFKIT_PYTHON ]] || AFKIT_PYTHON=python3
+  AFKIT_PYTHON=$(unset AFKIT_PYTHON; source "$REPO/scripts/lib/common.sh"; afkit_python)
+  export AFKIT_PYTHON
   T=$BATS_TEST_TMPDIR
   export FAKE_LOG=$T/log FAKE_REG=$T/reg
   mkdir -p "$FAKE_LOG" "$FAKE_REG" "$T/images/alice"

@@ -13,7 +13,6 @@ image.json, no partial SIF, no job record and no aggregate behind.
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 import shutil
 import socket
@@ -29,11 +28,9 @@ from pathlib import Path
 import pytest
 from itsupport import origin_dataset, snakemake_local, steps_campaign, text_or_empty
 
+from afkit.image.store import sha256_file
+
 pytestmark = pytest.mark.testbed
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 class Registry:
@@ -104,7 +101,7 @@ def _snakemake(work: Path, cfile: Path) -> subprocess.CompletedProcess[str]:
 def test_campaign_runs_in_image_pulled_from_oras(bench_sif: Path, registry: Registry, data_dir: str) -> None:
     tag = f"it-{uuid.uuid4().hex[:8]}"
     ref = f"oras://127.0.0.1:{registry.port}/afkit/bench:{tag}"
-    pushed = _sha256(bench_sif)
+    pushed = sha256_file(bench_sif)
     push = subprocess.run(
         ["apptainer", "push", "--no-https", str(bench_sif), ref], capture_output=True, text=True, check=False
     )
@@ -135,7 +132,7 @@ def test_campaign_runs_in_image_pulled_from_oras(bench_sif: Path, registry: Regi
         assert proc.returncode == 0, proc.stderr[-3000:] + "\n--- image.log ---\n" + log[-3000:]
         assert log.splitlines()[0].startswith("$ apptainer pull ") and log.splitlines()[0].endswith(" " + ref)
         sif = image_dir / "image.sif"
-        assert _sha256(sif) == pushed
+        assert sha256_file(sif) == pushed
         assert not (image_dir / ".image.sif.part").exists()
         info = json.loads((image_dir / "image.json").read_text(encoding="utf-8"))
         assert info["path"] == str(sif) and info["sha256"] == pushed and info["source"] == ref
@@ -155,7 +152,7 @@ def test_campaign_runs_in_image_pulled_from_oras(bench_sif: Path, registry: Regi
         again = _snakemake(work, cfile)
         assert again.returncode == 0, again.stderr[-3000:]
         assert "Nothing to be done" in again.stdout + again.stderr
-        assert sif.stat().st_mtime_ns == mtime and _sha256(sif) == pushed
+        assert sif.stat().st_mtime_ns == mtime and sha256_file(sif) == pushed
         assert (image_dir / "image.log").read_text(encoding="utf-8") == log
     finally:
         shutil.rmtree(work, ignore_errors=True)  # the directory this test made

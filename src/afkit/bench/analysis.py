@@ -18,7 +18,7 @@ import numpy as np
 
 from afkit.bench.intervals import IntervalCounter, Record
 from afkit.bench.records import JsonlWriter, utc_iso
-from afkit.bench.sources import import_xrootd_client, is_xrootd_url
+from afkit.bench.sources import XRD_NOT_FOUND_ERRNO, import_xrootd_client, is_xrootd_url
 from afkit.bench.units import mbit_per_s
 from afkit.errors import InvalidError, NotFoundError, UsageError
 
@@ -64,7 +64,7 @@ def open_root(path: str) -> Any:
             ) from err
         raise InvalidError(f"cannot read '{path}': {err}") from err
     except OSError as err:
-        if "3011" in str(err) or "No such file" in str(err):
+        if str(XRD_NOT_FOUND_ERRNO) in str(err) or "No such file" in str(err):
             raise NotFoundError(f"ROOT file '{path}' does not exist on the server: {err}") from err
         raise InvalidError(f"cannot open '{path}': {err}") from err
 

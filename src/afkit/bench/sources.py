@@ -32,7 +32,7 @@ XRD_DEFAULTS: dict[str, str] = {
 }
 OPEN_TIMEOUT = 15  # seconds, per call
 READ_TIMEOUT = 60
-XRD_NOT_FOUND_ERRNO = 3011  # kXR_NotFound
+XRD_NOT_FOUND_ERRNO = 3011  # kXR_NotFound: the server says the file does not exist (XProtocol.hh)
 XRD_CONNECT_CODES = range(101, 111)  # errInvalidAddr .. errTlsError: the server is not reachable
 XRD_MAX_VECTOR = 1024  # chunks per kXR_readv
 # a private anonymous mapping whose pages the kernel faults in at once (not one fault per page

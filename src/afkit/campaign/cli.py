@@ -187,7 +187,7 @@ def cmd_extrapolate(args: argparse.Namespace) -> int:
         )
         if not points:
             raise UsageError(f"{args.from_csv} has no successful train waves", hint="give --per-job instead")
-        best = max(points, key=lambda p: p.throughput_98)
+        best = scaling.best_wave(points)
         per_job = per_job or best.per_job
         per_server = per_server or best.per_server
     if per_job is None:

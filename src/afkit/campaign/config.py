@@ -16,13 +16,23 @@ from typing import Any
 import jsonschema
 import yaml
 
+from afkit.campaign import executors
 from afkit.errors import AfkitError, InvalidError, NotFoundError
 from afkit.paths import workflow_files
 
 
 def load_schema() -> dict[str, Any]:
+    """The campaign schema with the registered executors (afkit.campaign.executors.REGISTRY):
+    ``sites.*.executor`` allows their names, in the registry's order, and each one's own site keys
+    are site keys."""
     with workflow_files().schema.open(encoding="utf-8") as fh:
         schema: dict[str, Any] = yaml.safe_load(fh)
+    site = schema["properties"]["sites"]["additionalProperties"]["properties"]
+    site["executor"]["enum"] = list(executors.REGISTRY)
+    for executor in executors.REGISTRY.values():
+        for key, rule in executor.site_keys.items():
+            if rule.schema is not None:
+                site.setdefault(key, copy.deepcopy(dict(rule.schema)))
     return schema
 
 
@@ -104,38 +114,24 @@ def _check_sizes(where: str, sweep: dict[str, Any]) -> list[str]:
     return problems
 
 
-# site keys that only one executor acts on (the others would silently ignore them)
-EXECUTOR_KEYS = {"requirements": "htcondor", "partition": "slurm"}
-
-
 def _check_sites(cfg: dict[str, Any]) -> list[str]:
-    """Site keys that fit the site's executor; a site without the submit host's files needs an image
-    its jobs can pull (docs/federation.md, "Per-site batch workers")."""
+    """Site keys that fit the site's executor (each executor names the keys only it acts on,
+    afkit.campaign.executors); a site without the submit host's files needs an image its jobs can
+    pull (docs/federation.md, "Per-site batch workers")."""
     problems = []
     for name, site in cfg["sites"].items():
         executor = site["executor"]
-        for key, needs in EXECUTOR_KEYS.items():
-            if key in site and executor != needs:
-                problems.append(
-                    f"sites.{name}.{key}: only for executor {needs!r}, not {executor!r}; "
-                    f"remove it or set sites.{name}.executor: {needs}"
-                )
-        if site.get("netns") and executor != "local":
+        for owner in executors.REGISTRY.values():
+            if owner.name == executor:
+                continue
+            for key, rule in owner.site_keys.items():
+                if key in site and rule.used(site[key]):
+                    problems.append(rule.refusal.format(site=name, executor=executor, owner=owner.name))
+        if not site["shared_fs"] and not str(cfg["image"].get("sif", "")).startswith("oras://"):
             problems.append(
-                f"sites.{name}.netns: only for executor 'local'; a {executor} worker already runs in its "
-                "site's network namespace (remove netns)"
+                f"sites.{name}.shared_fs: false needs image.sif to be an oras:// reference: the "
+                "site's jobs pull the image from the registry (they cannot see a SIF file here)"
             )
-        if not site["shared_fs"]:
-            if executor != "htcondor":
-                problems.append(
-                    f"sites.{name}.shared_fs: false needs executor 'htcondor' (HTCondor file transfer); "
-                    f"{executor!r} jobs read and write the submit host's files"
-                )
-            if not str(cfg["image"].get("sif", "")).startswith("oras://"):
-                problems.append(
-                    f"sites.{name}.shared_fs: false needs image.sif to be an oras:// reference: the "
-                    "site's jobs pull the image from the registry (they cannot see a SIF file here)"
-                )
     return problems
 
 

@@ -9,7 +9,6 @@ With ``image.fingerprint`` the image must carry a valid signature by that key be
 
 from __future__ import annotations
 
-import hashlib
 import json
 import multiprocessing
 import os
@@ -22,17 +21,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from afkit.atomic import atomic_path, write_atomic
-from afkit.errors import AfkitError, ExitCode, InvalidError, NotFoundError, PrereqError
+from afkit.errors import AfkitError, ExitCode, InvalidError, NotFoundError, PrereqError, one_line
 from afkit.image import apptainer
+from afkit.image.store import sha256_file
 from afkit.image.workdir import MARKER
-
-
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def build_base(build: dict[str, Any], base_dir: str) -> str | None:
@@ -159,13 +151,6 @@ def oras_pull_command(ref: str, dest: Path, env: Mapping[str, str] | None = None
     return apptainer.pull_command(ref, dest, insecure=env.get(INSECURE_ENV, "") == "1")
 
 
-def _apptainer_error(log: Path) -> str:
-    """The last FATAL/ERROR line apptainer wrote to LOG (empty when none)."""
-    lines = [ln.strip() for ln in log.read_text(encoding="utf-8", errors="replace").splitlines()]
-    errs = [ln for ln in lines if ln.startswith(("FATAL", "ERROR"))]
-    return errs[-1] if errs else ""
-
-
 def _from_oras(ref: str, workdir: Path, log: Path) -> dict[str, Any]:
     """Pull REF once into WORKDIR/image.sif (through a partial file, removed on failure)."""
     if apptainer.command_name() is None:
@@ -181,7 +166,8 @@ def _from_oras(ref: str, workdir: Path, log: Path) -> dict[str, Any]:
             proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, check=False)
         if proc.returncode != 0 or not tmp.is_file():
             tmp.unlink(missing_ok=True)
-            why = _apptainer_error(log) or f"exit {proc.returncode}"
+            said = log.read_text(encoding="utf-8", errors="replace")
+            why = one_line(said, marks=apptainer.ERROR_MARKS, otherwise="") or f"exit {proc.returncode}"
             raise NotFoundError(
                 f"image.sif: cannot pull {ref}: {why} (see {log})",
                 hint="check the reference (oras://HOST[:PORT]/PATH:TAG), the registry and your "
@@ -189,7 +175,7 @@ def _from_oras(ref: str, workdir: Path, log: Path) -> dict[str, Any]:
                 f"{INSECURE_ENV}=1",
             )
         tmp.replace(sif)
-    return {"path": str(sif.resolve()), "sha256": sha256_of(sif), "tag": "", "source": ref}
+    return {"path": str(sif.resolve()), "sha256": sha256_file(sif), "tag": "", "source": ref}
 
 
 def _from_sif(image: dict[str, Any], base_dir: Path) -> dict[str, Any]:
@@ -205,7 +191,7 @@ def _from_sif(image: dict[str, Any], base_dir: Path) -> dict[str, Any]:
     if b"SIF_MAGIC" not in head:
         raise InvalidError(f"image.sif: {sif} is not a SIF image", hint="give a .sif built by apptainer")
     tag = image.get("tag", "")
-    return {"path": str(sif.resolve()), "sha256": sha256_of(sif), "tag": tag, "source": "sif"}
+    return {"path": str(sif.resolve()), "sha256": sha256_file(sif), "tag": tag, "source": "sif"}
 
 
 @dataclass(frozen=True)

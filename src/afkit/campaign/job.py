@@ -34,9 +34,10 @@ from typing import Any
 import afkit
 from afkit.atomic import write_atomic
 from afkit.bench.monitor import HostMonitor
-from afkit.campaign import bottleneck, interrupt
+from afkit.campaign import bottleneck, executors, interrupt
 from afkit.campaign import record as jobrecord
-from afkit.errors import AfkitError, ExitCode, NotFoundError, PrereqError
+from afkit.campaign.executors import htcondor
+from afkit.errors import AfkitError, ExitCode, NotFoundError, PrereqError, one_line
 from afkit.image import apptainer
 
 # afkit's package inside the image: `python -m afkit.campaign.steps` from the working directory /
@@ -74,43 +75,16 @@ def apptainer_command(
 
 # exit statuses of a payload cut off by a signal: killed (negative) or a shell's 128 + signal
 KILLED = {-1, -2, -9, -15, 129, 130, 137, 143}
-ERROR_MARKS = ("error", "fatal", "exception", "cannot", "failed", "no such", "denied", "refused")
 
 
 class JobInterrupted(AfkitError):
     code = ExitCode.INTERRUPTED
 
 
-def root_cause(text: str, limit: int = 300) -> str:
-    """One line for jobs.csv: the last line of TEXT that names an error (else its last line)."""
-    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
-    if not lines:
-        return ""
-    marked = [ln for ln in lines if any(m in ln.lower() for m in ERROR_MARKS)]
-    line = (marked or lines)[-1]
-    return line if len(line) <= limit else line[: limit - 3] + "..."
-
-
-def _read_ad(path: str) -> dict[str, str]:
-    """A ClassAd file (HTCondor's job or machine ad) as attribute -> value, strings unquoted."""
-    ad: dict[str, str] = {}
-    try:
-        for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
-            key, sep, value = line.partition(" = ")
-            if sep:
-                ad[key.strip()] = value.strip().strip('"')
-    except OSError:
-        pass
-    return ad
-
-
 def batch_site(env: dict[str, str] | None = None) -> str:
-    """The batch system's site of the worker running this job: the machine ad's AFKIT_SITE
-    (HTCondor, the federation's execute nodes), the SLURM partition; empty for a local job."""
-    env = dict(os.environ if env is None else env)
-    if env.get("_CONDOR_MACHINE_AD"):
-        return _read_ad(env["_CONDOR_MACHINE_AD"]).get("AFKIT_SITE", "")
-    return env.get("SLURM_JOB_PARTITION", "")
+    """The batch system's site of the worker running this job (afkit.campaign.executors: the
+    HTCondor machine ad's AFKIT_SITE, the SLURM partition); empty for a local job."""
+    return executors.worker_site(dict(os.environ if env is None else env))
 
 
 def in_netns(netns: str, cmd: list[str]) -> list[str]:
@@ -136,7 +110,8 @@ def pull_on_worker(image: dict[str, Any], scratch: Path, env: dict[str, str]) ->
     """A site without the submit host's files: pull the campaign's oras:// image into the job's
     SCRATCH with the job's ENV (the same sha256 as the submit host's pull, or the job fails);
     (path, seconds)."""
-    from afkit.campaign.image import oras_pull_command, sha256_of
+    from afkit.campaign.image import oras_pull_command
+    from afkit.image.store import sha256_file
 
     ref = str(image.get("source", ""))
     if not ref.startswith("oras://"):
@@ -150,24 +125,17 @@ def pull_on_worker(image: dict[str, Any], scratch: Path, env: dict[str, str]) ->
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
     seconds = time.monotonic() - t0
     if proc.returncode != 0 or not sif.is_file():
-        raise NotFoundError(f"cannot pull {ref} on the worker node: {root_cause(proc.stderr + proc.stdout)}")
-    if sha256_of(sif) != image["sha256"]:
+        raise NotFoundError(f"cannot pull {ref} on the worker node: {one_line(proc.stderr + proc.stdout)}")
+    if sha256_file(sif) != image["sha256"]:
         raise AfkitError(f"{ref} pulled on the worker node is not the image of the campaign (sha256 differs)",
                          hint="the tag was pushed again during the campaign: rerun it")  # fmt: skip
     return str(sif), seconds
 
 
 def batch_identity(env: dict[str, str] | None = None) -> tuple[str, str]:
-    """(executor, batch job id) of the process running this job, from its own environment."""
-    env = dict(os.environ if env is None else env)
-    ad_path = env.get("_CONDOR_JOB_AD")
-    if ad_path:
-        ad = _read_ad(ad_path)
-        job_id = f"{ad['ClusterId']}.{ad.get('ProcId', '0')}" if "ClusterId" in ad else ""
-        return "htcondor", job_id
-    if env.get("SLURM_JOB_ID"):
-        return "slurm", env["SLURM_JOB_ID"]
-    return "local", ""
+    """(executor, batch job id) of the process running this job, from its own environment
+    (afkit.campaign.executors: HTCondor's job ad, SLURM's job id; else local)."""
+    return executors.identify(dict(os.environ if env is None else env))
 
 
 def job_bottleneck(record: dict[str, Any], monitor: Path, site: dict[str, Any]) -> tuple[str, str]:
@@ -234,7 +202,7 @@ def held_record(
     end = time.time() if now is None else now
     record = base_record(job, campaign, image)
     record.update(
-        executor="htcondor",
+        executor=htcondor.NAME,
         batch_job_id=batch_job_id,
         status="failed",
         error=f"held by HTCondor for {held_s:.0f} s, removed from the queue: {reason}",
@@ -315,14 +283,12 @@ def run(
         if not payload:
             payload = {
                 "status": "failed",
-                "error": f"payload exited {proc.returncode}: {root_cause(proc.stderr)}",
+                "error": f"payload exited {proc.returncode}: {one_line(proc.stderr)}",
             }
         jobrecord.check(payload, part="payload", job=str(job.get("id", "")), where="its payload's output")
         record.update(payload)
         if record["status"] == "ok" and proc.returncode != 0:
-            record.update(
-                status="failed", error=f"payload exited {proc.returncode}: {root_cause(proc.stderr)}"
-            )
+            record.update(status="failed", error=f"payload exited {proc.returncode}: {one_line(proc.stderr)}")
         record["bottleneck"], record["bottleneck_reason"] = job_bottleneck(
             record, scratch / "monitor.jsonl", site
         )

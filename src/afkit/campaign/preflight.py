@@ -15,24 +15,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from afkit.bench.sources import XRD_NOT_FOUND_ERRNO
+from afkit.campaign import executors
 from afkit.campaign.config import Campaign
 from afkit.campaign.locations import dataset_files
 from afkit.errors import NotFoundError, PrereqError, UnsafeError
 
-# kXR_NotFound: the server says the file does not exist (XProtocol.hh)
-XRD_NOT_FOUND = 3011
 STAT_TIMEOUT = 20
-
-
-# snakemake executor plugins of afkit's own -> the campaign's executor they run
-# (src/snakemake_executor_plugin_afkit_htcondor, src/snakemake_executor_plugin_afkit_slurm)
-PLUGIN_EXECUTORS = {"afkit-htcondor": "htcondor", "afkit-slurm": "slurm"}
 
 
 def check_executor(campaign: Campaign, executor: str, site: str | None = None) -> None:
     """Refuse sites (SITE, or all with jobs) whose executor is not EXECUTOR (a snakemake
-    executor plugin's name)."""
-    executor = PLUGIN_EXECUTORS.get(executor, executor)
+    executor plugin's name: afkit's own, e.g. ``afkit-slurm``, run the sites of their executor,
+    afkit.campaign.executors)."""
+    executor = executors.of_plugin(executor)
     used = {s for b in campaign.config["benchmarks"] for s in b["sites"]}
     scope = [site] if site else [s for s in campaign.config["sites"] if s in used]
     wrong = {s: campaign.config["sites"][s]["executor"] for s in scope}
@@ -64,7 +60,7 @@ def _xrd_stat(url: str, path: str) -> tuple[bool, str, bool]:
     status, _ = client.FileSystem(url).stat(path, timeout=STAT_TIMEOUT)
     if status.ok:
         return True, "", True
-    not_found = status.errno == XRD_NOT_FOUND
+    not_found = status.errno == XRD_NOT_FOUND_ERRNO
     return False, status.message.strip(), not_found
 
 

@@ -16,7 +16,7 @@ from afkit.atomic import write_atomic
 from afkit.campaign import figures
 from afkit.campaign.aggregate import SKEW_GOAL_S, wave_skews
 from afkit.campaign.extrapolate import parse_rate, plan
-from afkit.campaign.scaling import WavePoint, scaling_series
+from afkit.campaign.scaling import WavePoint, best_wave, scaling_series
 from afkit.paths import workflow_files
 
 CELL_KEYS = ("bench", "site", "dataset", "scenario", "access", "clients", "wave_size")
@@ -61,7 +61,7 @@ GROUPING_LABELS: dict[str, str] = {
 def extrapolation(points: list[WavePoint], target: str) -> str:
     if not points:
         return ""
-    best = max(points, key=lambda p: p.throughput_98)
+    best = best_wave(points)
     p = plan(parse_rate(target), best.per_job, best.per_server)
     servers = "one server" if best.servers == 1 else f"{best.servers} servers"
     return (

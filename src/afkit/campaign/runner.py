@@ -26,14 +26,15 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
-from afkit.campaign import watchdog
+from afkit.campaign import executors, watchdog
 from afkit.campaign.config import Campaign
 from afkit.errors import ExitCode
 from afkit.paths import workflow_files
 
 
 def profile_dir(executor: str) -> Path:
-    return workflow_files().profile(executor)
+    """The snakemake profile of EXECUTOR (a registered executor's name): workflows/profiles/NAME."""
+    return workflow_files().profile(executors.get(executor).name)
 
 
 def snakemake_cmd(
@@ -58,36 +59,17 @@ def snakemake_cmd(
 
 
 def site_options(site: dict[str, Any]) -> list[str]:
-    """Snakemake options of a site's own call: where its batch jobs go (HTCondor requirements, the
-    SLURM partition) and, for a site without the submit host's files, HTCondor file transfer."""
-    resources = []
-    if site["executor"] == "htcondor" and site.get("requirements"):
-        # the testbed federation's execute nodes start only jobs that want a site (docs/federation.md)
-        resources += [f"job:requirements={site['requirements']!r}", "job:classad_WantAfkitSite=True"]
-    if site["executor"] == "slurm" and site.get("partition"):
-        resources.append(f"job:slurm_partition={site['partition']!r}")
-    options = []
-    if not site.get("shared_fs", True):
-        # the plugin transfers the job's inputs (among them afkit's job core and the job's spec)
-        # and its record (--shared-fs-usage none); the job wrapper, transferred as the job's
-        # executable, runs the job core without snakemake (workflows/scripts/htcondor-sandbox-job,
-        # afkit.campaign.jobcore). The workflow's own files are not needed there: the prefix keeps
-        # the plugin from transferring the Snakefile (named absolute and relative to the submit
-        # directory); the worker may or may not see that directory, nothing there reads it.
-        files = workflow_files()
-        software = [str(files.root), os.path.relpath(files.root)]
-        resources.append(f"job:job_wrapper={str(files.sandbox_wrapper)!r}")
-        options += ["--shared-fs-usage", "none", "--afkit-htcondor-shared-fs-prefixes", ",".join(software)]
+    """Snakemake options of a site's own call, from its executor (afkit.campaign.executors): where
+    its batch jobs go (HTCondor requirements, the SLURM partition) and, for a site without the
+    submit host's files, HTCondor file transfer."""
+    resources, options = executors.get(site["executor"]).site_call(site)
     return (["--set-resources", *resources] if resources else []) + options
 
 
 def executor_options(executor: str, sites: list[dict[str, Any]]) -> list[str]:
-    """Options of the executor for a call running SITES: HTCondor's held-job grace (the shortest
-    of the sites' held_grace; afkit's executor, src/snakemake_executor_plugin_afkit_htcondor)."""
-    if executor != "htcondor":
-        return []
-    grace = min(s["held_grace"] for s in sites)  # the schema's default filled in
-    return ["--afkit-htcondor-held-timeout", str(grace)]
+    """Options of the executor for a call running SITES (HTCondor's held-job grace: the shortest
+    of the sites' held_grace)."""
+    return executors.get(executor).call_options(sites)
 
 
 def plan_calls(
@@ -182,13 +164,16 @@ def _tee(stream: IO[str], dog: watchdog.Watchdog) -> None:
         dog.feed(line)
 
 
-def _stop(proc: subprocess.Popen[str]) -> int:
-    """SIGINT to snakemake's process group (it cancels its jobs); SIGKILL when it does not end."""
-    for sig in (signal.SIGINT, signal.SIGKILL):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, sig)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            return proc.wait(timeout=STOP_WAIT_S)
+def _stop(proc: subprocess.Popen[str], dog: watchdog.Watchdog) -> int:
+    """SIGINT to snakemake's process group (it cancels its jobs); SIGKILL when it does not end,
+    then afkit cancels the batch jobs it submitted (the executors' cancel: condor_rm, scancel)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGINT)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        return proc.wait(timeout=STOP_WAIT_S)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    dog.cancel_submitted()
     return proc.wait()
 
 
@@ -202,7 +187,7 @@ def _watch(proc: subprocess.Popen[str], dog: watchdog.Watchdog, handler: _Interr
         if cause is None:
             continue
         print(f"afkit: watchdog: {cause}; stopping snakemake", file=sys.stderr)
-        _stop(proc)
+        _stop(proc, dog)
         missing = dog.missing()
         if missing:
             print(f"afkit: watchdog: {len(missing)} of {len(dog.records)} job(s) of the call left no record "

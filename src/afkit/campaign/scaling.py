@@ -55,6 +55,12 @@ class WavePoint:
         return self.throughput_98 / max(self.servers, 1)
 
 
+def best_wave(points: list[WavePoint]) -> WavePoint:
+    """The wave with the highest aggregate throughput (throughput_98): the one the extrapolation
+    starts from (``afkit campaign extrapolate --from``, the report). POINTS is not empty."""
+    return max(points, key=lambda p: p.throughput_98)
+
+
 def _f(row: dict[str, Any], key: str) -> float:
     return float(row[key])
 

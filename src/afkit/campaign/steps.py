@@ -29,19 +29,8 @@ from afkit.atomic import atomic_path
 from afkit.bench import payload
 from afkit.bench.sources import fetch, import_xrootd_client, is_xrootd_url
 from afkit.campaign import record
+from afkit.errors import one_line
 from afkit.image.model import INFO_PATH, EnvVar
-
-
-def one_line(message: str, limit: int = 300) -> str:
-    """The root cause for the job record (jobs.csv): the message's first line, and the file it
-    names when that is on the next line (uproot: 'file not found' / 'path')."""
-    lines = [ln.strip() for ln in message.strip().splitlines() if ln.strip()]
-    if not lines:
-        return message.strip()
-    out = lines[0]
-    if len(lines) > 1 and (lines[1].startswith(("in file", "'", '"'))):
-        out += " " + lines[1]
-    return out if len(out) <= limit else out[: limit - 3] + "..."
 
 
 def describe(err: BaseException) -> str:
@@ -133,7 +122,7 @@ def main(argv: list[str]) -> int:
         if isinstance(err, payload.ProcessingFailed):  # its intervals and gaps until the failure
             rec.update(err.partial)
             shown = err.__cause__ or err  # the message is the real error's
-        rec.update(status="failed", error=one_line(describe(shown)))
+        rec.update(status="failed", error=one_line(describe(shown), marks=(), first=True))
     rec["steps"] = steps
     record.check(rec, part="payload", job=str(spec.get("id", "")))
     print(json.dumps(rec))

@@ -17,51 +17,17 @@ is on disk); a record that is missing makes the exit code 1, with the cause name
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from afkit.campaign import executors
+
 STALL_S = 60.0  # seconds without a line from snakemake once every job has ended
 QUIET_S = 10.0  # after a critical executor error: snakemake has stopped submitting
 # an executor whose status loop died: it logs this and never reports a job's end again
 CRITICAL = re.compile(r"CRITICAL ERROR in check_active_jobs.*|Error in check_active_jobs.*")
-# the batch job ids snakemake's executors log when they submit
-SUBMITTED = {
-    "htcondor": re.compile(r"submitted to HTCondor Cluster ID (\d+)"),
-    "slurm": re.compile(r"submitted with SLURM jobid (\d+)"),
-}
-
-
-def _lines(cmd: list[str]) -> list[str] | None:
-    """CMD's output lines, None when it cannot say (not installed, failed, timed out)."""
-    if shutil.which(cmd[0]) is None:
-        return None
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return proc.stdout.split() if proc.returncode == 0 else None
-
-
-def condor_queued(ids: Iterable[str]) -> int | None:
-    out = _lines(["condor_q", "-af", "ClusterId", *ids])
-    return None if out is None else len(out)
-
-
-SLURM_ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL",
-               "PREEMPTED", "BOOT_FAIL", "DEADLINE"}  # fmt: skip
-
-
-def slurm_queued(ids: Iterable[str]) -> int | None:
-    out = _lines(["squeue", "-h", "-o", "%T", "-j", ",".join(ids)])
-    return None if out is None else sum(1 for state in out if state not in SLURM_ENDED)
-
-
-# batch system -> how many of the given job ids are still queued or running (None: unknown)
-QUEUES: dict[str, Callable[[Iterable[str]], int | None]] = {"htcondor": condor_queued, "slurm": slurm_queued}
 
 
 class Watchdog:
@@ -71,7 +37,11 @@ class Watchdog:
                  queues: dict[str, Callable[[Iterable[str]], int | None]] | None = None) -> None:  # fmt: skip
         self.records = records
         self.stall_s = STALL_S if stall_s is None else stall_s
-        self.queues = QUEUES if queues is None else queues
+        batch = [e for e in executors.REGISTRY.values() if e.batch]
+        # executor -> how many of the given batch job ids are still queued or running (None: unknown)
+        self.queues = {e.name: e.queued for e in batch} if queues is None else queues
+        # executor -> the line its snakemake plugin logs for a submitted batch job
+        self.patterns = {e.name: e.submitted for e in batch if e.submitted is not None}
         self.submitted: dict[str, set[str]] = {}
         self.critical = ""
         self.last_line = time.monotonic()
@@ -80,12 +50,19 @@ class Watchdog:
     def feed(self, line: str) -> None:
         with self._lock:
             self.last_line = time.monotonic()
-            for system, pattern in SUBMITTED.items():
+            for system, pattern in self.patterns.items():
                 for m in pattern.finditer(line):
                     self.submitted.setdefault(system, set()).add(m.group(1))
             found = CRITICAL.search(line)
             if found and not self.critical:
                 self.critical = found.group(0).strip()
+
+    def cancel_submitted(self) -> None:
+        """Cancel the batch jobs snakemake submitted (after it was killed: it cancelled none)."""
+        with self._lock:
+            submitted = {s: sorted(ids) for s, ids in self.submitted.items() if ids}
+        for system, ids in submitted.items():
+            executors.get(system).cancel(ids)
 
     def missing(self) -> list[Path]:
         return [p for p in self.records if not p.is_file()]

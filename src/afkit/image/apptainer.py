@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from afkit.errors import AfkitError, InvalidError, NotFoundError, PrereqError
+from afkit.errors import AfkitError, InvalidError, NotFoundError, PrereqError, one_line
 
 COMPRESSIONS = ("gzip", "zstd", "lz4", "xz")
 NAMES = ("apptainer", "singularity")
@@ -306,7 +306,7 @@ def verify(
             keysdir = tmp
             imp = _run(key_import_command(public_key, binary=binary), keysdir)
             if imp.returncode != 0:
-                raise InvalidError(f"cannot import the public key {public_key}: {_last_error(imp.stderr)}")
+                raise InvalidError(f"cannot import the public key {public_key}: {_said(imp.stderr)}")
         proc = _run(verify_command(image, binary=binary), keysdir)
     result = Verification.parse(proc.stdout)
     if proc.returncode == 0 and want in result.good:
@@ -322,10 +322,13 @@ _REFUSAL_HINT = (
 )
 
 
-def _last_error(stderr: str) -> str:
-    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
-    errs = [ln for ln in lines if ln.startswith(("FATAL", "ERROR"))]
-    return (errs or lines or ["no message"])[-1]
+# apptainer's lines that say what went wrong start with these (lower case)
+ERROR_MARKS = ("fatal", "error")
+
+
+def _said(stderr: str) -> str:
+    """What apptainer said went wrong: its last FATAL or ERROR line (afkit.errors.one_line)."""
+    return one_line(stderr, marks=ERROR_MARKS) or "no message"
 
 
 def _refusal(image: str, want: str, result: Verification, stderr: str) -> str:
@@ -338,7 +341,7 @@ def _refusal(image: str, want: str, result: Verification, stderr: str) -> str:
         return f"{image} is signed by {', '.join(sorted(result.good))}, not by the expected {want}"
     if result.unknown_keys or "unknown entity" in stderr:
         return f"{image} is signed by a key that is not in the keyring (expected {want})"
-    return f"{image}: signature verification failed: {_last_error(stderr)}"
+    return f"{image}: signature verification failed: {_said(stderr)}"
 
 
 _IMPORTED = re.compile(r"fingerprint ([0-9A-Fa-f]{40}) successfully added to the private keyring")
@@ -365,13 +368,13 @@ def sign(
         fps = [normalise_fingerprint(m) for m in _IMPORTED.findall(imp.stdout)]
         if imp.returncode != 0 or not fps:
             raise InvalidError(
-                f"cannot import the signing key {key_file}: {_last_error(imp.stderr)}",
+                f"cannot import the signing key {key_file}: {_said(imp.stderr)}",
                 hint="check that the file holds an armored private key and its passphrase",
             )
         proc = _run(sign_command(image, binary=binary), keysdir, passphrase + "\n")
         if proc.returncode != 0:
             raise AfkitError(
-                f"{os.path.basename(binary)} sign {image} failed: {_last_error(proc.stderr)}",
+                f"{os.path.basename(binary)} sign {image} failed: {_said(proc.stderr)}",
                 hint="check the key's passphrase and that the image is writable",
             )
         check = _run(verify_command(image, binary=binary), keysdir)
@@ -379,7 +382,7 @@ def sign(
             Path(export_public).unlink(missing_ok=True)  # apptainer refuses to overwrite
             exp = _run(key_export_command(export_public, binary=binary), keysdir, "0\n")  # the only key
             if exp.returncode != 0:
-                raise AfkitError(f"cannot export the public key {fps[0]}: {_last_error(exp.stderr)}")
+                raise AfkitError(f"cannot export the public key {fps[0]}: {_said(exp.stderr)}")
     result = Verification.parse(check.stdout)
     if check.returncode != 0 or fps[0] not in result.good:
         raise InvalidError(_refusal(str(image), fps[0], result, check.stderr))

@@ -28,7 +28,7 @@ from afkit.image import plan as planning
 from afkit.image import profile as profiles
 from afkit.image.model import PROOF_PATH, PROOF_SOURCE, ImageInfo, Resolution
 from afkit.image.resolve import image_root, resolve
-from afkit.image.store import Store
+from afkit.image.store import Store, sha256_file
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,200}")
 MARGIN = 64 << 20
@@ -38,14 +38,6 @@ def check_name(name: str) -> str:
     if not _NAME.fullmatch(name) or ".." in name:
         raise UsageError(f"image name {name!r} is not a plain file name", hint="use letters, digits, . _ + -")
     return name
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def closure_digest(res: Resolution, plan: stage.Plan) -> str:

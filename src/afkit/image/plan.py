@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from afkit.atomic import write_atomic
+from afkit.bench.units import human_bytes
 from afkit.image import workdir
 from afkit.image.model import Resolution
 from afkit.image.profile import Profile
@@ -36,21 +37,13 @@ def spec_lines(res: Resolution, src: Path) -> list[str]:
     return lines
 
 
-def human(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
-        n /= 1024
-    return f"{n:.1f} TiB"
-
-
 def write_plan(profile: Profile, res: Resolution, src: Path, outdir: Path, name: str) -> Path:
     """Print the closure with sizes; write NAME.spec and NAME.plan.json into OUTDIR; return the spec."""
     sizes = {u.rel: unit_bytes(src / u.rel) for u in res.units}
     total = sum(sizes.values())
-    print(f"# {res.tag} on {res.arch}: {len(res.units)} units, {human(total)}")
+    print(f"# {res.tag} on {res.arch}: {len(res.units)} units, {human_bytes(total)}")
     for unit in sorted(res.units, key=lambda u: -sizes[u.rel]):
-        print(f"{human(sizes[unit.rel]):>12}  {unit.label:<40} /cvmfs/{res.repository}/{unit.rel}")
+        print(f"{human_bytes(sizes[unit.rel]):>12}  {unit.label:<40} /cvmfs/{res.repository}/{unit.rel}")
     outdir.mkdir(parents=True, exist_ok=True)
     if not workdir.is_ours(outdir) and not any(outdir.iterdir()):
         (outdir / workdir.MARKER).write_text('{"created_by": "afkit"}\n')

@@ -48,6 +48,16 @@ class IndexEntry(TypedDict):
     elf: NotRequired[ElfFacts | None]  # read once from the blob (stage); None: not a readable ELF
 
 
+def sha256_file(path: StrPath) -> str:
+    """The SHA-256 of PATH's content, hex (a SIF's digest: the builder's manifest, the campaign's
+    image.json, the worker's check of a pulled image)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 def cvmfs_hash(path: StrPath) -> str | None:
     """The content hash the CVMFS client knows for PATH (``user.hash``), or None."""
     try:

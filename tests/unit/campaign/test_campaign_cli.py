@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -141,15 +144,9 @@ def test_help_lists_only_actions_that_exist(capsys: pytest.CaptureFixture[str]) 
     assert actions and all(a in listed for a in actions), actions
 
 
-def test_retry_reruns_exactly_the_failed_job(
-    raw: dict[str, Any], write: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import json
-    import os
-    import sys
-
-    from afkit.campaign import aggregate as agg
-
+@pytest.fixture
+def steps_run(raw: dict[str, Any], write: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A local steps campaign of two jobs (the fake apptainer), run once in tmp_path; its file."""
     fixtures = Path(__file__).parent / "fixtures"
     monkeypatch.setenv("PATH", f"{fixtures}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_APPTAINER_PYTHON", sys.executable)
@@ -160,6 +157,13 @@ def test_retry_reruns_exactly_the_failed_job(
                           "sweep": {"access": ["direct", "copy"]}}]  # fmt: skip
     campaign = str(write(raw))
     assert cli.main(["campaign", "run", campaign]) == ExitCode.OK
+    return campaign
+
+
+def test_retry_reruns_exactly_the_failed_job(steps_run: str, tmp_path: Path) -> None:
+    from afkit.campaign import aggregate as agg
+
+    campaign = steps_run
     failed, kept = sorted(tmp_path.glob("results/*/job/s/*.json"))
     rec = json.loads(failed.read_text())
     failed.write_text(json.dumps({**rec, "status": "failed", "error": "endpoint down"}))
@@ -173,27 +177,14 @@ def test_retry_reruns_exactly_the_failed_job(
 
 @pytest.mark.parametrize("code", [0, 130])
 def test_run_or_interrupt_leaves_the_tables_current(
-    code: int, raw: dict[str, Any], write: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    code: int, steps_run: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A record written after the tables (a call the watchdog stopped, an interrupt) is in jobs.csv
     and the report when afkit returns, without afkit campaign report."""
-    import json
-    import os
-    import sys
-
     from afkit.campaign import aggregate as agg
     from afkit.campaign import runner
 
-    fixtures = Path(__file__).parent / "fixtures"
-    monkeypatch.setenv("PATH", f"{fixtures}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("FAKE_APPTAINER_PYTHON", sys.executable)
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "fake.sif").write_bytes(b"#!/usr/bin/env run-singularity\n\0SIF_MAGIC fake")
-    raw["sites"] = {"here": raw["sites"]["here"]}
-    raw["benchmarks"] = [{"name": "s", "type": "steps", "sites": ["here"], "datasets": ["hzz"],
-                          "sweep": {"access": ["direct", "copy"]}}]  # fmt: skip
-    campaign = str(write(raw))
-    assert cli.main(["campaign", "run", campaign]) == ExitCode.OK
+    campaign = steps_run
     first, _ = sorted(tmp_path.glob("results/*/job/s/*.json"))
     [jobs_csv] = tmp_path.glob("results/*/aggregate/jobs.csv")
     old = jobs_csv.stat().st_mtime

@@ -14,7 +14,7 @@ import pytest
 
 from afkit.campaign import image as campaign_image
 from afkit.campaign.image import build_base, build_command, resolve_image
-from afkit.errors import AfkitError, NotFoundError, UnsafeError
+from afkit.errors import AfkitError, NotFoundError, UnsafeError, one_line
 
 TAG = "AliPhysics/vAN-20201018_ROOT6-1"
 
@@ -189,7 +189,7 @@ def test_the_payload_error_is_one_line_with_the_file_not_uproot_usage_text() -> 
     err = _file_not_found(
         "root://se:1094//data/f.root", "[ERROR] Server responded with an error: [3011] No such file"
     )
-    line = _job_steps().one_line(f"FileNotFoundError: {err}")
+    line = one_line(_job_steps().describe(FileNotFoundError(err)), marks=(), first=True)  # as the job does
     assert "\n" not in line
     assert "[3011] No such file" in line and "root://se:1094//data/f.root" in line
     assert "Files may be specified as" not in line

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from afkit.campaign import job, plan
+from afkit.errors import one_line
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ROOT_DATA = Path(__file__).resolve().parents[2] / "data"
@@ -222,7 +223,7 @@ def test_outside_a_batch_job_the_executor_is_local(
 def test_a_multi_line_error_is_one_line_with_the_root_cause() -> None:
     stderr = "Traceback (most recent call last):\n  File x\n"
     stderr += "OSError: cannot open root://se//f: [3011] no such file\n"
-    assert job.root_cause(stderr) == "OSError: cannot open root://se//f: [3011] no such file"
+    assert one_line(stderr) == "OSError: cannot open root://se//f: [3011] no such file"
 
 
 def test_an_analysis_error_is_one_line_and_the_full_text_is_in_the_log(

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from afkit.bench.sources import XRD_NOT_FOUND_ERRNO
 from afkit.campaign import preflight
 from afkit.errors import NotFoundError, UnsafeError
 
@@ -33,7 +34,8 @@ def fake_xrootd(monkeypatch: pytest.MonkeyPatch, existing: set[str], asked: list
 
     class Status:
         def __init__(self, ok: bool) -> None:
-            self.ok, self.errno, self.message = ok, 0 if ok else 3011, "" if ok else "[ERROR] No such file"
+            self.ok, self.errno = ok, 0 if ok else XRD_NOT_FOUND_ERRNO
+            self.message = "" if ok else "[ERROR] No such file"
 
     class FileSystem:
         def __init__(self, url: str) -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from afkit.campaign.scaling import bytes_until, scaling_series, wave_point
+from afkit.campaign.scaling import WavePoint, best_wave, bytes_until, scaling_series, wave_point
 
 MB = 1e6
 
@@ -87,3 +87,9 @@ def test_series_orders_waves_by_concurrency() -> None:
     points = scaling_series(big + small + [{**small[0], "type": "read", "id": "x"}])
     assert [p.concurrent for p in points] == [1, 5]
     assert points[0].throughput_98 == pytest.approx(1 * MB)
+
+
+def test_the_best_wave_is_the_one_with_the_highest_aggregate_throughput() -> None:
+    slow = WavePoint(("a",), 1, 1, 2.0, 100.0, 90.0, 100.0)
+    fast = WavePoint(("a",), 4, 4, 2.0, 300.0, 280.0, 75.0)
+    assert best_wave([slow, fast, slow]) is fast

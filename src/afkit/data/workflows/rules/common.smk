@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
+from afkit.campaign import executors as afkit_executors
 from afkit.campaign import jobcore as afkit_jobcore
 from afkit.campaign import plan as afkit_plan
 from afkit.campaign import rules as afkit_rules
@@ -95,7 +96,9 @@ def default_targets():
 # Waves on local-executor sites run as one snakemake job each (wave_local_N in rules/jobs.smk);
 # the local executor has no job groups, and a wave whose jobs are separate snakemake jobs gets its
 # slots one by one as other jobs free them (docs/federation.md, "Wave start skew").
-LOCAL_SITES = sorted(s for s, v in CFG["sites"].items() if v["executor"] == "local")
+LOCAL_SITES = sorted(
+    s for s, v in CFG["sites"].items() if not afkit_executors.get(v["executor"]).batch
+)
 LOCAL_WAVE_SIZES = sorted(
     {
         j.wave_size
@@ -155,7 +158,7 @@ def job_inputs(wildcards):
         ),
     }
     site = CFG["sites"][job.site]
-    if site["executor"] != "local":
+    if afkit_executors.get(site["executor"]).batch:
         # a batch job runs no snakemake on the worker: afkit's executors submit the job core on
         # the job's spec (afkit.campaign.jobcore.batch_command)
         inputs["jobspec"] = job_spec(job.bench, job.id)

@@ -1,0 +1,103 @@
+"""The ``htcondor`` executor: a site's jobs go to the HTCondor schedd through afkit's plugin
+``afkit-htcondor`` (src/snakemake_executor_plugin_afkit_htcondor, workflows/profiles/htcondor).
+
+Site keys only it acts on: ``requirements`` (the jobs' requirements expression; the testbed
+federation's execute nodes also ask for ``+WantAfkitSite``) and ``shared_fs: false`` (HTCondor file
+transfer: the job wrapper ``workflows/scripts/htcondor-sandbox-job`` runs afkit's job core in the
+job's sandbox). A job knows it runs here from HTCondor's job ad (``$_CONDOR_JOB_AD``: cluster and
+proc id) and its site from the machine ad's ``AFKIT_SITE`` (``$_CONDOR_MACHINE_AD``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from afkit.campaign.executors.base import Plain, Site, SiteKey, output_words, own_key, run_quietly
+
+NAME = "htcondor"
+
+
+def read_ad(path: str) -> dict[str, str]:
+    """A ClassAd file (HTCondor's job or machine ad) as attribute -> value, strings unquoted."""
+    ad: dict[str, str] = {}
+    try:
+        for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
+            key, sep, value = line.partition(" = ")
+            if sep:
+                ad[key.strip()] = value.strip().strip('"')
+    except OSError:
+        pass
+    return ad
+
+
+class HTCondor(Plain):
+    name = NAME
+    plugin = "afkit-htcondor"
+    batch = True
+    site_keys: Mapping[str, SiteKey] = {
+        "requirements": own_key(
+            "requirements",
+            'htcondor only: the jobs\' HTCondor requirements expression, e.g. AFKIT_SITE == "gsi" (the '
+            "testbed federation's execute nodes advertise their site so; the jobs also get "
+            "+WantAfkitSite = true, which those nodes' START expression asks for)",
+            minLength=1,
+        ),
+        "shared_fs": SiteKey(
+            used=lambda value: value is False,
+            refusal="sites.{site}.shared_fs: false needs executor '{owner}' (HTCondor file transfer); "
+            "'{executor}' jobs read and write the submit host's files",
+        ),
+    }
+    submitted = re.compile(r"submitted to HTCondor Cluster ID (\d+)")
+
+    def site_call(self, site: Site) -> tuple[list[str], list[str]]:
+        resources: list[str] = []
+        if site.get("requirements"):
+            # the testbed federation's execute nodes start only jobs that want a site (docs/federation.md)
+            resources += [f"job:requirements={site['requirements']!r}", "job:classad_WantAfkitSite=True"]
+        options: list[str] = []
+        if not site.get("shared_fs", True):
+            # the plugin transfers the job's inputs (among them afkit's job core and the job's spec)
+            # and its record (--shared-fs-usage none); the job wrapper, transferred as the job's
+            # executable, runs the job core without snakemake (workflows/scripts/htcondor-sandbox-job,
+            # afkit.campaign.jobcore). The workflow's own files are not needed there: the prefix keeps
+            # the plugin from transferring the Snakefile (named absolute and relative to the submit
+            # directory); the worker may or may not see that directory, nothing there reads it.
+            from afkit.paths import workflow_files
+
+            files = workflow_files()
+            software = [str(files.root), os.path.relpath(files.root)]
+            resources.append(f"job:job_wrapper={str(files.sandbox_wrapper)!r}")
+            options += ["--shared-fs-usage", "none"]
+            options += ["--afkit-htcondor-shared-fs-prefixes", ",".join(software)]
+        return resources, options
+
+    def call_options(self, sites: Sequence[Site]) -> list[str]:
+        # held jobs fail after the shortest of the sites' held_grace (the schema's default filled in)
+        return ["--afkit-htcondor-held-timeout", str(min(s["held_grace"] for s in sites))]
+
+    def identity(self, env: Mapping[str, str]) -> str | None:
+        ad_path = env.get("_CONDOR_JOB_AD")
+        if not ad_path:
+            return None
+        ad = read_ad(ad_path)
+        return f"{ad['ClusterId']}.{ad.get('ProcId', '0')}" if "ClusterId" in ad else ""
+
+    def worker_site(self, env: Mapping[str, str]) -> str | None:
+        machine_ad = env.get("_CONDOR_MACHINE_AD")
+        return read_ad(machine_ad).get("AFKIT_SITE", "") if machine_ad else None
+
+    def queued(self, ids: Iterable[str]) -> int | None:
+        out = output_words(["condor_q", "-af", "ClusterId", *ids])
+        return None if out is None else len(out)
+
+    def cancel(self, ids: Iterable[str]) -> None:
+        ids = list(ids)
+        if ids:
+            run_quietly(["condor_rm", *ids])
+
+
+EXECUTOR = HTCondor()

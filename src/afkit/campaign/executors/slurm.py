@@ -1,0 +1,55 @@
+"""The ``slurm`` executor: a site's jobs go to slurmctld through afkit's plugin ``afkit-slurm``
+(src/snakemake_executor_plugin_afkit_slurm, workflows/profiles/slurm).
+
+Site key only it acts on: ``partition`` (the partition the site's jobs are submitted to). A job
+knows it runs here from ``$SLURM_JOB_ID`` and its site from ``$SLURM_JOB_PARTITION``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+from afkit.campaign.executors.base import Plain, Site, SiteKey, output_words, own_key, run_quietly
+
+# squeue states of a job that has left the batch system
+ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL",
+         "PREEMPTED", "BOOT_FAIL", "DEADLINE"}  # fmt: skip
+
+
+class Slurm(Plain):
+    name = "slurm"
+    plugin = "afkit-slurm"
+    batch = True
+    site_keys: Mapping[str, SiteKey] = {
+        "partition": own_key(
+            "partition",
+            "slurm only, the SLURM partition the site's jobs are submitted to (default the cluster's "
+            "default partition)",
+            pattern="^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+        ),
+    }
+    submitted = re.compile(r"submitted with SLURM jobid (\d+)")
+
+    def site_call(self, site: Site) -> tuple[list[str], list[str]]:
+        if site.get("partition"):
+            return [f"job:slurm_partition={site['partition']!r}"], []
+        return [], []
+
+    def identity(self, env: Mapping[str, str]) -> str | None:
+        return env.get("SLURM_JOB_ID") or None
+
+    def worker_site(self, env: Mapping[str, str]) -> str | None:
+        return env.get("SLURM_JOB_PARTITION")
+
+    def queued(self, ids: Iterable[str]) -> int | None:
+        out = output_words(["squeue", "-h", "-o", "%T", "-j", ",".join(ids)])
+        return None if out is None else sum(1 for state in out if state not in ENDED)
+
+    def cancel(self, ids: Iterable[str]) -> None:
+        ids = list(ids)
+        if ids:
+            run_quietly(["scancel", *ids])
+
+
+EXECUTOR = Slurm()

@@ -1,0 +1,174 @@
+"""Helper of bench/analysis.sh (run inside the testbed, ROOT's environment set): the analysis payloads
+side by side on the same files and branches, one thread, from the page cache and over root://.
+
+Per location and round (the tools alternate, so drifts of the shared machine hit all of them):
+  rootreadspeed   ROOT's own tool, --threads 1 (the anchor): events/s = entries / its real time
+  afkit root      afkit bench analysis --engine root (TTree + TTreeCache in root.exe), if present
+  afkit uproot    afkit bench analysis (uproot)
+  bare uproot     a bare uproot.iterate loop over the same branches (the uproot payload's reference)
+Medians over the rounds; goals: afkit root >= 0.95 x rootreadspeed, afkit uproot >= 0.97 x bare
+uproot (events/s). JSON lines on stdout (one per run, one per comparison), a table on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from afkit.bench import readspeed
+from afkit.campaign import bottleneck
+
+GOALS = {"afkit-root": ("rootreadspeed", 0.95), "afkit-uproot": ("bare-uproot", 0.97)}
+TOOLS = ("rootreadspeed", "afkit-root", "afkit-uproot", "bare-uproot")
+
+
+def bare_uproot(targets: list[str], tree: str, branches: list[str], step: str) -> dict[str, Any]:
+    """Open every file first (as afkit opens its inputs), then iterate: events/s over the loop."""
+    import uproot
+
+    def source(t: str) -> dict[str, Any]:  # uproot's own XRootD source (the bindings), as afkit uses
+        return {"handler": uproot.source.xrootd.XRootDSource} if t.startswith("root://") else {}
+
+    trees = [uproot.open(t, **source(t))[tree] for t in targets]
+    nbytes = sum(int(t[b].compressed_bytes) for t in trees for b in branches)
+    t0 = time.perf_counter()
+    n = 0
+    for t in trees:
+        for arrays in t.iterate(branches, step_size=step):
+            n += len(arrays)
+    dt = time.perf_counter() - t0
+    return {"events": n, "seconds": dt, "events_per_s": n / dt, "mbps": nbytes * 8 / 1e6 / dt}
+
+
+def _epoch(iso: str) -> float:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+def afkit_payload(targets: list[str], tree: str, branches: list[str], engine: str | None) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="afkit-bench-analysis-") as work:
+        out, mon = Path(work, "run.jsonl"), Path(work, "monitor.jsonl")
+        cmd = [sys.executable, "-m", "afkit", "bench", "analysis", "-t", tree, "-o", str(out),
+               "--monitor", str(mon), *[a for b in branches for a in ("-b", b)], *targets]  # fmt: skip
+        if engine:
+            cmd[4:4] = ["--engine", engine]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            sys.exit(f"analysis_measure: {' '.join(cmd)} failed:\n{proc.stderr[-2000:]}")
+        recs = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+        [summary] = [r for r in recs if r.get("type") == "summary"]
+        samples = [json.loads(line) for line in mon.read_text().splitlines() if line.strip()] if mon.exists() else []
+    start, end = _epoch(summary["start"]), _epoch(summary["end"])
+    counters = {"status": summary.get("status", "ok"), "bytes": summary["bytes"], "processing_s": summary["seconds"]}
+    verdict, reason = bottleneck.verdict(bottleneck.in_window(samples, start, end), counters, None)
+    return {"events": summary["events"], "seconds": summary["seconds"], "events_per_s": summary["events_per_s"],
+            "mbps": summary["mbps"], "verdict": verdict, "reason": reason}  # fmt: skip
+
+
+def reference(targets: list[str], tree: str, branches: list[str], entries: int, threads: int) -> dict[str, Any]:
+    result, _ = readspeed.run(targets, tree, branches, threads=threads)
+    return {**result.record(entries), "seconds": result.real_s}
+
+
+def has_root_engine() -> bool:
+    proc = subprocess.run([sys.executable, "-m", "afkit", "bench", "analysis", "--help"],
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    return "--engine" in proc.stdout
+
+
+def warm(paths: list[str]) -> None:
+    for p in paths:
+        with open(p, "rb") as fh:
+            while fh.read(8 << 20):
+                pass
+
+
+def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] == "--bare-uproot":  # a fresh process per bare run
+        args = json.loads(sys.argv[2])
+        print(json.dumps(bare_uproot(args["targets"], args["tree"], args["branches"], args["step"])), flush=True)
+        # uproot's XRootDSource joins its reader threads when a file is garbage-collected at interpreter
+        # exit, and that join can hang (uproot/source/futures.py shutdown): the result is out, leave now.
+        os._exit(0)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--files", nargs="+", required=True, help="local paths inside the origin's data dir")
+    ap.add_argument("--data", required=True, help="the origin's data directory (AFKIT_XROOTD_DATA)")
+    ap.add_argument("--url", required=True, help="the origin's URL (AFKIT_XROOTD_URL)")
+    ap.add_argument("--tree", required=True)
+    ap.add_argument("--branch", action="append", required=True)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=1, help="rootreadspeed --threads (0: its sequential path)")
+    args = ap.parse_args()
+
+    import uproot
+
+    entries = sum(int(uproot.open(f)[args.tree].num_entries) for f in args.files)
+    data = Path(args.data).resolve()
+    urls = [f"{args.url}//{Path(f).resolve().relative_to(data)}" for f in args.files]
+    root_engine = has_root_engine()
+    tools: dict[str, Callable[[list[str]], dict[str, Any]]] = {
+        "rootreadspeed": lambda t: reference(t, args.tree, args.branch, entries, args.threads),
+        "afkit-uproot": lambda t: afkit_payload(t, args.tree, args.branch, None),
+        "bare-uproot": lambda t: json.loads(subprocess.run(
+            [sys.executable, __file__, "--bare-uproot",
+             json.dumps({"targets": t, "tree": args.tree, "branches": args.branch, "step": "100 MB"})],
+            capture_output=True, text=True, check=True).stdout),
+    }  # fmt: skip
+    if root_engine:
+        tools["afkit-root"] = lambda t: afkit_payload(t, args.tree, args.branch, "root")
+    else:
+        print("analysis_measure: 'afkit bench analysis --engine root' not available: no root payload column",
+              file=sys.stderr)  # fmt: skip
+    rows: list[dict[str, Any]] = []
+    for location, targets in (("page-cache", list(args.files)), ("root://", urls)):
+        warm(args.files)  # both: the origin reads the same files from the page cache
+        runs: dict[str, list[dict[str, Any]]] = {name: [] for name in tools}
+        for rnd in range(args.rounds):
+            for name, fn in tools.items():
+                rec = fn(targets)
+                runs[name].append(rec)
+                print(json.dumps({"run": name, "location": location, "round": rnd, **rec}), flush=True)
+        for name in TOOLS:
+            if name not in runs:
+                continue
+            eps = statistics.median(r["events_per_s"] for r in runs[name])
+            mbps = statistics.median(r["mbps"] for r in runs[name])
+            verdicts = sorted({r.get("verdict", "-") for r in runs[name]})
+            rows.append({"location": location, "tool": name, "events_per_s": round(eps, 2),
+                         "mbps": round(mbps, 2), "verdict": "/".join(verdicts),
+                         "runs_events_per_s": [round(r["events_per_s"], 2) for r in runs[name]]})  # fmt: skip
+    for row in rows:
+        if row["tool"] in GOALS:
+            ref_name, goal = GOALS[row["tool"]]
+            [ref] = [r for r in rows if r["location"] == row["location"] and r["tool"] == ref_name]
+            row["reference"], row["goal"] = ref_name, goal
+            row["ratio"] = round(row["events_per_s"] / ref["events_per_s"], 4)
+            row["met"] = row["ratio"] >= goal
+        print(json.dumps({"comparison": "analysis", **row}), flush=True)
+    load = os.getloadavg()
+    print(json.dumps({"host_load_average": load, "cpus": os.cpu_count(), "entries": entries,
+                      "files": {f: os.path.getsize(f) for f in args.files}}))  # fmt: skip
+    print(f"\n{len(args.files)} file(s), {entries} entries, branches {', '.join(args.branch)}; "
+          f"medians of {args.rounds} rounds; load average {load[0]:.1f} on {os.cpu_count()} CPUs", file=sys.stderr)  # fmt: skip
+    print(f"{'location':11s} {'tool':14s} {'events/s':>10s} {'Mbit/s':>9s}  {'verdict':22s} ratio (goal)",
+          file=sys.stderr)  # fmt: skip
+    for row in rows:
+        goal = ""
+        if "goal" in row:
+            goal = f"{row['ratio']:.3f} vs {row['reference']} (>= {row['goal']} {'ok' if row['met'] else 'MISSED'})"
+        print(f"{row['location']:11s} {row['tool']:14s} {row['events_per_s']:10.1f} {row['mbps']:9.1f}  "
+              f"{row['verdict']:22s} {goal}", file=sys.stderr)  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -60,7 +60,7 @@ def afkit_payload(targets: list[str], tree: str, branches: list[str], engine: st
         cmd = [sys.executable, "-m", "afkit", "bench", "analysis", "-t", tree, "-o", str(out),
                "--monitor", str(mon), *[a for b in branches for a in ("-b", b)], *targets]  # fmt: skip
         if engine:
-            cmd[4:4] = ["--engine", engine]
+            cmd[5:5] = ["--engine", engine]
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             sys.exit(f"analysis_measure: {' '.join(cmd)} failed:\n{proc.stderr[-2000:]}")

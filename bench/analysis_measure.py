@@ -66,15 +66,19 @@ def afkit_payload(targets: list[str], tree: str, branches: list[str], engine: st
             sys.exit(f"analysis_measure: {' '.join(cmd)} failed:\n{proc.stderr[-2000:]}")
         recs = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
         [summary] = [r for r in recs if r.get("type") == "summary"]
-        samples = [json.loads(line) for line in mon.read_text().splitlines() if line.strip()] if mon.exists() else []
+        lines = mon.read_text().splitlines() if mon.exists() else []
+        samples = [json.loads(line) for line in lines if line.strip()]
     start, end = _epoch(summary["start"]), _epoch(summary["end"])
-    counters = {"status": summary.get("status", "ok"), "bytes": summary["bytes"], "processing_s": summary["seconds"]}
+    counters = {"status": summary.get("status", "ok"), "bytes": summary["bytes"],
+                "processing_s": summary["seconds"]}  # fmt: skip
     verdict, reason = bottleneck.verdict(bottleneck.in_window(samples, start, end), counters, None)
-    return {"events": summary["events"], "seconds": summary["seconds"], "events_per_s": summary["events_per_s"],
-            "mbps": summary["mbps"], "verdict": verdict, "reason": reason}  # fmt: skip
+    keep = ("events", "seconds", "events_per_s", "mbps")
+    return {**{k: summary[k] for k in keep}, "verdict": verdict, "reason": reason}
 
 
-def reference(targets: list[str], tree: str, branches: list[str], entries: int, threads: int) -> dict[str, Any]:
+def reference(
+    targets: list[str], tree: str, branches: list[str], entries: int, threads: int
+) -> dict[str, Any]:
     result, _ = readspeed.run(targets, tree, branches, threads=threads)
     return {**result.record(entries), "seconds": result.real_s}
 
@@ -95,7 +99,8 @@ def warm(paths: list[str]) -> None:
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--bare-uproot":  # a fresh process per bare run
         args = json.loads(sys.argv[2])
-        print(json.dumps(bare_uproot(args["targets"], args["tree"], args["branches"], args["step"])), flush=True)
+        result = bare_uproot(args["targets"], args["tree"], args["branches"], args["step"])
+        print(json.dumps(result), flush=True)
         # uproot's XRootDSource joins its reader threads when a file is garbage-collected at interpreter
         # exit, and that join can hang (uproot/source/futures.py shutdown): the result is out, leave now.
         os._exit(0)
@@ -158,13 +163,15 @@ def main() -> int:
     print(json.dumps({"host_load_average": load, "cpus": os.cpu_count(), "entries": entries,
                       "files": {f: os.path.getsize(f) for f in args.files}}))  # fmt: skip
     print(f"\n{len(args.files)} file(s), {entries} entries, branches {', '.join(args.branch)}; "
-          f"medians of {args.rounds} rounds; load average {load[0]:.1f} on {os.cpu_count()} CPUs", file=sys.stderr)  # fmt: skip
+          f"medians of {args.rounds} rounds; load average {load[0]:.1f} on {os.cpu_count()} CPUs",
+          file=sys.stderr)  # fmt: skip
     print(f"{'location':11s} {'tool':14s} {'events/s':>10s} {'Mbit/s':>9s}  {'verdict':22s} ratio (goal)",
           file=sys.stderr)  # fmt: skip
     for row in rows:
         goal = ""
         if "goal" in row:
-            goal = f"{row['ratio']:.3f} vs {row['reference']} (>= {row['goal']} {'ok' if row['met'] else 'MISSED'})"
+            met = "ok" if row["met"] else "MISSED"
+            goal = f"{row['ratio']:.3f} vs {row['reference']} (>= {row['goal']} {met})"
         print(f"{row['location']:11s} {row['tool']:14s} {row['events_per_s']:10.1f} {row['mbps']:9.1f}  "
               f"{row['verdict']:22s} {goal}", file=sys.stderr)  # fmt: skip
     return 0

@@ -37,6 +37,7 @@ import os
 import re
 import subprocess
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -147,6 +148,7 @@ def run(
     """Run rootreadspeed in a scratch working directory (with the ``.rootrc`` that forces root://
     URLs through XRootD when there are any); (result, standard output). ReadSpeedError on failure,
     naming rootreadspeed's own message."""
+    files = [f if is_remote(f) else os.path.abspath(f) for f in files]  # it runs in a scratch cwd
     cmd = command(files, tree, branches, threads, exe)
     with tempfile.TemporaryDirectory(prefix="afkit-readspeed-") as cwd:
         if any(is_remote(f) for f in files):
@@ -162,3 +164,44 @@ def run(
         tail = (proc.stderr.strip() or proc.stdout.strip()).splitlines()[-3:]
         raise ReadSpeedError(f"rootreadspeed exited {proc.returncode}: {' | '.join(tail)}")
     return parse(proc.stdout), proc.stdout
+
+
+ENTRIES_MACRO = (
+    "{{ Long64_t n = 0; for (auto name : {{{names}}}) {{ auto f = TFile::Open(name); "
+    'n += f->Get<TTree>("{tree}")->GetEntries(); delete f; }} printf("afkit-entries %lld\\n", n); }}'
+)
+
+
+def entries(files: Sequence[str], tree: str, root_exe: str = "root.exe") -> int:
+    """The TREE's entries summed over FILES, counted by the same ROOT (one untimed ``root.exe`` run):
+    rootreadspeed does not print them."""
+    code = ENTRIES_MACRO.format(names=", ".join(f'"{f}"' for f in files), tree=tree)
+    try:
+        proc = subprocess.run(
+            [root_exe, "-b", "-q", "-l", "-e", code], capture_output=True, text=True, check=False
+        )
+    except FileNotFoundError as err:
+        raise ReadSpeedError(f"'{root_exe}' not found: the image's ROOT must be on PATH ({err})") from err
+    m = re.search(r"^afkit-entries (\d+)$", proc.stdout, flags=re.MULTILINE)
+    if not m:
+        why = (proc.stderr.strip() or proc.stdout.strip())[-300:]
+        raise ReadSpeedError(f"cannot count the entries of tree '{tree}' with {root_exe}: {why}")
+    return int(m.group(1))
+
+
+def payload(spec: Mapping[str, Any], inputs: Sequence[str]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The campaign's ``payload: rootreadspeed``: one rootreadspeed run (one thread) over INPUTS, the
+    job's tree and branches. (interval records, summary): one interval (rootreadspeed prints no
+    time series) and bytes (compressed, as read), events, and its figures under ``readspeed``."""
+    tree = str(spec["tree"])
+    if any(c in tree for c in "*?["):
+        raise ReadSpeedError(f"payload rootreadspeed reads one tree by name, not the pattern '{tree}'")
+    if not spec.get("branches"):
+        raise ReadSpeedError("payload rootreadspeed needs the dataset's branches (datasets.NAME.branches)")
+    n = entries(inputs, tree)
+    start = time.time()
+    result, _ = run(list(inputs), tree, list(spec["branches"]), threads=1)
+    end = time.time()
+    interval = {"type": "interval", "t": end - result.real_s, "bytes": result.compressed_bytes}
+    summary = {"bytes": result.compressed_bytes, "events": n, "readspeed": result.record(n), "start": start}
+    return [interval], summary

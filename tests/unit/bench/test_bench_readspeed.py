@@ -128,3 +128,25 @@ def test_run_real_rootreadspeed_on_a_real_file() -> None:
                                  env={**os.environ, "ROOTENV_NO_HOME": "1"})  # fmt: skip
     assert result.threads == 1 and result.compressed_bytes > 0
     assert "Reading data is" in text
+
+
+def _real_root_env() -> dict[str, str]:
+    from tests.fixtures.cvmfsfix.upstream import root_tree
+
+    return {**os.environ, "PATH": f"{root_tree() / 'ROOT' / 'bin'}:{os.environ['PATH']}"}
+
+
+def test_campaign_payload_reports_bytes_events_and_the_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
+    """payload: rootreadspeed as the job runs it, with the real ROOT 6.40 on PATH."""
+    monkeypatch.setenv("PATH", _real_root_env()["PATH"])
+    data = Path(__file__).resolve().parents[2] / "data" / "uproot-HZZ.root"
+    intervals, summary = readspeed.payload({"tree": "events", "branches": ["Muon_Px"]}, [str(data)])
+    assert summary["events"] == 2421
+    assert summary["bytes"] == summary["readspeed"]["compressed_bytes"] > 0
+    assert summary["readspeed"]["verdict"] in readspeed.VERDICTS.values()
+    assert [i["bytes"] for i in intervals] == [summary["bytes"]]
+
+
+def test_campaign_payload_refuses_a_tree_pattern() -> None:
+    with pytest.raises(readspeed.ReadSpeedError, match="one tree by name"):
+        readspeed.payload({"tree": "DF_*/O2track", "branches": ["fPt"]}, ["f.root"])

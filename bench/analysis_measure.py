@@ -146,10 +146,12 @@ def main() -> int:
             if name not in runs:
                 continue
             eps = statistics.median(r["events_per_s"] for r in runs[name])
+            best = max(r["events_per_s"] for r in runs[name])  # the least disturbed run
             mbps = statistics.median(r["mbps"] for r in runs[name])
             verdicts = sorted({r.get("verdict", "-") for r in runs[name]})
             rows.append({"location": location, "tool": name, "events_per_s": round(eps, 2),
-                         "mbps": round(mbps, 2), "verdict": "/".join(verdicts),
+                         "best_events_per_s": round(best, 2), "mbps": round(mbps, 2),
+                         "verdict": "/".join(verdicts),
                          "runs_events_per_s": [round(r["events_per_s"], 2) for r in runs[name]]})  # fmt: skip
     for row in rows:
         if row["tool"] in GOALS:
@@ -158,6 +160,7 @@ def main() -> int:
             row["reference"], row["goal"] = ref_name, goal
             row["ratio"] = round(row["events_per_s"] / ref["events_per_s"], 4)
             row["met"] = row["ratio"] >= goal
+            row["best_ratio"] = round(row["best_events_per_s"] / ref["best_events_per_s"], 4)
         print(json.dumps({"comparison": "analysis", **row}), flush=True)
     load = os.getloadavg()
     print(json.dumps({"host_load_average": load, "cpus": os.cpu_count(), "entries": entries,
@@ -165,15 +168,16 @@ def main() -> int:
     print(f"\n{len(args.files)} file(s), {entries} entries, branches {', '.join(args.branch)}; "
           f"medians of {args.rounds} rounds; load average {load[0]:.1f} on {os.cpu_count()} CPUs",
           file=sys.stderr)  # fmt: skip
-    print(f"{'location':11s} {'tool':14s} {'events/s':>10s} {'Mbit/s':>9s}  {'verdict':22s} ratio (goal)",
-          file=sys.stderr)  # fmt: skip
+    head = f"{'location':11s} {'tool':14s} {'events/s':>10s} {'best':>8s} {'Mbit/s':>9s}  {'verdict':22s}"
+    print(f"{head} events/s ratio: median (best) vs reference (goal)", file=sys.stderr)
     for row in rows:
         goal = ""
         if "goal" in row:
             met = "ok" if row["met"] else "MISSED"
-            goal = f"{row['ratio']:.3f} vs {row['reference']} (>= {row['goal']} {met})"
-        print(f"{row['location']:11s} {row['tool']:14s} {row['events_per_s']:10.1f} {row['mbps']:9.1f}  "
-              f"{row['verdict']:22s} {goal}", file=sys.stderr)  # fmt: skip
+            ratios = f"{row['ratio']:.3f} ({row['best_ratio']:.3f})"
+            goal = f"{ratios} vs {row['reference']} (>= {row['goal']} {met})"
+        nums = f"{row['events_per_s']:10.1f} {row['best_events_per_s']:8.1f} {row['mbps']:9.1f}"
+        print(f"{row['location']:11s} {row['tool']:14s} {nums}  {row['verdict']:22s} {goal}", file=sys.stderr)
     return 0
 
 

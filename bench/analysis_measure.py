@@ -6,8 +6,9 @@ Per location and round (the tools alternate, so drifts of the shared machine hit
   afkit root      afkit bench analysis --engine root (TTree + TTreeCache in root.exe), if present
   afkit uproot    afkit bench analysis (uproot)
   bare uproot     a bare uproot.iterate loop over the same branches (the uproot payload's reference)
-Medians over the rounds; goals: afkit root >= 0.95 x rootreadspeed, afkit uproot >= 0.97 x bare
-uproot (events/s). JSON lines on stdout (one per run, one per comparison), a table on stderr.
+Medians over the rounds (and the best round; the CPU seconds of each tool's processes, start-up
+included, which the shared host's load hardly changes); goals: afkit root >= 0.95 x rootreadspeed,
+afkit uproot >= 0.97 x bare uproot (events/s). JSON lines on stdout (one per run, one per comparison), a table on stderr.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -139,7 +141,13 @@ def main() -> int:
         runs: dict[str, list[dict[str, Any]]] = {name: [] for name in tools}
         for rnd in range(args.rounds):
             for name, fn in tools.items():
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 rec = fn(targets)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                # CPU seconds of the tool's processes (start-up included), the load-robust figure
+                rec["process_cpu_s"] = round(
+                    after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, 3
+                )
                 runs[name].append(rec)
                 print(json.dumps({"run": name, "location": location, "round": rnd, **rec}), flush=True)
         for name in TOOLS:
@@ -148,9 +156,11 @@ def main() -> int:
             eps = statistics.median(r["events_per_s"] for r in runs[name])
             best = max(r["events_per_s"] for r in runs[name])  # the least disturbed run
             mbps = statistics.median(r["mbps"] for r in runs[name])
+            cpu = statistics.median(r["process_cpu_s"] for r in runs[name])
             verdicts = sorted({r.get("verdict", "-") for r in runs[name]})
             rows.append({"location": location, "tool": name, "events_per_s": round(eps, 2),
                          "best_events_per_s": round(best, 2), "mbps": round(mbps, 2),
+                         "process_cpu_s": round(cpu, 3),
                          "verdict": "/".join(verdicts),
                          "runs_events_per_s": [round(r["events_per_s"], 2) for r in runs[name]]})  # fmt: skip
     for row in rows:
@@ -168,7 +178,8 @@ def main() -> int:
     print(f"\n{len(args.files)} file(s), {entries} entries, branches {', '.join(args.branch)}; "
           f"medians of {args.rounds} rounds; load average {load[0]:.1f} on {os.cpu_count()} CPUs",
           file=sys.stderr)  # fmt: skip
-    head = f"{'location':11s} {'tool':14s} {'events/s':>10s} {'best':>8s} {'Mbit/s':>9s}  {'verdict':22s}"
+    head = f"{'location':11s} {'tool':14s} {'events/s':>10s} {'best':>8s} {'Mbit/s':>9s} {'CPU s':>6s}"
+    head += f"  {'verdict':22s}"
     print(f"{head} events/s ratio: median (best) vs reference (goal)", file=sys.stderr)
     for row in rows:
         goal = ""
@@ -177,6 +188,7 @@ def main() -> int:
             ratios = f"{row['ratio']:.3f} ({row['best_ratio']:.3f})"
             goal = f"{ratios} vs {row['reference']} (>= {row['goal']} {met})"
         nums = f"{row['events_per_s']:10.1f} {row['best_events_per_s']:8.1f} {row['mbps']:9.1f}"
+        nums += f" {row['process_cpu_s']:6.2f}"
         print(f"{row['location']:11s} {row['tool']:14s} {nums}  {row['verdict']:22s} {goal}", file=sys.stderr)
     return 0
 

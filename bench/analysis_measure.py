@@ -8,7 +8,8 @@ Per location and round (the tools alternate, so drifts of the shared machine hit
   bare uproot     a bare uproot.iterate loop over the same branches (the uproot payload's reference)
 Medians over the rounds (and the best round; the CPU seconds of each tool's processes, start-up
 included, which the shared host's load hardly changes); goals: afkit root >= 0.95 x rootreadspeed,
-afkit uproot >= 0.97 x bare uproot (events/s). JSON lines on stdout (one per run, one per comparison), a table on stderr.
+afkit uproot >= 0.97 x bare uproot (events/s). JSON lines on stdout (one per run, one per
+comparison), a table on stderr.
 """
 
 from __future__ import annotations

@@ -150,3 +150,22 @@ def test_campaign_payload_reports_bytes_events_and_the_verdict(monkeypatch: pyte
 def test_campaign_payload_refuses_a_tree_pattern() -> None:
     with pytest.raises(readspeed.ReadSpeedError, match="one tree by name"):
         readspeed.payload({"tree": "DF_*/O2track", "branches": ["fPt"]}, ["f.root"])
+
+
+def test_the_jobs_processing_step_with_payload_rootreadspeed_matches_the_record_contract(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """afkit.bench.payload.process as a campaign job runs it (the real ROOT 6.40 on PATH)."""
+    from afkit.bench import payload
+    from afkit.campaign import record
+
+    monkeypatch.setenv("PATH", _real_root_env()["PATH"])
+    data = Path(__file__).resolve().parents[2] / "data" / "uproot-HZZ.root"
+    spec = {"payload": "rootreadspeed", "type": "analysis", "tree": "events",
+            "branches": ["Muon_Px", "Muon_Py"], "clients": 1, "interval": 1.0}  # fmt: skip
+    out = payload.process(spec, [str(data)], tmp_path / "bench")
+    rec = {"host": "wn", "container_start": 1.0, "status": "ok", "steps": {"processing": 0.5},
+           "processing_start": 1.0, "bytes_staged": 0, "bytes_out": 0, **out}  # fmt: skip
+    assert record.problems(rec, part="payload") == []
+    assert out["events"] == 2421 and out["readspeed_verdict"] == out["readspeed"]["verdict"]
+    assert out["bytes"] == out["readspeed"]["compressed_bytes"] > 0

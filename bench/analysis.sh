@@ -10,6 +10,7 @@ ALICE=/cvmfs/alice.cern.ch/el9-x86_64/Packages
 usage() {
   cat <<USAGE
 Usage: bench/analysis.sh [--size SIZE] [--files N] [--rounds N] [--branch B ...] [--out FILE]
+                         [--input DIR --tree PATTERN --branch B ...]
 
 For the same files and branches, with one thread, from the page cache (local path) and over
 root:// (the testbed's XRootD origin), medians of N rounds (the tools alternate):
@@ -30,12 +31,16 @@ Options:
   --rounds N     rounds per tool and location (default 3)
   --branch B     branch to read (repeatable; default Track_pt Track_eta Track_phi)
   --out FILE     also write the JSON lines to FILE
+  --input DIR    measure the *.root files of DIR instead (copied into the origin's data directory),
+                 e.g. AO2D written by 'afkit bench gen ao2d'; needs --branch
+  --tree PATTERN tree name or pattern (default Events), e.g. 'DF_*/O2track': every matching tree
+                 (rootreadspeed gets one --files/--trees entry per tree)
 Exit codes: 0 ok (ratios are reported, not enforced), 2 usage, 3 prerequisite missing.
 USAGE
 }
 
 main() {
-  local size=300MB nfiles=2 rounds=3 out=""
+  local size=300MB nfiles=2 rounds=3 out="" input="" tree=Events
   local -a branches=()
   while (($#)); do
     case $1 in
@@ -45,12 +50,18 @@ main() {
       --rounds) rounds=${2:?--rounds needs a value}; shift ;;
       --branch) branches+=("${2:?--branch needs a value}"); shift ;;
       --out) out=${2:?--out needs a value}; shift ;;
+      --input) input=${2:?--input needs a directory}; shift ;;
+      --tree) tree=${2:?--tree needs a name or pattern}; shift ;;
       *) die "$AFKIT_EX_USAGE" "unknown option '$1'" "see --help" ;;
     esac
     shift
   done
   [[ $rounds =~ ^[1-9][0-9]*$ ]] || die "$AFKIT_EX_USAGE" "--rounds must be a positive integer, got '$rounds'"
   [[ $nfiles =~ ^[1-9][0-9]*$ ]] || die "$AFKIT_EX_USAGE" "--files must be a positive integer, got '$nfiles'"
+  if [[ -n $input ]]; then
+    [[ -d $input ]] || die "$AFKIT_EX_NOT_FOUND" "--input: no directory '$input'"
+    ((${#branches[@]})) || die "$AFKIT_EX_USAGE" "--input needs the branches to read (--branch B ...)"
+  fi
   ((${#branches[@]})) || branches=(Track_pt Track_eta Track_phi)
   local url=${AFKIT_XROOTD_URL:-} data=${AFKIT_XROOTD_DATA:-}
   [[ -n $url && -d $data ]] ||
@@ -72,11 +83,16 @@ main() {
   # shellcheck disable=SC2064  # expand now: remove exactly the directory made above
   trap "rm -rf -- '$work'" EXIT
   local total
-  total=$(python3 -c "import sys; from afkit.bench.units import parse_size; print(parse_size(sys.argv[1]) * int(sys.argv[2]))" "$size" "$nfiles")
-  log "generating $nfiles AOD-like ROOT file(s) of $size in $work"
-  python3 -m afkit bench gen aod --size "$total" --files "$nfiles" --outdir "$work" >/dev/null
-  local -a files=("$work"/aod-*.root) args
-  args=(--files "${files[@]}" --data "$data" --url "$url" --tree Events --rounds "$rounds")
+  if [[ -n $input ]]; then
+    log "copying the ROOT files of $input into $work"
+    cp -- "$input"/*.root "$work"/
+  else
+    total=$(python3 -c "import sys; from afkit.bench.units import parse_size; print(parse_size(sys.argv[1]) * int(sys.argv[2]))" "$size" "$nfiles")
+    log "generating $nfiles AOD-like ROOT file(s) of $size in $work"
+    python3 -m afkit bench gen aod --size "$total" --files "$nfiles" --outdir "$work" >/dev/null
+  fi
+  local -a files=("$work"/*.root) args
+  args=(--files "${files[@]}" --data "$data" --url "$url" --tree "$tree" --rounds "$rounds")
   local b
   for b in "${branches[@]}"; do args+=(--branch "$b"); done
   log "measuring ($rounds rounds per tool and location; ROOT $(root-config --version))"

@@ -128,12 +128,20 @@ def is_remote(name: str) -> bool:
 
 
 def command(
-    files: Sequence[str], tree: str, branches: Sequence[str], threads: int = 1, exe: str = "rootreadspeed"
+    files: Sequence[str],
+    tree: str,
+    branches: Sequence[str],
+    threads: int = 1,
+    exe: str = "rootreadspeed",
+    extra_trees: Sequence[str] = (),
 ) -> list[str]:
-    """The command line: FILES, one TREE for all, the BRANCHES; THREADS 0 = the sequential path."""
+    """The command line: FILES, one TREE for all (or, with EXTRA_TREES, the i-th tree for the i-th
+    file: a file given once per tree), the BRANCHES; THREADS 0 = the sequential path."""
     if not files or not branches:
         raise ValueError("rootreadspeed needs at least one file and one branch")
-    cmd = [exe, "--files", *files, "--trees", tree, "--branches", *branches]
+    if extra_trees and len(extra_trees) + 1 != len(files):
+        raise ValueError("rootreadspeed needs one tree, or one tree per file")
+    cmd = [exe, "--files", *files, "--trees", tree, *extra_trees, "--branches", *branches]
     return [*cmd, "--threads", str(threads)] if threads > 0 else cmd
 
 
@@ -144,12 +152,13 @@ def run(
     threads: int = 1,
     exe: str = "rootreadspeed",
     env: Mapping[str, str] | None = None,
+    extra_trees: Sequence[str] = (),
 ) -> tuple[ReadSpeed, str]:
     """Run rootreadspeed in a scratch working directory (with the ``.rootrc`` that forces root://
     URLs through XRootD when there are any); (result, standard output). ReadSpeedError on failure,
     naming rootreadspeed's own message."""
     files = [f if is_remote(f) else os.path.abspath(f) for f in files]  # it runs in a scratch cwd
-    cmd = command(files, tree, branches, threads, exe)
+    cmd = command(files, tree, branches, threads, exe, extra_trees)
     with tempfile.TemporaryDirectory(prefix="afkit-readspeed-") as cwd:
         if any(is_remote(f) for f in files):
             Path(cwd, ".rootrc").write_text(FORCE_REMOTE_RC)

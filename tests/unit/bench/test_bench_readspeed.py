@@ -80,6 +80,18 @@ def test_command_sequential_has_no_threads_option() -> None:
     assert "--threads" not in readspeed.command(["a.root"], "T", ["x"], threads=0)
 
 
+def test_command_with_a_tree_per_file_for_a_tree_pattern() -> None:
+    """AO2D's DF_*/O2track: the file once per tree, the i-th tree read from the i-th file."""
+    cmd = readspeed.command(["a.root", "a.root"], "DF_1/O2track", ["fX"], extra_trees=["DF_2/O2track"])
+    assert cmd[: cmd.index("--branches")] == ["rootreadspeed", "--files", "a.root", "a.root",
+                                              "--trees", "DF_1/O2track", "DF_2/O2track"]  # fmt: skip
+
+
+def test_command_refuses_trees_that_do_not_pair_with_the_files() -> None:
+    with pytest.raises(ValueError, match="one tree per file"):
+        readspeed.command(["a.root"], "DF_1/O2track", ["fX"], extra_trees=["DF_2/O2track"])
+
+
 def test_command_needs_files_and_branches() -> None:
     with pytest.raises(ValueError, match="file and one branch"):
         readspeed.command([], "T", ["x"])

@@ -44,7 +44,8 @@ def tree_paths(path: str, pattern: str) -> list[str]:
     import uproot
 
     rx = re.compile(fnmatch.translate(pattern).replace(".*", "[^/]*"))
-    names = {k.rsplit(";", 1)[0] for k, c in uproot.open(path).classnames().items() if c == "TTree"}
+    opts = {"handler": uproot.source.xrootd.XRootDSource} if path.startswith("root://") else {}
+    names = {k.rsplit(";", 1)[0] for k, c in uproot.open(path, **opts).classnames().items() if c == "TTree"}
     key = lambda n: [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", n)]  # noqa: E731
     return sorted((n for n in names if rx.fullmatch(n)), key=key)
 
@@ -68,6 +69,17 @@ def bare_uproot(targets: list[str], tree: str, branches: list[str], step: str) -
             n += len(arrays)
     dt = time.perf_counter() - t0
     return {"events": n, "seconds": dt, "events_per_s": n / dt, "mbps": nbytes * 8 / 1e6 / dt}
+
+
+def bare_process(targets: list[str], tree: str, branches: list[str]) -> dict[str, Any]:
+    """bare_uproot in a fresh process (as the payloads run); RuntimeError when it fails."""
+    job = json.dumps({"targets": targets, "tree": tree, "branches": branches, "step": "100 MB"})
+    proc = subprocess.run([sys.executable, __file__, "--bare-uproot", job],
+                          capture_output=True, text=True, check=False, timeout=1800)  # fmt: skip
+    if proc.returncode != 0:
+        raise RuntimeError(f"bare uproot.iterate failed: {proc.stderr.strip()[-500:]}")
+    result: dict[str, Any] = json.loads(proc.stdout)
+    return result
 
 
 def _epoch(iso: str) -> float:
@@ -154,10 +166,7 @@ def main() -> int:
             [(u, tr) for u, f in zip(t, args.files, strict=True) for tr in paths[f]],
             args.branch, entries, args.threads),
         "afkit-uproot": lambda t: afkit_payload(t, args.tree, args.branch, None),
-        "bare-uproot": lambda t: json.loads(subprocess.run(
-            [sys.executable, __file__, "--bare-uproot",
-             json.dumps({"targets": t, "tree": args.tree, "branches": args.branch, "step": "100 MB"})],
-            capture_output=True, text=True, check=True).stdout),
+        "bare-uproot": lambda t: bare_process(t, args.tree, args.branch),
     }  # fmt: skip
     if root_engine:
         tools["afkit-root"] = lambda t: afkit_payload(t, args.tree, args.branch, "root")

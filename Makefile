@@ -60,7 +60,7 @@ demo: venv ## the main job on the embedded default
 demo-federation: venv ## the testbed federation: remote vs same-site reads, cold vs warm caches (docs/federation.md)
 	@scripts/demo-federation
 
-BENCH_AREAS := image clients campaign
+BENCH_AREAS := image clients analysis campaign
 bench: venv ## benchmarks (ratios against the reference tools, same run); 'make bench image' runs one area
 	@scripts/bench $(filter $(BENCH_AREAS),$(MAKECMDGOALS))
 

@@ -92,3 +92,23 @@ setup() {
   assert_success
   assert_output "root://127.0.0.1:11095//data/f.root"
 }
+
+@test "bench/analysis.sh --help names the four tools and the goals" {
+  run "$REPO/bench/analysis.sh" --help
+  assert_success
+  assert_output --partial "rootreadspeed"
+  assert_output --partial "afkit root >= 0.95 x rootreadspeed"
+  assert_output --partial "afkit uproot >= 0.97 x bare uproot"
+}
+
+@test "bench/analysis.sh: --rounds 0 is a usage error (2)" {
+  run "$REPO/bench/analysis.sh" --rounds 0
+  assert_failure 2
+  assert_output --partial "--rounds must be a positive integer"
+}
+
+@test "bench/analysis.sh outside the testbed: prerequisite missing (3), naming where to run it" {
+  run env -u AFKIT_XROOTD_URL -u AFKIT_XROOTD_DATA "$REPO/bench/analysis.sh"
+  assert_failure 3
+  assert_output --partial "scripts/testbed run -- bench/analysis.sh"
+}

@@ -27,6 +27,7 @@ from afkit.errors import AfkitError, ExitCode, UsageError
 
 if TYPE_CHECKING:
     from afkit.bench.analysis import AnalysisConfig
+    from afkit.bench.rootread import RootReadConfig
 
 BARRIER_TIMEOUT = 120.0
 
@@ -77,17 +78,23 @@ def client_events(summary: Mapping[str, object]) -> int:
 
 
 def run_client(
-    cfg: ReadConfig | AnalysisConfig, writer: JsonlWriter, wait: Callable[[], None]
+    cfg: ReadConfig | AnalysisConfig | RootReadConfig, writer: JsonlWriter, wait: Callable[[], None]
 ) -> ClientSummary:
-    """One client: the read or the analysis benchmark, measuring once WAIT returns."""
+    """One client: the read or the analysis benchmark (uproot or ROOT), measuring once WAIT returns."""
     if isinstance(cfg, ReadConfig):
         return run_read(cfg, writer, barrier=wait)
+    from afkit.bench.rootread import RootReadConfig, run_rootread
+
+    if isinstance(cfg, RootReadConfig):
+        return run_rootread(cfg, writer, barrier=wait)
     from afkit.bench.analysis import run_analysis
 
     return run_analysis(cfg, writer, barrier=wait)
 
 
-def _client_main(index: int, cfg: ReadConfig | AnalysisConfig, path: str, barrier: Any) -> None:
+def _client_main(
+    index: int, cfg: ReadConfig | AnalysisConfig | RootReadConfig, path: str, barrier: Any
+) -> None:
     def wait() -> None:
         barrier.wait(timeout=BARRIER_TIMEOUT)
 
@@ -114,7 +121,9 @@ def _client_main(index: int, cfg: ReadConfig | AnalysisConfig, path: str, barrie
     sys.exit(0 if summary["status"] == "ok" else int(ExitCode.FAILURE))
 
 
-def run_multi(configs: list[ReadConfig] | list[AnalysisConfig], outdir: Path) -> tuple[int, list[JsonObject]]:
+def run_multi(
+    configs: list[ReadConfig] | list[AnalysisConfig] | list[RootReadConfig], outdir: Path
+) -> tuple[int, list[JsonObject]]:
     """Run one process per config; return (exit code, per-client summaries as read back)."""
     outdir.mkdir(parents=True, exist_ok=True)
     ctx = multiprocessing.get_context("spawn")
@@ -139,7 +148,9 @@ def run_multi(configs: list[ReadConfig] | list[AnalysisConfig], outdir: Path) ->
     return code, summaries
 
 
-def run_threads(configs: Sequence[ReadConfig | AnalysisConfig], outdir: Path) -> list[ClientSummary]:
+def run_threads(
+    configs: Sequence[ReadConfig | AnalysisConfig | RootReadConfig], outdir: Path
+) -> list[ClientSummary]:
     """Run one client thread per config, released together, into ``OUTDIR/client-NNN.jsonl``;
     return their summaries. The first real failure (not a client's knock-on "another client
     failed before the start") is raised, a failed read as ReadError."""
@@ -186,7 +197,7 @@ def write_sum(outputs: list[Path], dest: Path, kind: str, extra: SumExtra) -> Su
 
 
 def run_clients(
-    configs: list[ReadConfig] | list[AnalysisConfig],
+    configs: list[ReadConfig] | list[AnalysisConfig] | list[RootReadConfig],
     outdir: Path,
     *,
     no_monitor: bool,

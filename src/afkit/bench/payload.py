@@ -176,6 +176,11 @@ def process(spec: dict[str, Any], inputs: list[str], out_dir: Path) -> dict[str,
         if bench:
             records, summary = afkit_bench(spec, inputs, out_dir)
             out["afkit_bench"] = str(summary.get("kind", ""))
+        elif spec.get("payload") == "rootreadspeed":  # the anchor of analysis benchmarks
+            from afkit.bench import readspeed
+
+            records, summary = readspeed.payload(spec, inputs)
+            out.update(readspeed=summary["readspeed"], readspeed_verdict=summary["readspeed"]["verdict"])
         else:
             records, summary = builtin(spec, inputs, out_dir, width)
     except Exception as err:

@@ -178,6 +178,15 @@ def _check_references(cfg: dict[str, Any]) -> list[str]:
                     )
     for i, bench in enumerate(cfg["benchmarks"]):
         problems += _check_sizes(f"benchmarks[{i}].sweep", bench["sweep"])
+        if bench["payload"] == "rootreadspeed":
+            if bench["type"] != "analysis" or any(int(c) != 1 for c in bench["sweep"].get("clients", [1])):
+                problems.append(
+                    f"benchmarks[{i}].payload: rootreadspeed runs one client of an analysis benchmark: "
+                    "use type: analysis and sweep.clients: [1]"
+                )
+            for ds in bench["datasets"]:
+                if ds in cfg["datasets"] and not cfg["datasets"][ds]["branches"]:
+                    problems.append(f"datasets.{ds}.branches: benchmarks[{i}] runs rootreadspeed: list them")
         if bench["payload"] == "afkit-bench" and bench["type"] == "analysis":
             for ds in bench["datasets"]:
                 if ds in cfg["datasets"] and not cfg["datasets"][ds]["branches"]:

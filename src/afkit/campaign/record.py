@@ -87,8 +87,11 @@ FIELDS: tuple[Field, ...] = (
     Field(
         "image_pull_s", NUM, "wrapper", "optional"
     ),  # seconds of the image's pull on the worker (shared_fs: false)
+    _plan("payload"),  # who read: builtin, afkit-bench, rootreadspeed (the report's payload section)
+    # rootreadspeed's own verdict (payload rootreadspeed: io-bound, decompression-bound, balanced)
+    _payload("readspeed_verdict", STR, "optional"),
     # in the record only
-    _plan("payload", column=False),
+    _payload("readspeed", DICT, "optional", column=False),  # its figures (afkit.bench.readspeed)
     _plan("branches", LIST, column=False),
     _wrapper("submit_host", column=False),
     # HTCondor's HoldReason of a job held past its grace (afkit.campaign.held; error says it too)

@@ -13,7 +13,7 @@ from typing import Any
 import jinja2
 
 from afkit.atomic import write_atomic
-from afkit.campaign import figures
+from afkit.campaign import figures, payloads
 from afkit.campaign.aggregate import SKEW_GOAL_S, wave_skews
 from afkit.campaign.extrapolate import parse_rate, plan
 from afkit.campaign.scaling import WavePoint, best_wave, scaling_series
@@ -162,5 +162,6 @@ def render(
         skew_goal=SKEW_GOAL_S,
         comparison=comparison,
         bottlenecks=bottlenecks(rows),
+        payloads=payloads.section(rows),
     )
     return write_atomic(out_dir / "report.html", html, mode=0o644)

@@ -95,6 +95,10 @@ setup() {
   run scripts/testbed run -- bench/bench_clients.sh --size 64MiB --repeat 1
   assert_success
   assert_output --partial "vs bare uproot.iterate"
+  run scripts/testbed run -- bench/analysis.sh --size 20MB --files 1 --rounds 1
+  assert_success
+  assert_output --partial "vs rootreadspeed (>= 0.95"
+  assert_output --partial "vs bare-uproot (>= 0.97"
   run bench/campaign.sh --jobs 200 --planning-only
   assert_success
   assert_output --partial '"bench": "campaign-planning"'

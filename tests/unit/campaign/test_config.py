@@ -126,3 +126,25 @@ def test_a_sites_link_rate_must_be_bytes_per_second(raw: dict[str, Any], make: A
     raw["sites"]["here"]["link_rate"] = "10Gbit"
     with pytest.raises(InvalidError, match="link_rate"):
         config.validate(raw)
+
+
+def _readspeed_bench(**sweep: Any) -> dict[str, Any]:
+    return {"name": "anchor", "type": "analysis", "payload": "rootreadspeed", "sites": ["here"],
+            "datasets": ["hzz"], "sweep": {"scenario": ["origin"], **sweep}}  # fmt: skip
+
+
+def test_rootreadspeed_payload_with_branches_and_one_client_is_valid(raw: dict[str, Any]) -> None:
+    raw["datasets"]["hzz"]["branches"] = ["Muon_Px"]
+    raw["benchmarks"].append(_readspeed_bench(clients=[1]))
+    assert config.validate(raw)["benchmarks"][-1]["payload"] == "rootreadspeed"
+
+
+def test_rootreadspeed_payload_refuses_several_clients(raw: dict[str, Any]) -> None:
+    raw["datasets"]["hzz"]["branches"] = ["Muon_Px"]
+    raw["benchmarks"].append(_readspeed_bench(clients=[1, 4]))
+    assert "rootreadspeed runs one client of an analysis benchmark" in _error(raw)
+
+
+def test_rootreadspeed_payload_needs_the_datasets_branches(raw: dict[str, Any]) -> None:
+    raw["benchmarks"].append(_readspeed_bench())
+    assert "datasets.hzz.branches: benchmarks[1] runs rootreadspeed" in _error(raw)

@@ -23,6 +23,8 @@ JOBS_CSV = [
     "image_fingerprint", "bottleneck", "bottleneck_reason",
     # the federation's batch workers (docs/federation.md): appended, the columns before keep their place
     "wn_site", "wn_address", "submit_files", "image_pull_s",
+    # the analysis payloads side by side (report section "Payloads"): appended likewise
+    "payload", "readspeed_verdict",
 ]  # fmt: skip
 
 

@@ -6,6 +6,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from afkit.campaign import aggregate as agg
 from afkit.campaign import report
 
@@ -175,3 +177,45 @@ def test_the_cells_table_says_how_many_repetitions_each_cell_had(tmp_path: Path)
     assert "<th>repetitions</th>" in html
     assert re.search(r"<td>1</td><td>1</td><td>3</td>\s*<td class=\"ok\">ok</td>", html)
     assert re.search(r"<td>2</td><td>1</td><td>2 of 3</td>\s*<td class=\"failed\">2/3 ok</td>", html)
+
+
+def _ana(i: int, payload: str, events: int, **kw: Any) -> dict[str, Any]:
+    return rec(100 + i, bench=f"ana-{payload}", type="analysis", id=f"p{i}", dataset="ao2d", payload=payload,
+               events=events, bytes=2e8, branches=["fPt"], **kw)  # fmt: skip
+
+
+def test_payload_section_sets_each_payload_against_rootreadspeed(tmp_path: Path) -> None:
+    records = [
+        _ana(0, "rootreadspeed", 6000, readspeed_verdict="decompression-bound"),
+        _ana(1, "rootreadspeed", 6000, readspeed_verdict="decompression-bound"),
+        _ana(2, "root", 5700, bottleneck="cpu"),
+        _ana(3, "afkit-bench", 3000, bottleneck="cpu"),
+        _ana(4, "afkit-bench", 3000, clients=4),  # several clients: not in the one-thread comparison
+    ]
+    agg.aggregate(records, tmp_path / "jobs.csv", tmp_path / "intervals.csv")
+    lines = report.payloads.section(agg.read_csv(tmp_path / "jobs.csv"))
+    by = {ln["payload"]: ln for ln in lines}
+    assert [ln["payload"] for ln in lines] == ["rootreadspeed", "afkit-bench", "root"]
+    assert by["rootreadspeed"]["jobs"] == 2 and by["afkit-bench"]["jobs"] == 1
+    assert by["root"]["ratio"] == "0.950" and by["afkit-bench"]["ratio"] == "0.500"
+    assert by["rootreadspeed"]["verdict"] == "decompression-bound" and by["root"]["verdict"] == "cpu"
+    assert by["root"]["eps"] == pytest.approx(5700 / 3.0)
+    assert by["root"]["mbps"] == pytest.approx(2e8 / 3.0 / 1e6 * 8, rel=1e-4)  # MB/s in jobs.csv, rounded
+
+
+def test_payload_section_is_rendered_in_the_report(tmp_path: Path) -> None:
+    records = [_ana(0, "rootreadspeed", 6000, readspeed_verdict="io-bound"), _ana(1, "root", 5700)]
+    agg.aggregate(records, tmp_path / "jobs.csv", tmp_path / "intervals.csv")
+    rows, intervals = agg.read_csv(tmp_path / "jobs.csv"), agg.read_csv(tmp_path / "intervals.csv")
+    html = report.render(rows, intervals, tmp_path / "report").read_text()
+    assert "Analysis payloads side by side" in html
+    assert re.search(
+        r"<td>root</td><td>1</td>\s*<td>1900\.0</td><td>533\.3</td><td>unknown</td><td>0\.950</td>", html
+    )
+    assert "<td>io-bound</td>" in html
+
+
+def test_no_payload_section_with_one_payload(tmp_path: Path) -> None:
+    agg.aggregate([_ana(0, "root", 5700), _ana(1, "root", 5000)], tmp_path / "jobs.csv", tmp_path / "i.csv")
+    rows, intervals = agg.read_csv(tmp_path / "jobs.csv"), agg.read_csv(tmp_path / "i.csv")
+    assert "Analysis payloads side by side" not in report.render(rows, intervals, tmp_path / "r").read_text()

@@ -4,6 +4,7 @@ fourth executor is one new module plus one registry line."""
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -15,7 +16,7 @@ import pytest
 from afkit.campaign import config, executors, plan, preflight, runner, watchdog
 from afkit.campaign.executors.base import Plain, Site, SiteKey, present
 from afkit.errors import InvalidError
-from afkit.paths import workflow_files
+from afkit.paths import WorkflowFiles, workflow_files
 
 
 class Dummy(Plain):
@@ -49,10 +50,16 @@ class Dummy(Plain):
 
 
 @pytest.fixture
-def dummy(monkeypatch: pytest.MonkeyPatch) -> Dummy:
-    """The registry line of a fourth executor."""
+def dummy(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Dummy:
+    """The registry line of a fourth executor, and its snakemake profile (in a copy of the
+    package's workflow: ``profiles/dummy``)."""
     executor = Dummy()
     monkeypatch.setitem(executors.REGISTRY, "dummy", executor)
+    workflow = tmp_path / "workflow"
+    shutil.copytree(workflow_files().root, workflow, ignore=shutil.ignore_patterns("results", ".snakemake"))
+    (workflow / "profiles" / "dummy").mkdir()
+    (workflow / "profiles" / "dummy" / "config.yaml").write_text("executor: afkit-dummy\n", encoding="utf-8")
+    monkeypatch.setattr(runner, "workflow_files", lambda: WorkflowFiles(workflow))
     return executor
 
 

@@ -439,15 +439,25 @@ def test_client_threads_each_run_their_own_root(with_root: Path, data_dir: Path,
     assert [s["root"]["vector_reads"] >= 1 for s in summaries] == [True, True]
 
 
-def test_a_root_job_runs_with_the_standard_library_alone(with_root: Path, data_dir: Path, tmp_path: Path) -> None:
+def test_a_root_job_runs_with_the_standard_library_alone(
+    with_root: Path, data_dir: Path, tmp_path: Path
+) -> None:
     """payload: root inside an image: the job imports nothing but the standard library (no uproot,
     no XRootD bindings); the tag's ROOT reads."""
     from test_bench_core import run_job
 
     hzz = tmp_path / "hzz.root"
     hzz.write_bytes((data_dir / "uproot-HZZ.root").read_bytes())
-    rec, modules = run_job(tmp_path, type="analysis", payload="root", access="direct", urls=[str(hzz)],
-                           tree="events", branches=["NMuon"], root={"work": "histogram"})  # fmt: skip
+    rec, modules = run_job(
+        tmp_path,
+        type="analysis",
+        payload="root",
+        access="direct",
+        urls=[str(hzz)],
+        tree="events",
+        branches=["NMuon"],
+        root={"work": "histogram"},
+    )
     assert rec["status"] == "ok", rec
     assert rec["events"] == 2 * 2421  # two clients, each reads the file once
     assert rec["root_vector_reads"] >= 2 and rec["root_read_calls"] >= rec["root_vector_reads"]

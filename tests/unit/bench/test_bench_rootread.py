@@ -64,6 +64,11 @@ def afkit_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Compl
     )
 
 
+def root_analysis(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``afkit bench analysis --engine root --no-monitor ARGS``."""
+    return afkit_cli("bench", "analysis", "--engine", "root", "--no-monitor", *args, env=env)
+
+
 def records_of(path: Path) -> tuple[list[Record], Record]:
     recs = read_jsonl(path)
     return [r for r in recs if r["type"] == "interval"], recs[-1]
@@ -162,15 +167,10 @@ def test_no_root_on_path_is_exit_3(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
 
 def test_the_cli_without_root_exits_3_before_any_output(tmp_path: Path, data_dir: Path) -> None:
     out = tmp_path / "o.jsonl"
-    proc = afkit_cli(
-        "bench",
-        "analysis",
-        "--engine",
-        "root",
+    proc = root_analysis(
         str(data_dir / "uproot-HZZ.root"),
         "-o",
         str(out),
-        "--no-monitor",
         env={"PATH": os.path.dirname(sys.executable)},
     )
     assert proc.returncode == 3, proc.stderr
@@ -186,12 +186,18 @@ def test_the_uproot_engine_still_needs_a_branch(data_dir: Path) -> None:
 
 @pytest.fixture
 def fake_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A stand-in root.exe on PATH that prints the lines of $FAKE_ROOT_OUT, then exits $FAKE_ROOT_RC."""
+    """A stand-in root.exe on PATH that prints the lines of $FAKE_ROOT_OUT (after a "ready" line it
+    waits for the driver's "go", exit 9 without it), then $FAKE_ROOT_ERR on stderr, and exits
+    $FAKE_ROOT_RC."""
     bindir = tmp_path / "fakebin"
     bindir.mkdir()
     exe = bindir / "root.exe"
     exe.write_text(
-        '#!/bin/sh\ncat "$FAKE_ROOT_OUT"\nread go\necho "released: $go" >&2\n'
+        "#!/bin/sh\n"
+        'if grep -q "rootread ready" "$FAKE_ROOT_OUT"; then\n'  # as the macro: wait for "go" after "ready"
+        '  sed "/rootread ready/q" "$FAKE_ROOT_OUT"; read go; [ "$go" = go ] || exit 9\n'
+        '  awk "f; /rootread ready/ {f = 1}" "$FAKE_ROOT_OUT"\n'
+        'else cat "$FAKE_ROOT_OUT"; fi\n'
         'echo "$FAKE_ROOT_ERR" >&2\nexit "${FAKE_ROOT_RC:-0}"\n'
     )
     exe.chmod(0o755)
@@ -265,16 +271,11 @@ def test_root_reads_the_branches_and_reports_its_read_counts(
     with_root: Path, data_dir: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "o.jsonl"
-    proc = afkit_cli(
-        "bench",
-        "analysis",
-        "--engine",
-        "root",
+    proc = root_analysis(
         str(data_dir / "uproot-HZZ.root"),
         *[a for b in HZZ_BRANCHES for a in ("-b", b)],
         "-o",
         str(out),
-        "--no-monitor",
     )
     assert proc.returncode == 0, proc.stderr
     intervals, summary = records_of(out)
@@ -302,11 +303,7 @@ def test_root_reads_the_branches_and_reports_its_read_counts(
 
 def test_histogram_and_rdataframe(with_root: Path, data_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "o.jsonl"
-    proc = afkit_cli(
-        "bench",
-        "analysis",
-        "--engine",
-        "root",
+    proc = root_analysis(
         "--reader",
         "rdataframe",
         "--fill-hist",
@@ -317,7 +314,6 @@ def test_histogram_and_rdataframe(with_root: Path, data_dir: Path, tmp_path: Pat
         "Muon_Px",
         "-o",
         str(out),
-        "--no-monitor",
     )
     assert proc.returncode == 0, proc.stderr
     _intervals, summary = records_of(out)
@@ -355,16 +351,11 @@ def test_a_tree_pattern_reads_every_df_folders_table(with_root: Path, tmp_path: 
     )
     assert made.returncode == 0, made.stderr
     out = tmp_path / "o.jsonl"
-    proc = afkit_cli(
-        "bench",
-        "analysis",
-        "--engine",
-        "root",
+    proc = root_analysis(
         "-t",
         "DF_*/O2track",
         "-o",
         str(out),
-        "--no-monitor",
         str(tmp_path / "AO2D.root"),
     )
     assert proc.returncode == 0, proc.stderr
@@ -374,9 +365,7 @@ def test_a_tree_pattern_reads_every_df_folders_table(with_root: Path, tmp_path: 
         ("DF_2/O2track", 2000),
     ]
     assert summary["events"] == 3000
-    wrong = afkit_cli(
-        "bench", "analysis", "--engine", "root", "-t", "O2track", "--no-monitor", str(tmp_path / "AO2D.root")
-    )
+    wrong = root_analysis("-t", "O2track", str(tmp_path / "AO2D.root"))
     assert wrong.returncode == 5
     assert "no tree matching 'O2track'" in wrong.stderr and "DF_1/O2track" in wrong.stderr
 
@@ -409,14 +398,9 @@ def test_two_clients_start_together(with_root: Path, data_dir: Path, tmp_path: P
 
 
 def test_a_missing_branch_is_exit_5_naming_the_tree(with_root: Path, data_dir: Path) -> None:
-    proc = afkit_cli(
-        "bench",
-        "analysis",
-        "--engine",
-        "root",
+    proc = root_analysis(
         "-b",
         "Nope",
-        "--no-monitor",
         str(data_dir / "uproot-HZZ.root"),
     )
     assert proc.returncode == 5

@@ -239,9 +239,10 @@ def test_a_root_payload_campaign_reads_through_xcache_with_the_tags_root(
 
 
 def test_a_root_payload_campaign_in_an_image_without_root_is_refused_before_any_job(
-    bench_sif: Path, served: tuple[str, str], tmp_path: Path
+    served: tuple[str, str], tmp_path: Path
 ) -> None:
-    cfile = root_campaign(tmp_path, "it-noroot", bench_sif, served[1])
+    """The minimal base's SIF: the images' OS with Python, no tag, no ROOT."""
+    cfile = root_campaign(tmp_path, "it-noroot", mkbase("minimal"), served[1])
     proc = itsupport.afkit("campaign", "run", str(cfile), env=XRD_FAST)
     assert proc.returncode == 3, proc.stderr[-3000:]
     assert (

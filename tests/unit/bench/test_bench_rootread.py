@@ -155,7 +155,8 @@ def test_the_configuration_and_the_command() -> None:
     assert "cache_mb -1" in config_text(RootReadConfig(files=["a"], branches=[]), wait=False)
     cmd = command("/r/bin/root.exe", Path("/tmp/c.txt"))
     assert cmd == ["/r/bin/root.exe", "-b", "-q", "-l", f'{macro_path()}("/tmp/c.txt")']
-    assert macro_path().is_file()
+    assert macro_path().is_file() and macro_path("rdataframe").name == "afkit_read_rdf.C"
+    assert command("root.exe", Path("c"), "rdataframe")[-1] == f'{macro_path("rdataframe")}("c")'
 
 
 def test_no_root_on_path_is_exit_3(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

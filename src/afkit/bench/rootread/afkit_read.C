@@ -1,6 +1,7 @@
 // afkit's ROOT reader: the analysis benchmark run by the tag's own ROOT (afkit.bench.rootread).
 //
-//   root.exe -b -q -l 'afkit_read.C("CONFIG")'
+//   root.exe -b -q -l 'afkit_read.C("CONFIG")'      (reader ttree)
+//   root.exe -b -q -l 'afkit_read_rdf.C("CONFIG")'  (reader rdataframe: this macro plus RDataFrame)
 //
 // CONFIG is a text file of `key value` lines written by afkit.bench.rootread:
 //   file F (repeatable, paths or root:// URLs), tree PATTERN (repeatable), branch B (repeatable;
@@ -38,7 +39,6 @@
 #include <string>
 #include <vector>
 
-#include "ROOT/RDataFrame.hxx"
 #include "TBranch.h"
 #include "TDirectory.h"
 #include "TFile.h"
@@ -285,46 +285,9 @@ long long ReadTTree(TTree *t, State &st, const std::string &where)
    return e;
 }
 
-long long ReadRDataFrame(TTree *t, State &st, const std::string &where)
-{
-   auto branches = ChooseBranches(t, st, where);
-   t->SetBranchStatus("*", 1); // RDataFrame manages the tree's branches itself
-   if (st.cfg.cacheMB >= 0)
-      t->SetCacheSize(static_cast<Long64_t>(st.cfg.cacheMB * 1024 * 1024));
-   ROOT::RDataFrame df(*t);
-   std::vector<std::string> cols;
-   std::string expr;
-   for (size_t i = 0; i < branches.size(); ++i) {
-      const std::string alias = "afkit_c" + std::to_string(i);
-      cols.push_back(alias);
-      expr += "(void)" + alias + "; ";
-   }
-   ROOT::RDF::RNode node = df;
-   for (size_t i = 0; i < branches.size(); ++i)
-      node = node.Alias(cols[i], branches[i]->GetName());
-   // every chosen column is an argument of the jitted expression: RDataFrame reads each per entry
-   long long read = 0;
-   auto counted = node.Filter(expr + "return true;").Filter(
-      [&st, &read](ULong64_t) {
-         ++read;
-         ++st.events;
-         return Tick(st) || true;
-      },
-      {"rdfentry_"});
-   if (st.hist) {
-      TLeaf *leaf = nullptr;
-      for (auto *b : branches)
-         if ((leaf = NumericLeaf(b)))
-            break;
-      if (!leaf)
-         Fail(6, "no numeric branch to fill a histogram from in tree '" + where + "'");
-      auto h = counted.Histo1D({"afkit_rdf", "", 100, 0., 0.}, leaf->GetBranch()->GetName());
-      st.hist->Add(h.GetPtr());
-   } else {
-      counted.Count().GetValue();
-   }
-   return read;
-}
+// the RDataFrame reader: afkit_read_rdf.C sets it (RDataFrame's headers cost cling a second or
+// more to parse, so the TTree reader's macro does not include them)
+long long (*gReadRDataFrame)(TTree *, State &, const std::string &) = nullptr;
 
 } // namespace afkit_rootread
 
@@ -336,6 +299,8 @@ void afkit_read(const char *config)
    const bool rdf = st.cfg.reader == "rdataframe";
    if (!rdf && st.cfg.reader != "ttree")
       Fail(2, "reader must be ttree or rdataframe, not '" + st.cfg.reader + "'");
+   if (rdf && !gReadRDataFrame)
+      Fail(2, "reader rdataframe: run afkit_read_rdf.C");
    if (st.cfg.work != "read" && st.cfg.work != "histogram")
       Fail(2, "work must be read or histogram, not '" + st.cfg.work + "'");
    if (st.cfg.work == "histogram") {
@@ -400,7 +365,7 @@ void afkit_read(const char *config)
    for (auto &[f, trees] : inputs) {
       for (const auto &[path, t] : trees) {
          const std::string where = path + "' of '" + f->GetName();
-         const long long read = rdf ? ReadRDataFrame(t, st, where) : ReadTTree(t, st, where);
+         const long long read = rdf ? gReadRDataFrame(t, st, where) : ReadTTree(t, st, where);
          int vreads = 0, uncached = 0;
          long long cached = 0;
          if (auto *cache = f->GetCacheRead(t)) {

@@ -54,9 +54,10 @@ class RootReadConfig:
     args: dict[str, Any] = field(default_factory=dict)
 
 
-def macro_path() -> Path:
-    """The reader macro, package data beside this module."""
-    return Path(__file__).resolve().with_name("rootread") / "afkit_read.C"
+def macro_path(reader: str = "ttree") -> Path:
+    """The reader macro, package data beside this module (RDataFrame's includes the TTree one)."""
+    name = "afkit_read_rdf.C" if reader == "rdataframe" else "afkit_read.C"
+    return Path(__file__).resolve().with_name("rootread") / name
 
 
 def find_root(name: str = ROOT_EXE) -> str:
@@ -95,9 +96,9 @@ def config_text(cfg: RootReadConfig, *, wait: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-def command(root_exe: str, config: Path) -> list[str]:
-    """``root.exe -b -q -l 'afkit_read.C("CONFIG")'``."""
-    return [root_exe, "-b", "-q", "-l", f'{macro_path()}("{config}")']
+def command(root_exe: str, config: Path, reader: str = "ttree") -> list[str]:
+    """``root.exe -b -q -l 'afkit_read.C("CONFIG")'`` (``afkit_read_rdf.C`` for RDataFrame)."""
+    return [root_exe, "-b", "-q", "-l", f'{macro_path(reader)}("{config}")']
 
 
 @dataclass
@@ -241,8 +242,8 @@ def run_rootread(
     """Run the macro on ``cfg.files``; interval records as intervals end; return the summary."""
     check_config(cfg)
     root = find_root(cfg.root_exe)
-    if not macro_path().is_file():
-        raise PrereqError(f"afkit's ROOT reader macro is missing: {macro_path()}",
+    if not macro_path(cfg.reader).is_file():
+        raise PrereqError(f"afkit's ROOT reader macro is missing: {macro_path(cfg.reader)}",
                           hint="reinstall afkit (the macro is package data)")  # fmt: skip
     parsed = Parsed(IntervalCounter(writer.write, width=cfg.interval))
     with tempfile.TemporaryDirectory(prefix="afkit-rootread-") as tmp:
@@ -250,7 +251,7 @@ def run_rootread(
         config.write_text(config_text(cfg, wait=True), encoding="utf-8")
         err_path = Path(tmp) / "stderr.txt"
         with err_path.open("w+", encoding="utf-8", errors="replace") as err:
-            proc = _start(root, config, err)
+            proc = _start(command(root, config, cfg.reader), err)
             try:
                 _read(proc, parsed, barrier)
                 proc.wait()
@@ -267,7 +268,8 @@ def run_rootread(
     if proc.returncode != 0 or not parsed.ended_by:
         raise AfkitError(
             f"ROOT reader ({root}) {_ended(proc.returncode)}: {root_error(stderr)}",
-            hint="run the command by hand to see ROOT's whole output: " + " ".join(command(root, config)),
+            hint="run the command by hand to see ROOT's whole output: "
+            + " ".join(command(root, config, cfg.reader)),
         )
     summary = _summary(cfg, parsed)
     print(
@@ -279,9 +281,9 @@ def run_rootread(
     return summary
 
 
-def _start(root: str, config: Path, err: IO[str]) -> subprocess.Popen[str]:
+def _start(cmd: list[str], err: IO[str]) -> subprocess.Popen[str]:
     env = {**os.environ, "ROOT_HIST": "0"}  # no ~/.root_hist written by a batch job
     return subprocess.Popen(
-        command(root, config), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
+        cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
         bufsize=1, env=env,
     )  # fmt: skip

@@ -90,6 +90,11 @@ FIELDS: tuple[Field, ...] = (
     _plan("payload"),  # who read: builtin, afkit-bench, rootreadspeed (the report's payload section)
     # rootreadspeed's own verdict (payload rootreadspeed: io-bound, decompression-bound, balanced)
     _payload("readspeed_verdict", STR, "optional"),
+    # payload root: ROOT's own counts (TFile::GetFileBytesRead, GetFileReadCalls; the tree caches'
+    # transactions, each one TFile::ReadBuffers: an XRootD vector read over root://)
+    _payload("root_bytes_read", INT, "optional"),
+    _payload("root_read_calls", INT, "optional"),
+    _payload("root_vector_reads", INT, "optional"),
     # in the record only
     _payload("readspeed", DICT, "optional", column=False),  # its figures (afkit.bench.readspeed)
     _plan("branches", LIST, column=False),

@@ -61,6 +61,13 @@ def image(output: Any, params: Any, log: Any) -> None:
     resolve_image(params.image, base_dir=params.base_dir, workdir=workdir, output=out, log=log[0])
 
 
+def image_root(input: Any, output: Any, params: Any, log: Any) -> None:
+    from afkit.campaign.image import check_root
+
+    info = json.loads(Path(input[0]).read_text(encoding="utf-8"))
+    check_root(info, params.benchmarks, output=Path(output[0]), log=Path(log[0]))
+
+
 def dataset(wildcards: Any, output: Any, params: Any, log: Any) -> None:
     from afkit.campaign.dataset import prepare
 

@@ -28,6 +28,7 @@ def test_the_core_zip_holds_modules_and_data_and_is_the_same_for_the_same_source
     assert "afkit/campaign/jobcore.py" in names and "afkit/campaign/steps.py" in names
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     assert "afkit/image/proof/read_tree.C" in names  # package data next to the modules (a ROOT macro)
+    assert "afkit/bench/rootread/afkit_read.C" in names  # the root payload's reader
     assert not [n for n in names if n.startswith("afkit/data/")]  # the workflow stays on the submit host
     assert (tmp_path / "a.zip").read_bytes() == (tmp_path / "b.zip").read_bytes()
 

@@ -25,6 +25,8 @@ JOBS_CSV = [
     "wn_site", "wn_address", "submit_files", "image_pull_s",
     # the analysis payloads side by side (report section "Payloads"): appended likewise
     "payload", "readspeed_verdict",
+    # payload: root, ROOT's own read counts (docs/campaigns.md): appended too
+    "root_bytes_read", "root_read_calls", "root_vector_reads",
 ]  # fmt: skip
 
 

@@ -1,6 +1,7 @@
 // afkit's ROOT reader: the analysis benchmark run by the tag's own ROOT (afkit.bench.rootread).
 //
-//   root.exe -b -q -l 'afkit_read.C("CONFIG")'
+//   root.exe -b -q -l 'afkit_read.C("CONFIG")'      (reader ttree)
+//   root.exe -b -q -l 'afkit_read_rdf.C("CONFIG")'  (reader rdataframe: this macro plus RDataFrame)
 //
 // CONFIG is a text file of `key value` lines written by afkit.bench.rootread:
 //   file F (repeatable, paths or root:// URLs), tree PATTERN (repeatable), branch B (repeatable;
@@ -38,7 +39,6 @@
 #include <string>
 #include <vector>
 
-#include "ROOT/RDataFrame.hxx"
 #include "TBranch.h"
 #include "TDirectory.h"
 #include "TFile.h"
@@ -65,18 +65,12 @@ struct Config {
 struct State {
    Config cfg;
    double next = 0, deadline = 0;
+   double lastCheck = 0;       // when Tick last read the clock
+   long countdown = 1, stride = 1; // entries until the next look at the clock, and between looks
    long long events = 0;
    bool stopped = false;
    std::unique_ptr<TH1D> hist;
 };
-
-// wall clock, cheap enough for every entry (the vDSO's coarse clock, a few ms of resolution)
-inline double Now()
-{
-   timespec ts;
-   clock_gettime(CLOCK_REALTIME_COARSE, &ts);
-   return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
 
 double PreciseNow()
 {
@@ -108,19 +102,35 @@ void Sample(State &st, double t, const char *what = "sample", const char *tail =
    std::fflush(stdout);
 }
 
-// called once per entry: an interval boundary passed -> one sample; past the duration -> stop
-inline bool Tick(State &st)
+// A look at the clock (Tick, when the countdown of entries ends): an interval boundary passed ->
+// one sample; past the duration -> stop (false). The clock is read about once a millisecond, not
+// per entry: the entries between two looks double while they come faster than 0.5 ms apart and
+// halve when slower than 2 ms. The caller has counted its entries into st.events first.
+bool Look(State &st)
 {
-   const double t = Now();
+   const double t = PreciseNow();
+   const double gap = t - st.lastCheck;
+   st.lastCheck = t;
+   if (gap < 0.0005 && st.stride < 65536)
+      st.stride *= 2;
+   else if (gap > 0.002 && st.stride > 1)
+      st.stride /= 2;
+   st.countdown = st.stride;
    if (t < st.next)
       return true;
-   Sample(st, PreciseNow());
+   Sample(st, t);
    st.next = (static_cast<long long>(t / st.cfg.width) + 1) * st.cfg.width;
    if (st.deadline > 0 && t >= st.deadline) {
       st.stopped = true;
       return false;
    }
    return true;
+}
+
+// called once per entry (after st.events counts it)
+inline bool Tick(State &st)
+{
+   return --st.countdown > 0 || Look(st);
 }
 
 Config ReadConfig(const char *path)
@@ -252,62 +262,32 @@ long long ReadTTree(TTree *t, State &st, const std::string &where)
    const Long64_t entries = t->GetEntries();
    const auto nb = branches.size();
    TBranch **bs = branches.data();
+   // the entry the tree cache fills and learns around (TTreeCache::FillBuffer reads the tree's
+   // entry); without a cache the loop is rootreadspeed's exactly (no TTree::LoadTree)
+   const bool cached = st.cfg.cacheMB != 0;
+   const long long before = st.events;
    Long64_t e = 0;
-   for (; e < entries; ++e) {
-      t->LoadTree(e); // the entry the tree cache fills and learns around (TTreeCache::FillBuffer)
+   while (e < entries) {
+      if (cached)
+         t->LoadTree(e);
       for (size_t i = 0; i < nb; ++i)
          bs[i]->GetEntry(e);
       if (leaf)
          FillFrom(*st.hist, leaf);
-      ++st.events;
-      if (!Tick(st)) {
-         ++e;
-         break;
+      ++e;
+      if (--st.countdown <= 0) { // the per-entry part of Tick, kept to one decrement
+         st.events = before + e;
+         if (!Look(st))
+            break;
       }
    }
+   st.events = before + e;
    return e;
 }
 
-long long ReadRDataFrame(TTree *t, State &st, const std::string &where)
-{
-   auto branches = ChooseBranches(t, st, where);
-   t->SetBranchStatus("*", 1); // RDataFrame manages the tree's branches itself
-   if (st.cfg.cacheMB >= 0)
-      t->SetCacheSize(static_cast<Long64_t>(st.cfg.cacheMB * 1024 * 1024));
-   ROOT::RDataFrame df(*t);
-   std::vector<std::string> cols;
-   std::string expr;
-   for (size_t i = 0; i < branches.size(); ++i) {
-      const std::string alias = "afkit_c" + std::to_string(i);
-      cols.push_back(alias);
-      expr += "(void)" + alias + "; ";
-   }
-   ROOT::RDF::RNode node = df;
-   for (size_t i = 0; i < branches.size(); ++i)
-      node = node.Alias(cols[i], branches[i]->GetName());
-   // every chosen column is an argument of the jitted expression: RDataFrame reads each per entry
-   long long read = 0;
-   auto counted = node.Filter(expr + "return true;").Filter(
-      [&st, &read](ULong64_t) {
-         ++read;
-         ++st.events;
-         return Tick(st) || true;
-      },
-      {"rdfentry_"});
-   if (st.hist) {
-      TLeaf *leaf = nullptr;
-      for (auto *b : branches)
-         if ((leaf = NumericLeaf(b)))
-            break;
-      if (!leaf)
-         Fail(6, "no numeric branch to fill a histogram from in tree '" + where + "'");
-      auto h = counted.Histo1D({"afkit_rdf", "", 100, 0., 0.}, leaf->GetBranch()->GetName());
-      st.hist->Add(h.GetPtr());
-   } else {
-      counted.Count().GetValue();
-   }
-   return read;
-}
+// the RDataFrame reader: afkit_read_rdf.C sets it (RDataFrame's headers cost cling a second or
+// more to parse, so the TTree reader's macro does not include them)
+long long (*gReadRDataFrame)(TTree *, State &, const std::string &) = nullptr;
 
 } // namespace afkit_rootread
 
@@ -319,6 +299,8 @@ void afkit_read(const char *config)
    const bool rdf = st.cfg.reader == "rdataframe";
    if (!rdf && st.cfg.reader != "ttree")
       Fail(2, "reader must be ttree or rdataframe, not '" + st.cfg.reader + "'");
+   if (rdf && !gReadRDataFrame)
+      Fail(2, "reader rdataframe: run afkit_read_rdf.C");
    if (st.cfg.work != "read" && st.cfg.work != "histogram")
       Fail(2, "work must be read or histogram, not '" + st.cfg.work + "'");
    if (st.cfg.work == "histogram") {
@@ -327,7 +309,7 @@ void afkit_read(const char *config)
       st.hist->SetDirectory(nullptr);
    }
    // open and check every input before measuring (the uproot engine does the same)
-   std::vector<std::pair<TFile *, std::vector<std::string>>> inputs;
+   std::vector<std::pair<TFile *, std::vector<std::pair<std::string, TTree *>>>> inputs;
    for (const auto &name : st.cfg.files) {
       TFile *f = TFile::Open(name.c_str(), "READ");
       if (!f || f->IsZombie())
@@ -352,7 +334,20 @@ void afkit_read(const char *config)
          Fail(5, "no tree matching " + wanted + " in '" + name + "' (trees: " + (listed.empty() ? "none" : listed) +
                     ")");
       }
-      inputs.emplace_back(f, chosen);
+      std::vector<std::pair<std::string, TTree *>> trees;
+      for (const auto &path : chosen) { // the trees' headers are read here, not in the measurement
+         auto *t = f->Get<TTree>(path.c_str());
+         if (!t)
+            Fail(6, "cannot read tree '" + path + "' of '" + name + "'");
+         std::string missing;
+         for (const auto &b : st.cfg.branches)
+            if (!t->GetBranch(b.c_str()))
+               missing += (missing.empty() ? "'" : ", '") + b + "'";
+         if (!missing.empty())
+            Fail(5, "no branch " + missing + " in tree '" + path + "' of '" + name + "'");
+         trees.emplace_back(path, t);
+      }
+      inputs.emplace_back(f, trees);
    }
    std::printf("afkit-rootread ready %s\n", gROOT->GetVersion());
    std::fflush(stdout);
@@ -363,16 +358,14 @@ void afkit_read(const char *config)
          Fail(1, "the driver did not release the reader (another client failed)");
    }
    const double start = PreciseNow();
+   st.lastCheck = start;
    st.next = (static_cast<long long>(start / st.cfg.width) + 1) * st.cfg.width;
    st.deadline = st.cfg.duration > 0 ? start + st.cfg.duration : 0;
    Sample(st, start, "start");
    for (auto &[f, trees] : inputs) {
-      for (const auto &path : trees) {
-         auto *t = f->Get<TTree>(path.c_str());
-         if (!t)
-            Fail(6, "cannot read tree '" + path + "' of '" + f->GetName() + "'");
+      for (const auto &[path, t] : trees) {
          const std::string where = path + "' of '" + f->GetName();
-         const long long read = rdf ? ReadRDataFrame(t, st, where) : ReadTTree(t, st, where);
+         const long long read = rdf ? gReadRDataFrame(t, st, where) : ReadTTree(t, st, where);
          int vreads = 0, uncached = 0;
          long long cached = 0;
          if (auto *cache = f->GetCacheRead(t)) {
@@ -382,19 +375,23 @@ void afkit_read(const char *config)
          }
          std::printf("afkit-rootread tree\t%s\t%s\t%lld\t%lld\t%d\t%lld\t%d\n", f->GetName(), path.c_str(),
                      t->GetEntries(), read, vreads, cached, uncached);
-         delete t;
          if (st.stopped)
             break;
       }
-      f->Close();
-      delete f;
       if (st.stopped)
          break;
    }
+   const double end = PreciseNow();
    if (st.hist) {
       st.hist->BufferEmpty();
       std::printf("afkit-rootread hist %.0f %.17g %.17g %d\n", st.hist->GetEntries(),
                   st.hist->GetXaxis()->GetXmin(), st.hist->GetXaxis()->GetXmax(), st.hist->GetNbinsX());
    }
-   Sample(st, PreciseNow(), "done", st.stopped ? " duration" : " end-of-data");
+   Sample(st, end, "done", st.stopped ? " duration" : " end-of-data");
+   for (auto &[f, trees] : inputs) { // after the measurement, as the opening came before it
+      for (auto &entry : trees)
+         delete entry.second;
+      f->Close();
+      delete f;
+   }
 }

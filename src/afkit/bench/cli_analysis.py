@@ -41,7 +41,11 @@ def _analysis_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-b", "--branch", action="append", required=True, help="branch to read (repeat for several)"
     )
-    parser.add_argument("-t", "--tree", help="TTree name (default: the file's only tree)")
+    parser.add_argument(
+        "-t",
+        "--tree",
+        help="TTree name or pattern, e.g. DF_*/O2track: every matching tree (default: the file's only tree)",
+    )
     parser.add_argument("--step-size", default="100 MB", help="uproot step_size (default '100 MB', uproot's)")
     parser.add_argument("--library", choices=("ak", "np"), default="ak", help="array library (default ak)")
     parser.add_argument(

@@ -116,7 +116,7 @@ def _c_string(text: str) -> str:
 
 
 def write(
-    root_exe: Path,
+    root_cmd: list[str],
     shape: Shape,
     dest: Path,
     events: int,
@@ -126,8 +126,11 @@ def write(
     df_events: int,
     force: bool,
     progress: Callable[[int, int, int], None] | None = None,
+    macro: str = str(MACRO),
 ) -> dict[str, Any]:
-    """One file of EVENTS events; its record. Kept as is when it holds the same parameters."""
+    """One file of EVENTS events, written by ROOT_CMD (``[root.exe]``, or an ``apptainer exec
+    IMAGE root.exe`` that sees DEST's directory at the same path and MACRO); its record. Kept as
+    is when it holds the same parameters."""
     params = json.dumps(
         {
             "kind": shape.name,
@@ -151,11 +154,11 @@ def write(
         with atomic_path(dest, mode=0o644) as tmp:
             final = "" if force else str(dest)
             call = (
-                f"{MACRO}({_c_string(shape.name)}, {_c_string(str(tmp))}, {_c_string(final)}, {events}, "
+                f"{macro}({_c_string(shape.name)}, {_c_string(str(tmp))}, {_c_string(final)}, {events}, "
                 f"{shape.event_bytes}, {compression}, {seed}, {df_events}, {_c_string(params)})"
             )
             proc = subprocess.Popen(
-                [str(root_exe), "-b", "-q", "-l", "-n", call],
+                [*root_cmd, "-b", "-q", "-l", "-n", call],
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
@@ -185,7 +188,7 @@ def write(
             if code != 0 or not done:
                 lines = [ln for ln in err.splitlines() if ln.strip() and "warning:" not in ln]
                 raise AfkitError(
-                    f"ROOT ({root_exe}) failed writing '{dest}' (exit {code}): "
+                    f"ROOT ({root_cmd[-1]}) failed writing '{dest}' (exit {code}): "
                     + (" | ".join(lines[-3:]) or "no message"),
                     hint="run the command again with the same options to see ROOT's messages",
                 )
@@ -246,7 +249,7 @@ def generate(
     records = []
     for i, dest in enumerate(names):
         rec = write(
-            root_exe,
+            [str(root_exe)],
             shape,
             dest,
             events,

@@ -61,7 +61,7 @@ setup() {
   cd build/demo
   run jq -c .software_env results/demo-"$hash"/job/steps/local.hzz.origin.direct.*.json
   assert_success
-  assert_output --partial '"tag":"AliPhysics/vAN-20201018_ROOT6-1"'
+  assert_output --partial '"tag":"AliPhysics/vAN-20251126_ROOT6-1"'
   assert_output --partial '"missing":[]'
   assert_output --partial '"BASEDIR":"/cvmfs/alice.cern.ch/el9-x86_64/Packages"'
 }

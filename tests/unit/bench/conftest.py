@@ -24,18 +24,3 @@ def pattern_file(tmp_path: Path) -> Path:
     words = np.arange((1 << 20) // 4, dtype="<u4")
     path.write_bytes(words.tobytes() + b"x" * 123)
     return path
-
-
-@pytest.fixture(scope="session")
-def root_dir() -> Path:
-    """The real ROOT (PyPI `root`, unpacked in the shared upstream cache by the CVMFS fixture)."""
-    import sys
-
-    fixtures = str(Path(__file__).resolve().parents[2] / "fixtures")
-    if fixtures not in sys.path:
-        sys.path.insert(0, fixtures)
-    from cvmfsfix import upstream  # type: ignore[import-not-found]
-
-    root = Path(upstream.root_tree()) / "ROOT"
-    assert (root / "bin" / "root.exe").is_file(), f"real ROOT missing under {root}"
-    return root

@@ -152,9 +152,9 @@ def write(
 
     try:
         with atomic_path(dest, mode=0o644) as tmp:
-            final = "" if force else str(dest)
+            final = "" if force else str(dest.absolute())
             call = (
-                f"{macro}({_c_string(shape.name)}, {_c_string(str(tmp))}, {_c_string(final)}, {events}, "
+                f"{macro}({_c_string(shape.name)}, {_c_string(str(tmp.absolute()))}, {_c_string(final)}, {events}, "
                 f"{shape.event_bytes}, {compression}, {seed}, {df_events}, {_c_string(params)})"
             )
             proc = subprocess.Popen(
@@ -162,7 +162,6 @@ def write(
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
-                cwd=str(dest.parent),
             )
             assert proc.stdout is not None and proc.stderr is not None
             for line in proc.stdout:

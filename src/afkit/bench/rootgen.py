@@ -153,8 +153,9 @@ def write(
     try:
         with atomic_path(dest, mode=0o644) as tmp:
             final = "" if force else str(dest.absolute())
+            where = f"{_c_string(str(tmp.absolute()))}, {_c_string(final)}"
             call = (
-                f"{macro}({_c_string(shape.name)}, {_c_string(str(tmp.absolute()))}, {_c_string(final)}, {events}, "
+                f"{macro}({_c_string(shape.name)}, {where}, {events}, "
                 f"{shape.event_bytes}, {compression}, {seed}, {df_events}, {_c_string(params)})"
             )
             proc = subprocess.Popen(

@@ -50,9 +50,10 @@ setup() {
   assert_regex "$report" "^$REPO/build/demo/results/demo-[0-9a-f]+/report/report\.html$"
   assert [ -s "$report" ]
   assert [ -f "$REPO/build/bench.sif" ] # the SIF docs/federation.md and the example campaigns name
+  assert [ -f "$REPO/build/alice-root.sif" ] # the demo's image, which the federation's campaign runs
   # docs/federation.md: the shell in which a newcomer pushes that SIF, as user afkit, in the repository
   # shellcheck disable=SC2016  # expanded by the shell inside the testbed
-  run scripts/testbed shell --user afkit <<<'echo "$(id -un) $PWD"; test -r build/bench.sif && echo readable'
+  run scripts/testbed shell --user afkit <<<'echo "$(id -un) $PWD"; test -r build/alice-root.sif && echo readable'
   assert_success
   assert_output --partial "afkit $REPO"
   assert_output --partial "readable"

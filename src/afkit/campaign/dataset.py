@@ -1,8 +1,8 @@
 """Dataset manifests; generated datasets are written into the storage's local path.
 
 A generated file is written under a temporary name and renamed; existing files of the right size
-(random) or written with the same parameters (ao2d, esd) are kept (idempotent). Listed files are
-checked when the storage path is visible from here.
+(random) or written with the same parameters (ao2d, esd) are kept (idempotent), others rewritten.
+Listed files are checked when the storage path is visible from here.
 
 ``generate.kind``: ``random`` (random bytes, here), ``ao2d`` or ``esd`` (afkit.bench.rootgen): the
 files are written by the ROOT of the campaign's image (the tag's ROOT), ``root.exe`` run inside
@@ -20,7 +20,7 @@ from typing import Any
 
 from afkit.atomic import atomic_path, write_atomic
 from afkit.bench import rootgen
-from afkit.errors import InvalidError, NotFoundError
+from afkit.errors import InvalidError, NotFoundError, UnsafeError
 
 ROOT_KINDS = ("ao2d", "esd")  # written by the image's ROOT
 
@@ -79,21 +79,19 @@ def _generate_root(
     cmd, macro = image_root_command(image_json, root, args)
     records = []
     for i, f in enumerate(files):
-        records.append(
-            rootgen.write(
-                cmd,
-                shape,
-                root / f,
-                events,
-                compression=setting,
-                seed=1 + i,
-                df_events=max(1, rootgen.DF_BYTES // shape.event_bytes),
-                force=False,
-                progress=rootgen.progress_printer(f),
-                macro=macro,
-            )
-        )
-        print(json.dumps(records[-1]), file=sys.stderr)
+        options: dict[str, Any] = {
+            "compression": setting,
+            "seed": 1 + i,
+            "df_events": max(1, rootgen.DF_BYTES // shape.event_bytes),
+            "progress": rootgen.progress_printer(f),
+            "macro": macro,
+        }
+        try:  # kept when written with these parameters
+            rec = rootgen.write(cmd, shape, root / f, events, force=False, **options)
+        except UnsafeError:  # the campaign's own file, written with other parameters: rewritten
+            rec = rootgen.write(cmd, shape, root / f, events, force=True, **options)
+        records.append(rec)
+        print(json.dumps(rec), file=sys.stderr)
     return records
 
 

@@ -45,6 +45,10 @@ def test_ao2d_dataset_written_by_the_images_root(
     before = first.stat().st_mtime_ns
     dataset.prepare("a", spec, store, **kwargs)
     assert first.stat().st_mtime_ns == before, "a second run keeps the files"
+    spec["generate"]["compression"] = "zlib:1"  # the campaign changed: its files are rewritten
+    dataset.prepare("a", spec, store, **kwargs)
+    with uproot.open(first) as f:
+        assert f.file.fCompress == 101
 
 
 def test_root_kinds_need_the_image(tmp_path: Path) -> None:

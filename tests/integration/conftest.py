@@ -4,6 +4,9 @@ the demo's image (the ALICE tag with the real ROOT on the bench base)."""
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,17 +34,23 @@ def bench_sandbox() -> Path:
 
 
 @pytest.fixture(scope="module")
-def alice_root_sif(bench_sandbox: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def alice_root_sif(bench_sandbox: Path) -> Iterator[Path]:
     """The image `make demo` links as build/alice-root.sif: REAL_ROOT_TAG on the bench base, lz4
-    (``$AFKIT_ALICE_ROOT_SIF`` instead, when given)."""
+    (``$AFKIT_ALICE_ROOT_SIF`` instead, when given), in a directory other users can read (the
+    federation's campaign runs as user afkit)."""
     given = os.environ.get("AFKIT_ALICE_ROOT_SIF")
     if given:
-        return Path(given)
-    work = tmp_path_factory.mktemp("alice-root")
+        yield Path(given)
+        return
+    work = Path(tempfile.mkdtemp(prefix="afkit-alice-root-", dir="/tmp"))
     work.chmod(0o755)
-    proc = afkit("image", "build", "--profile", "alice", "-t", REAL_ROOT_TAG, "-o", str(work / "img"),
-                 "--compression", "lz4", "--base", f"localimage:{bench_sandbox}", "-y", timeout=900)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    sif = Path(proc.stdout.strip().splitlines()[-1])
-    sif.parent.chmod(0o755)
-    return sif
+    try:
+        proc = afkit("image", "build", "--profile", "alice", "-t", REAL_ROOT_TAG, "-o", str(work / "img"),
+                     "--compression", "lz4", "--base", f"localimage:{bench_sandbox}", "-y",
+                     timeout=900)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        sif = Path(proc.stdout.strip().splitlines()[-1])
+        sif.parent.chmod(0o755)
+        yield sif
+    finally:
+        shutil.rmtree(work, ignore_errors=True)  # the directory this fixture made

@@ -114,15 +114,16 @@ def test_every_job_succeeds(run: tuple[list[dict[str, str]], Path]) -> None:
 
 def test_the_analysis_reads_ao2d_that_the_images_root_wrote(run: tuple[list[dict[str, str]], Path]) -> None:
     """gsi-ao2d was written by the ROOT of the campaign's image (its dataset log's records); every
-    site's analysis job read the O2track trees of every time frame: events and bytes > 0."""
+    site's analysis job read the O2track trees of every time frame with that ROOT."""
     rows, results = run
     log = (results / "dataset" / "gsi-ao2d.log").read_text(encoding="utf-8").splitlines()
     records = [json.loads(line) for line in log if line.startswith("{")]
     assert [(r["kind"], r["root_version"]) for r in records] == [("ao2d", "6.40.00")]
     analysis = [r for r in rows if r["type"] == "analysis"]
     assert sorted(r["site"] for r in analysis) == ["alpes", "frankfurt", "gsi"]
-    for r in analysis:
+    for r in analysis:  # read by the image's ROOT (payload: root): its read counts are there
         assert int(r["events"]) > 0 and float(r["throughput_MBps"]) > 0, r["id"]
+        assert int(r["root_bytes_read"]) > 0 and int(r["root_read_calls"]) > 0, r["id"]
 
 
 def test_each_job_ran_on_its_sites_worker(

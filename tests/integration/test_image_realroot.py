@@ -5,6 +5,8 @@ compiler sourced by its setup.sh from releases/gcc/12.2.0/x86_64-el9). They buil
 toolchain's c++ does the same), and read that file over root:// from the testbed's
 XRootD origin and through an XCache, all with the tag's ROOT (TNetXNG) inside the image under
 --contain --cleanenv, no host /cvmfs. A dead interpreter fails validation with exit 6 quoting cling.
+A campaign with `payload: root` runs in the O2Physics image over root:// through the XCache
+(ROOT's read counts in its records), and one whose image has no ROOT is refused before any job.
 
 The images are built once per module (lz4: the squashfs compression of 750 MiB of ROOT with gzip
 takes minutes on the shared 2-core machine, lz4 seconds) on the base `scripts/mkbase --sandbox
@@ -13,6 +15,8 @@ minimal` (Debian trixie with what ALICE's el9 images carry for ROOT).
 
 from __future__ import annotations
 
+import csv
+import json
 import os
 import re
 import shutil
@@ -20,11 +24,12 @@ import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 from xml.etree import ElementTree as ET
 
 import itsupport
 import pytest
-from itsupport import mkbase, ok, origin_dataset, require_env
+from itsupport import mkbase, ok, origin_dataset, require_env, steps_campaign, text_or_empty
 from test_image_build import REPO, afkit, in_image, manifest
 
 REAL_TAGS = {
@@ -180,3 +185,68 @@ def test_a_base_without_the_c_headers_fails_naming_its_package(
         "validate FAIL base:/usr/include/stdlib.h the base image lacks /usr/include/stdlib.h "
         "(C library headers, read by cling and the toolchain's c++): install libc6-dev (debian)"
     ) in proc.stderr
+
+
+ROOT_TAG = "O2Physics/daily-20251126-0000-1"
+XRD_FAST = {"XRD_CONNECTIONRETRY": "1", "XRD_REQUESTTIMEOUT": "20"}
+
+
+def root_campaign(work: Path, name: str, sif: Path, cache_url: str) -> Path:
+    """WORK/NAME.yaml: one local site reading uproot-HZZ.root of the origin through the XCache of
+    CACHE_URL (a file's URL there) with two clients of the payload root, in the image SIF."""
+    cache = urlsplit(cache_url)
+    rel = cache.path.lstrip("/")  # the file below the origin's export /
+    data_dir = rel.rsplit("/", 1)[0]
+    storage = {"origin": {"url": require_env("AFKIT_XROOTD_URL"), "export": "/",
+                          "caches": {"xcache": f"{cache.scheme}://{cache.netloc}"}}}  # fmt: skip
+    datasets = {"hzz": {"storage": "origin", "files": [rel], "tree": "events",
+                        "branches": ["NMuon", "Muon_Px", "Muon_Py", "Muon_Pz"]}}  # fmt: skip
+    benchmarks = [{"name": "ana", "type": "analysis", "payload": "root", "root": {"work": "histogram"},
+                   "sites": ["wn"], "datasets": ["hzz"], "interval": 0.5,
+                   "sweep": {"scenario": ["xcache"], "clients": [2]}}]  # fmt: skip
+    return steps_campaign(work, name, {"sif": str(sif)}, data_dir, storage=storage, datasets=datasets,
+                          benchmarks=benchmarks, results=str(work / "results"))  # fmt: skip
+
+
+def test_a_root_payload_campaign_reads_through_xcache_with_the_tags_root(
+    images: dict[str, Path], served: tuple[str, str], tmp_path: Path
+) -> None:
+    """The image's ROOT (TNetXNG) reads the branches over root:// from the XCache; the job records
+    carry ROOT's read counts and the events of both clients."""
+    cfile = root_campaign(tmp_path, "it-root", images[ROOT_TAG], served[1])
+    proc = itsupport.afkit("campaign", "run", str(cfile), env=XRD_FAST)
+    [results] = (tmp_path / "results").glob("it-root-*")
+    logs = "".join(text_or_empty(p) for p in results.glob("job/ana/*.log"))
+    assert proc.returncode == 0, proc.stderr[-3000:] + logs[-3000:]
+    assert json.loads((results / "image" / "root.json").read_text())["version"] == "6.40.00"
+    [path] = results.glob("job/ana/*.json")
+    rec = json.loads(path.read_text())
+    assert (
+        rec["status"] == "ok"
+        and rec["scenario"] == "xcache"
+        and rec["url"].startswith(served[1].split("//")[0])
+    )
+    assert rec["events"] == 2 * 2421  # both clients read the whole tree
+    assert rec["root_vector_reads"] >= 2  # one TTreeCache fill (an XRootD vector read) per client at least
+    assert rec["root_read_calls"] >= rec["root_vector_reads"]
+    assert rec["root_bytes_read"] > rec["bytes"] > 0
+    processing = rec["steps"]["processing"]
+    assert rec["events"] / processing > 100  # events/s of the job: ROOT, not a stall
+    with (results / "aggregate" / "jobs.csv").open() as fh:
+        [row] = list(csv.DictReader(fh))
+    assert int(row["root_vector_reads"]) == rec["root_vector_reads"] and float(row["events_per_s"]) > 100
+
+
+def test_a_root_payload_campaign_in_an_image_without_root_is_refused_before_any_job(
+    bench_sif: Path, served: tuple[str, str], tmp_path: Path
+) -> None:
+    cfile = root_campaign(tmp_path, "it-noroot", bench_sif, served[1])
+    proc = itsupport.afkit("campaign", "run", str(cfile), env=XRD_FAST)
+    assert proc.returncode == 3, proc.stderr[-3000:]
+    assert (
+        "has no ROOT (no root.exe on PATH in its environment), but benchmark(s) ana run the image's own"
+        in (proc.stderr)
+    )
+    assert "hint: build the image from a tag with ROOT" in proc.stderr
+    [results] = (tmp_path / "results").glob("it-noroot-*")
+    assert not list(results.glob("job/**/*.json")) and not list(results.glob("job/**/*.log"))

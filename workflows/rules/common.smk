@@ -136,6 +136,9 @@ def wave_inputs(wildcards):
 
 
 JOBCORE = f"{RESULTS}/jobcore/{afkit_jobcore.CORE_NAME}"
+# benchmarks whose jobs run the image's own ROOT (payload: root)
+BENCHES = {b["name"]: b for b in CFG["benchmarks"]}
+ROOT_PAYLOAD = sorted(b["name"] for b in CFG["benchmarks"] if b["payload"] == "root")
 
 
 def job_spec(bench, job_id):
@@ -154,6 +157,9 @@ def job_inputs(wildcards):
             else []
         ),
     }
+    if ROOT_PAYLOAD:
+        # the image's ROOT is checked before any job of the campaign runs (rule image_root)
+        inputs["image_root"] = f"{RESULTS}/image/root.json"
     site = CFG["sites"][job.site]
     if site["executor"] != "local":
         # a batch job runs no snakemake on the worker: afkit's executors submit the job core on
@@ -181,6 +187,11 @@ def job_context(wildcards):
         "site": site,
         "tree": ds["tree"],
         "binds": binds,
+        **(
+            {"root": BENCHES[job.bench].get("root", {})}
+            if BENCHES[job.bench]["payload"] == "root"
+            else {}
+        ),
     }
 
 

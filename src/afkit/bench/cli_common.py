@@ -18,6 +18,7 @@ from afkit.bench.analysis import AnalysisConfig
 from afkit.bench.multi import run_clients
 from afkit.bench.output import add_output_options, public_args
 from afkit.bench.readbench import ReadConfig
+from afkit.bench.rootread import RootReadConfig
 from afkit.errors import UsageError
 
 Options = Callable[[argparse.ArgumentParser], None]
@@ -54,7 +55,11 @@ def add_multi_benchmark(
     return parser
 
 
-def run_multi(args: argparse.Namespace, kind: str, configs: list[ReadConfig] | list[AnalysisConfig]) -> int:
+def run_multi(
+    args: argparse.Namespace,
+    kind: str,
+    configs: list[ReadConfig] | list[AnalysisConfig] | list[RootReadConfig],
+) -> int:
     """Run one client per config into ``--outdir``; the exit code of ``run_clients``."""
     return run_clients(
         configs, Path(args.outdir), no_monitor=args.no_monitor, kind=kind, args=public_args(args)

@@ -27,6 +27,7 @@ from afkit.errors import AfkitError, ExitCode, UsageError
 
 if TYPE_CHECKING:
     from afkit.bench.analysis import AnalysisConfig
+    from afkit.bench.rootread import RootReadConfig
 
 BARRIER_TIMEOUT = 120.0
 
@@ -49,16 +50,24 @@ def client_path(outdir: Path, index: int) -> Path:
     return outdir / f"client-{index:03d}.jsonl"
 
 
-def run_client(cfg: ReadConfig | AnalysisConfig, writer: JsonlWriter, wait: Callable[[], None]) -> Record:
-    """One client: the read or the analysis benchmark, measuring once WAIT returns."""
+def run_client(
+    cfg: ReadConfig | AnalysisConfig | RootReadConfig, writer: JsonlWriter, wait: Callable[[], None]
+) -> Record:
+    """One client: the read or the analysis benchmark (uproot or ROOT), measuring once WAIT returns."""
     if isinstance(cfg, ReadConfig):
         return run_read(cfg, writer, barrier=wait)
+    from afkit.bench.rootread import RootReadConfig, run_rootread
+
+    if isinstance(cfg, RootReadConfig):
+        return run_rootread(cfg, writer, barrier=wait)
     from afkit.bench.analysis import run_analysis
 
     return run_analysis(cfg, writer, barrier=wait)
 
 
-def _client_main(index: int, cfg: ReadConfig | AnalysisConfig, path: str, barrier: Any) -> None:
+def _client_main(
+    index: int, cfg: ReadConfig | AnalysisConfig | RootReadConfig, path: str, barrier: Any
+) -> None:
     def wait() -> None:
         barrier.wait(timeout=BARRIER_TIMEOUT)
 
@@ -85,7 +94,9 @@ def _client_main(index: int, cfg: ReadConfig | AnalysisConfig, path: str, barrie
     sys.exit(0 if summary["status"] == "ok" else int(ExitCode.FAILURE))
 
 
-def run_multi(configs: list[ReadConfig] | list[AnalysisConfig], outdir: Path) -> tuple[int, list[Record]]:
+def run_multi(
+    configs: list[ReadConfig] | list[AnalysisConfig] | list[RootReadConfig], outdir: Path
+) -> tuple[int, list[Record]]:
     """Run one process per config; return (exit code, per-client summaries)."""
     outdir.mkdir(parents=True, exist_ok=True)
     ctx = multiprocessing.get_context("spawn")
@@ -110,7 +121,9 @@ def run_multi(configs: list[ReadConfig] | list[AnalysisConfig], outdir: Path) ->
     return code, summaries
 
 
-def run_threads(configs: Sequence[ReadConfig | AnalysisConfig], outdir: Path) -> list[Record]:
+def run_threads(
+    configs: Sequence[ReadConfig | AnalysisConfig | RootReadConfig], outdir: Path
+) -> list[Record]:
     """Run one client thread per config, released together, into ``OUTDIR/client-NNN.jsonl``;
     return their summaries. The first real failure (not a client's knock-on "another client
     failed before the start") is raised, a failed read as ReadError."""
@@ -156,7 +169,7 @@ def write_sum(outputs: list[Path], dest: Path, kind: str, extra: dict[str, Any])
 
 
 def run_clients(
-    configs: list[ReadConfig] | list[AnalysisConfig],
+    configs: list[ReadConfig] | list[AnalysisConfig] | list[RootReadConfig],
     outdir: Path,
     *,
     no_monitor: bool,

@@ -1,6 +1,6 @@
 """The processing step of a campaign job: N clients of afkit's benchmark engine read the inputs.
 
-Two payloads, one engine (docs/campaigns.md, "What a job does"):
+Three payloads (docs/campaigns.md, "What a job does"):
 
 - ``builtin``: N client threads of the job's own process (afkit.bench.multi.run_threads), released
   together; every client reads every input, in rotated order so that N clients work with fewer
@@ -8,6 +8,8 @@ Two payloads, one engine (docs/campaigns.md, "What a job does"):
   once; analysis jobs: afkit.bench.analysis over every branch.
 - ``afkit-bench``: ``python -m afkit bench read|multi|analysis|multi-analysis``: N client
   processes that split the files and stop at the end of their data (docs/benchmarks.md).
+- ``root`` (analysis jobs): as ``builtin``, but each client thread runs the image's own ROOT on
+  afkit's reader macro (afkit.bench.rootread); the job adds ROOT's read counts (``ROOT_COUNTS``).
 
 Either way the clients' interval records are summed and become the job's ``intervals``
 (afkit.campaign.record): ``time`` is the end of an interval, ``t`` that time since the start of
@@ -38,10 +40,27 @@ from afkit.errors import AfkitError
 
 if TYPE_CHECKING:
     from afkit.bench.analysis import AnalysisConfig
+    from afkit.bench.rootread import RootReadConfig
+
+# ROOT's own I/O figures of the root payload's clients (summed), as the job record names them
+ROOT_COUNTS = {
+    "bytes_read": "root_bytes_read",
+    "read_calls": "root_read_calls",
+    "vector_reads": "root_vector_reads",
+}
 
 
-def client_config(spec: dict[str, Any], urls: list[str], width: float) -> ReadConfig | AnalysisConfig:
-    """What one builtin client does with URLS (SPEC: the job's spec, afkit.campaign.job)."""
+def client_config(
+    spec: dict[str, Any], urls: list[str], width: float
+) -> ReadConfig | AnalysisConfig | RootReadConfig:
+    """What one builtin (or root) client does with URLS (SPEC: the job's spec, afkit.campaign.job)."""
+    if spec.get("payload") == "root":
+        from afkit.bench.rootread import RootReadConfig
+
+        opts = spec.get("root") or {}
+        return RootReadConfig(files=urls, branches=list(spec.get("branches") or []), tree=spec["tree"],
+                              reader=opts.get("reader", "ttree"), work=opts.get("work", "read"),
+                              cache_mb=opts.get("cache_mb"), interval=width)  # fmt: skip
     if spec["type"] == "analysis":
         from afkit.bench.analysis import AnalysisConfig
 
@@ -64,10 +83,14 @@ def builtin(
     ]
     summaries = run_threads(configs, out_dir)
     series = sum_series((read_jsonl(client_path(out_dir, k)) for k in range(n)), width)
-    totals = {
+    totals: Record = {
         "bytes": sum(int(s["bytes"]) for s in summaries),
         "events": sum(int(s.get("events", 0)) for s in summaries),
     }
+    if spec.get("payload") == "root":
+        totals.update(
+            {name: sum(int(s["root"][key]) for s in summaries) for key, name in ROOT_COUNTS.items()}
+        )
     return series, totals
 
 
@@ -181,6 +204,7 @@ def process(spec: dict[str, Any], inputs: list[str], out_dir: Path) -> dict[str,
     if gaps:
         out["gaps"] = gaps
     intervals = job_intervals(records, width, start, time.time())
+    out.update({name: int(summary[name]) for name in ROOT_COUNTS.values() if name in summary})
     out["bytes"] = int(summary.get("bytes", sum(i["bytes"] for i in intervals)))
     out["events"] = int(summary.get("events", 0))
     out["intervals"] = intervals

@@ -10,6 +10,9 @@ One rule for every reader (the uproot engine, the uproot campaign payload, the R
   case-sensitive and whole-path (a pattern without ``/`` only names top-level trees).
 - The matching trees are read in *natural* order (``DF_2`` before ``DF_10``), each once.
 
+This is fnmatch(3) with ``FNM_PATHNAME``, which afkit's ROOT reader macro calls
+(afkit.bench.rootread): the tests check the two against each other.
+
 Standard library only: the ROOT payload's driver runs it inside images without afkit's
 dependencies.
 """
@@ -54,7 +57,8 @@ def natural_key(path: str) -> list[tuple[int, int | str]]:
     return [(0, int(tok)) if tok.isdigit() else (1, tok) for tok in re.split(r"(\d+)", path) if tok]
 
 
-def select(pattern: str, paths: Iterable[str]) -> list[str]:
-    """The paths (cycles stripped, each once) PATTERN names, in natural order."""
+def select(patterns: str | Iterable[str], paths: Iterable[str]) -> list[str]:
+    """The paths (cycles stripped, each once) PATTERNS (one or several) name, in natural order."""
+    wanted = [patterns] if isinstance(patterns, str) else list(patterns)
     found = {strip_cycles(p) for p in paths}
-    return sorted((p for p in found if matches(pattern, p)), key=natural_key)
+    return sorted((p for p in found if any(matches(w, p) for w in wanted)), key=natural_key)

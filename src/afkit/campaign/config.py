@@ -182,6 +182,12 @@ def _check_references(cfg: dict[str, Any]) -> list[str]:
                     )
     for i, bench in enumerate(cfg["benchmarks"]):
         problems += _check_sizes(f"benchmarks[{i}].sweep", bench["sweep"])
+        if bench["payload"] == "root" and bench["type"] != "analysis":
+            problems.append(
+                f"benchmarks[{i}].payload: root runs analysis benchmarks only, not {bench['type']}"
+            )
+        if "root" in bench and bench["payload"] != "root":
+            problems.append(f"benchmarks[{i}].root: the ROOT reader's settings need payload: root")
         if bench["payload"] == "afkit-bench" and bench["type"] == "analysis":
             for ds in bench["datasets"]:
                 if ds in cfg["datasets"] and not cfg["datasets"][ds]["branches"]:

@@ -272,11 +272,53 @@ def check_signature(image: dict[str, Any], info: dict[str, Any], base_dir: str, 
     try:
         fingerprint = apptainer.verify(info["path"], image["fingerprint"], public_key=key)
     except AfkitError as err:
-        record = {"error": str(err), "hint": err.hint or "", "code": int(err.code)}
-        write_atomic(refused, json.dumps(record), mode=0o644)
+        record_refusal(workdir, err)
         raise
     refused.unlink(missing_ok=True)
     return fingerprint
+
+
+def record_refusal(workdir: Path, err: AfkitError) -> None:
+    """WORKDIR/refused.json: why the image was refused, for ``afkit campaign run``'s exit."""
+    record = {"error": str(err), "hint": err.hint or "", "code": int(err.code)}
+    write_atomic(workdir / REFUSED, json.dumps(record), mode=0o644)
+
+
+ROOT_PROBE = "command -v root.exe && root-config --version"
+
+
+def _manifest_tag(sif: Path) -> str:
+    """The tag of a SIF built by `afkit image build`, from its manifest beside it ('' if none)."""
+    try:
+        return str(json.loads(sif.with_suffix(".json").read_text(encoding="utf-8")).get("tag", ""))
+    except (OSError, ValueError, AttributeError):
+        return ""
+
+
+def check_root(info: dict[str, Any], benchmarks: list[str], *, output: Path, log: Path) -> None:
+    """The image INFO (image.json) must have ROOT for BENCHMARKS (payload: root): ``root.exe``
+    on PATH in the image's own environment (a tag's image sets it; ``--cleanenv``, as the jobs
+    run). Writes OUTPUT (where ROOT is, its version) or refuses, exit 3 naming the tag, with the
+    refusal in refused.json beside OUTPUT."""
+    cmd = apptainer.exec_command(info["path"], ["/bin/sh", "-c", ROOT_PROBE],
+                                 options=["--cleanenv", "--contain", "--no-home", "--pwd", "/"],
+                                 global_options=["-q"])  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    log.write_text("$ " + " ".join(cmd) + "\n" + proc.stdout + proc.stderr, encoding="utf-8")
+    lines = proc.stdout.split()
+    if proc.returncode != 0 or len(lines) < 2:
+        tag = info.get("tag") or _manifest_tag(Path(info["path"]))
+        what = f"tag {tag}" if tag else str(info["path"])
+        err = PrereqError(
+            f"the image of {what} has no ROOT (no root.exe on PATH in its environment), but "
+            f"benchmark(s) {', '.join(benchmarks)} run the image's own ROOT (payload: root); no job ran",
+            hint="build the image from a tag with ROOT (e.g. O2Physics, AliPhysics, an LCG view), "
+            "or read with uproot: payload: builtin",
+        )
+        record_refusal(output.parent, err)
+        raise err
+    (output.parent / REFUSED).unlink(missing_ok=True)
+    write_atomic(output, json.dumps({"root_exe": lines[0], "version": lines[1]}) + "\n", mode=0o644)
 
 
 def refusal(results_dir: Path) -> AfkitError | None:

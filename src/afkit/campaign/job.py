@@ -283,6 +283,7 @@ def run(
             **job,
             "scratch": str(scratch),
             "tree": campaign.get("tree", "events"),
+            "root": campaign.get("root", {}),  # the ROOT reader's settings (payload: root)
             "stage_out": str(scratch / "stage-out.json"),
             # apptainer runs the payload with --cleanenv: pass the XRootD client settings through
             "env": {k: v for k, v in os.environ.items() if k.startswith("XRD_")},

@@ -10,7 +10,8 @@ A site with ``shared_fs: false`` (docs/federation.md) cannot see the submit host
 or submit directory. Its jobs import nothing from the submit host either:
 the workflow makes, on the submit host, for each such job
 
-- the **core**, ``RESULTS/jobcore/afkit.zip``: afkit's package (its ``.py`` files) as a zip; and
+- the **core**, ``RESULTS/jobcore/afkit.zip``: afkit's package (its ``.py`` files and the ROOT
+  reader macro of ``payload: root``) as a zip; and
 - the job's **spec**, ``RESULTS/jobspec/BENCH/ID.json``: the job, its campaign context, the image
   (``image.json``) and the paths of its record and log (relative to the submit directory),
 
@@ -56,13 +57,18 @@ def batch_command(job: Any, python: str) -> str | None:
     return f"{python} -m afkit.campaign.jobcore {shlex.quote(str(spec))}"
 
 
+# what the job core carries: afkit's modules and the package data its payloads run (ROOT macros)
+PACKED = ("*.py", "*.C")
+
+
 def pack(output: Path) -> None:
-    """Write afkit's package (``.py`` files, the installed one) as the zip OUTPUT."""
+    """Write afkit's package (``.py`` files and ROOT macros, the installed one) as the zip OUTPUT."""
     from afkit.campaign.job import package_dir
 
     pkg = package_dir()
+    files = sorted({p for pattern in PACKED for p in pkg.rglob(pattern)})
     with atomic_path(output) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
-        for path in sorted(pkg.rglob("*.py")):
+        for path in files:
             # fixed times: the same sources give the same zip (no rerun of the jobs when unchanged)
             info = zipfile.ZipInfo(str(Path("afkit") / path.relative_to(pkg)), (1980, 1, 1, 0, 0, 0))
             info.compress_type = zipfile.ZIP_DEFLATED

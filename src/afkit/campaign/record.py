@@ -87,6 +87,11 @@ FIELDS: tuple[Field, ...] = (
     Field(
         "image_pull_s", NUM, "wrapper", "optional"
     ),  # seconds of the image's pull on the worker (shared_fs: false)
+    # payload root: ROOT's own counts (TFile::GetFileBytesRead, GetFileReadCalls; the tree caches'
+    # transactions, each one TFile::ReadBuffers: an XRootD vector read over root://)
+    _payload("root_bytes_read", INT, "optional"),
+    _payload("root_read_calls", INT, "optional"),
+    _payload("root_vector_reads", INT, "optional"),
     # in the record only
     _plan("payload", column=False),
     _plan("branches", LIST, column=False),

@@ -74,6 +74,13 @@ def dataset_apptainer_args(cfg: dict[str, Any], name: str) -> list[str]:
     return apptainer_args_for(cfg, name)
 
 
+def image_root(input: Any, output: Any, params: Any, log: Any) -> None:
+    from afkit.campaign.image import check_root
+
+    info = json.loads(Path(input[0]).read_text(encoding="utf-8"))
+    check_root(info, params.benchmarks, output=Path(output[0]), log=Path(log[0]))
+
+
 def dataset(wildcards: Any, input: Any, output: Any, params: Any, log: Any) -> None:
     from afkit.campaign.dataset import prepare
 

@@ -9,7 +9,8 @@ clients of afkit's benchmark engine) and ``stage_out`` (the job's output written
 
 Prints the payload's part of the job record (afkit.campaign.record) as one JSON line; exit 1 when
 the job failed (the record says why). Standard library only, plus the image's XRootD bindings for
-``root://`` inputs and uproot for analysis jobs.
+``root://`` inputs and uproot for analysis jobs (payload root: the image's ROOT, ``root.exe`` on
+PATH, and neither of them).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 import afkit
 from afkit.atomic import atomic_path
 from afkit.bench import payload
+from afkit.bench.rootread import find_root
 from afkit.bench.sources import fetch, import_xrootd_client, is_xrootd_url
 from afkit.campaign import record
 from afkit.image.model import INFO_PATH, EnvVar
@@ -96,9 +98,12 @@ def stage_out(spec: dict[str, Any], result: dict[str, Any]) -> int:
 
 def run_steps(spec: dict[str, Any], steps: dict[str, float]) -> dict[str, Any]:
     """Set up, stage in, process, stage out; STEPS gets each step's seconds as it ends."""
-    if spec["type"] == "analysis":
+    root = spec.get("payload") == "root"  # the image's ROOT reads (its own XRootD client, TNetXNG)
+    if root:
+        find_root()
+    elif spec["type"] == "analysis":
         importlib.import_module("uproot")
-    if any(is_xrootd_url(u) for u in spec["urls"]):
+    if any(is_xrootd_url(u) for u in spec["urls"]) and (not root or spec["access"] == "copy"):
         import_xrootd_client()  # with afkit's XRootD client settings (afkit.bench.sources)
     t = time.time()
     steps["setup"] = t - float(spec["t_launch"])

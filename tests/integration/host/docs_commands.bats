@@ -65,6 +65,10 @@ setup() {
   assert_output --partial '"tag":"AliPhysics/vAN-20251126_ROOT6-1"'
   assert_output --partial '"missing":[]'
   assert_output --partial '"BASEDIR":"/cvmfs/alice.cern.ch/el9-x86_64/Packages"'
+  # the analysis benchmark: the image's ROOT read the AO2D files it wrote, through the XCache too
+  run jq -r '[.status, .events > 0, .root_read_calls > 0] | @tsv' results/demo-"$hash"/job/analysis/local.ao2d.xcache.direct.c2.*.json
+  assert_success
+  assert_output "$(printf 'ok\ttrue\ttrue')"
 }
 
 @test "README: make demo-federation measures remote, cold and warm reads and draws the federation" {

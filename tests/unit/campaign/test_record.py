@@ -23,6 +23,8 @@ JOBS_CSV = [
     "image_fingerprint", "bottleneck", "bottleneck_reason",
     # the federation's batch workers (docs/federation.md): appended, the columns before keep their place
     "wn_site", "wn_address", "submit_files", "image_pull_s",
+    # payload: root, ROOT's own read counts (docs/campaigns.md): appended too
+    "root_bytes_read", "root_read_calls", "root_vector_reads",
 ]  # fmt: skip
 
 

@@ -172,6 +172,20 @@ campaign_dir() {
   done
 }
 
+@test "docs/benchmarks.md: afkit bench gen ao2d writes AO2D with ROOT and the analysis reads DF_*/O2track" {
+  # ROOT on PATH: the real ROOT 6.40 the CVMFS fixture unpacked (tests/fixtures/cvmfsfix/upstream.py)
+  PATH="${AFKIT_UPSTREAM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/afkit/upstream}/root-0.1a12/tree/ROOT/bin:$PATH"
+  cd "$BATS_TEST_TMPDIR"
+  run --separate-stderr afkit bench gen ao2d --size 8MB --outdir data --compression zstd:5
+  assert_success
+  assert_output --partial '"kind": "ao2d"'
+  assert_output --partial '"compression": 505'
+  run --separate-stderr afkit bench analysis -t 'DF_*/O2track' -b fSigned1Pt -o ao2d.jsonl data/ao2d-000.root
+  assert_success
+  run jq -r 'select(.type == "summary") | [.status, (.files | length), .files[0].tree] | @tsv' ao2d.jsonl
+  assert_output "$(printf 'ok\t1\tDF_1000000/O2track')"
+}
+
 @test "docs/benchmarks.md: afkit storage url gives the scenario's client URL" {
   run afkit storage url xcache /store/hzz.root
   assert_success

@@ -50,17 +50,18 @@ CHECKOUT_LINKS = ("workflows", "templates", "images")
 
 
 @pytest.fixture(scope="module")
-def checkout(bench_sif: Path) -> Iterator[Path]:
+def checkout(alice_root_sif: Path) -> Iterator[Path]:
     """afkit as a checkout under /tmp, which alpes's workers do not see (issue 21: a clone under
-    /tmp once made every alpes job fail with "No module named 'afkit'"), with the bench image as
-    build/bench.sif, as `make demo` leaves it; the campaign runs with it."""
+    /tmp once made every alpes job fail with "No module named 'afkit'"), with the demo's image
+    (the ALICE tag with the real ROOT) as build/alice-root.sif, as `make demo` leaves it; the
+    campaign runs with it."""
     root = Path(tempfile.mkdtemp(prefix="afkit-checkout-", dir="/tmp"))
     for part in CHECKOUT_PARTS:
         shutil.copytree(REPO / part, root / part, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     for link in CHECKOUT_LINKS:
         (root / link).symlink_to(os.readlink(REPO / link))
     (root / "build").mkdir()
-    (root / "build" / "bench.sif").symlink_to(bench_sif.resolve())
+    (root / "build" / "alice-root.sif").symlink_to(alice_root_sif.resolve())
     for d in (root, root / "build"):
         os.chmod(d, 0o755)
     yield root
@@ -70,7 +71,7 @@ def checkout(bench_sif: Path) -> Iterator[Path]:
 # docs/federation.md, "A 3-site campaign from the start": typed in the testbed as user afkit, from
 # the repository
 DOC_LINES = (
-    "apptainer push build/bench.sif oras://10.77.0.10:5000/afkit/bench:federation",
+    "apptainer push build/alice-root.sif oras://10.77.0.10:5000/afkit/alice-root:federation",
     "afkit federation urls",
     "mkdir -p ~/federation && cp workflows/config/federation-workers.yaml ~/federation/C.yaml",
     "cd ~/federation && AFKIT_REGISTRY_INSECURE=1 afkit campaign run C.yaml",
@@ -112,8 +113,22 @@ def run(state: dict[str, Any], checkout: Path) -> Iterator[tuple[list[dict[str, 
 
 def test_every_job_succeeds(run: tuple[list[dict[str, str]], Path]) -> None:
     rows, _ = run
-    assert len(rows) == 6  # 3 sites x 2 datasets
+    assert len(rows) == 9  # steps: 3 sites x 2 datasets; analysis: 3 sites x the AO2D dataset
     assert {r["status"] for r in rows} == {"ok"}, [(r["id"], r["error"]) for r in rows]
+
+
+def test_the_analysis_reads_ao2d_that_the_images_root_wrote(run: tuple[list[dict[str, str]], Path]) -> None:
+    """gsi-ao2d was written by the ROOT of the campaign's image (its dataset log's records); every
+    site's analysis job read the O2track trees of every time frame with that ROOT."""
+    rows, results = run
+    log = (results / "dataset" / "gsi-ao2d.log").read_text(encoding="utf-8").splitlines()
+    records = [json.loads(line) for line in log if line.startswith("{")]
+    assert [(r["kind"], r["root_version"]) for r in records] == [("ao2d", "6.40.00")]
+    analysis = [r for r in rows if r["type"] == "analysis"]
+    assert sorted(r["site"] for r in analysis) == ["alpes", "frankfurt", "gsi"]
+    for r in analysis:  # read by the image's ROOT (payload: root): its read counts are there
+        assert int(r["events"]) > 0 and float(r["throughput_MBps"]) > 0, r["id"]
+        assert int(r["root_bytes_read"]) > 0 and int(r["root_read_calls"]) > 0, r["id"]
 
 
 def test_each_job_ran_on_its_sites_worker(
@@ -142,8 +157,8 @@ def test_alpes_jobs_transfer_their_files_and_pull_the_image(run: tuple[list[dict
             assert r["image_path"].startswith(str(results)), r["image_path"]
     shared = {r["image_sha256"] for r in rows}
     assert len(shared) == 1  # one image everywhere: the pull on the worker matched the campaign's
-    alpes_records = sorted((results / "job" / "steps").glob("alpes.*.json"))
-    assert len(alpes_records) == 2  # transferred back to the submit directory
+    alpes_records = sorted((results / "job").glob("*/alpes.*.json"))
+    assert len(alpes_records) == 3  # transferred back to the submit directory
 
 
 def _sees(site: str, path: Path) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -45,3 +46,18 @@ def _texts_outside(fig: Figure) -> list[str]:
 def texts_outside() -> Callable[[Figure], list[str]]:
     """The figure check: ``texts_outside(fig)`` lists the drawn texts a saved FIG would cut."""
     return _texts_outside
+
+
+@pytest.fixture(scope="session")
+def root_dir() -> Path:
+    """The real ROOT (PyPI `root`, unpacked in the shared upstream cache by the CVMFS fixture)."""
+    import sys
+
+    fixtures = str(Path(__file__).resolve().parents[1] / "fixtures")
+    if fixtures not in sys.path:
+        sys.path.insert(0, fixtures)
+    from cvmfsfix import upstream  # type: ignore[import-not-found]
+
+    root = Path(upstream.root_tree()) / "ROOT"
+    assert (root / "bin" / "root.exe").is_file(), f"real ROOT missing under {root}"
+    return root

@@ -3,7 +3,8 @@
 By default it "reads events from a branch and does nothing further" (the arrays are
 materialised and dropped); ``fill_hist`` also fills a histogram of the values. Bytes are the
 compressed bytes uproot requested from the file (``Source.num_requested_bytes``). No branches
-named: every branch of the tree (the campaign job's builtin analysis).
+named: every branch of the tree (the campaign job's builtin analysis). ``tree`` may be a pattern
+(afkit.bench.treepattern, e.g. ``DF_*/O2track``): every matching tree of every file is read.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from afkit.bench import treepattern
 from afkit.bench.intervals import IntervalCounter, Record
 from afkit.bench.records import JsonlWriter, utc_iso
 from afkit.bench.sources import XRD_NOT_FOUND_ERRNO, import_xrootd_client, is_xrootd_url
@@ -70,30 +72,40 @@ def open_root(path: str) -> Any:
 
 
 def trees_in(rfile: Any) -> list[str]:
+    """Key paths of the file's trees, cycles stripped (``events``, ``DF_1/O2track``)."""
     return sorted(
         {
-            key.split(";")[0]
+            treepattern.strip_cycles(key)
             for key, cls in rfile.classnames().items()
             if cls in ("TTree", "TNtuple", "TNtupleD")
-        }
+        },
+        key=treepattern.natural_key,
     )
 
 
-def find_tree(rfile: Any, path: str, name: str | None) -> Any:
+def find_trees(rfile: Any, path: str, pattern: str | None) -> list[tuple[str, Any]]:
+    """(key path, tree) of every tree PATTERN names (afkit.bench.treepattern), in natural order;
+    no pattern: the file's only tree."""
     trees = trees_in(rfile)
-    if name is None:
+    if pattern is None:
         if len(trees) == 1:
-            return rfile[trees[0]]
+            return [(trees[0], rfile[trees[0]])]
         raise UsageError(
             f"'{path}' holds {len(trees)} trees; say which one with --tree",
             hint=f"trees: {_listing(trees)}" if trees else "the file holds no TTree",
         )
-    if name not in trees:
+    problem = treepattern.check(pattern)
+    if problem:
+        raise UsageError(problem)
+    matched = treepattern.select(pattern, trees)
+    if not matched:
         raise NotFoundError(
-            f"no tree '{name}' in '{path}'",
+            f"no tree matching '{pattern}' in '{path}'"
+            if treepattern.is_pattern(pattern)
+            else f"no tree '{pattern}' in '{path}'",
             hint=f"trees in the file: {_listing(trees)}" if trees else "the file holds no TTree",
         )
-    return rfile[name]
+    return [(name, rfile[name]) for name in matched]
 
 
 def find_branches(tree: Any, path: str, names: list[str]) -> list[Any]:
@@ -144,9 +156,9 @@ def run_analysis(
     opened = []
     for path in cfg.files:  # open and check everything before measuring
         rfile = open_root(path)
-        tree = find_tree(rfile, path, cfg.tree)
-        branches = find_branches(tree, path, cfg.branches) if cfg.branches else None
-        opened.append((path, rfile, tree, branches))
+        for name, tree in find_trees(rfile, path, cfg.tree):
+            branches = find_branches(tree, path, cfg.branches) if cfg.branches else None
+            opened.append((path, rfile, name, tree, branches))
     if barrier is not None:
         barrier()
     counter = IntervalCounter(writer.write, width=cfg.interval)
@@ -156,7 +168,7 @@ def run_analysis(
     counter.begin(now)
     deadline = now + cfg.duration if cfg.duration else float("inf")
     ended_by = "end-of-data"
-    for path, rfile, tree, branches in opened:
+    for k, (path, rfile, name, tree, branches) in enumerate(opened):
         source = rfile.file.source
         seen = source.num_requested_bytes
         wanted = None if branches is None else {id(b) for b in branches}
@@ -179,9 +191,10 @@ def run_analysis(
                 ended_by = "duration"
                 break
         per_file.append(
-            {"file": path, "tree": tree.name, "entries": entries, "tree_entries": int(tree.num_entries)}
+            {"file": path, "tree": name, "entries": entries, "tree_entries": int(tree.num_entries)}
         )
-        rfile.close()
+        if k + 1 == len(opened) or opened[k + 1][1] is not rfile:
+            rfile.close()  # its last tree was read
         if ended_by == "duration":
             break
     end = time.time()

@@ -71,8 +71,8 @@ def _analysis_options(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument(
         "-t", "--tree",
-        help="TTree name (default: the file's only tree); with --engine root a tree pattern "
-        "matched against key paths, e.g. 'DF_*/O2track' (every matching tree is read)",
+        help="TTree name or tree pattern matched against key paths, e.g. 'DF_*/O2track': every "
+        "matching tree is read (default: the file's only tree)",
     )  # fmt: skip
     parser.add_argument("--step-size", default="100 MB", help="uproot step_size (default '100 MB', uproot's)")
     parser.add_argument(

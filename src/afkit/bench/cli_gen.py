@@ -1,4 +1,4 @@
-"""``afkit bench gen random|aod|esd``: benchmark input files."""
+"""``afkit bench gen random|aod|ao2d|esd``: benchmark input files."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from afkit.bench import gen
+from afkit.bench import gen, rootgen
 from afkit.bench.units import human_bytes, parse_size
 from afkit.errors import UsageError
 
@@ -59,13 +59,33 @@ def cmd_root(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_rootgen(args: argparse.Namespace) -> int:
+    size = parse_size(args.size)
+    records = rootgen.generate(
+        args.gen_kind,
+        _outdir(args),
+        size=size,
+        files=args.files,
+        prefix=args.prefix,
+        compression=args.compression,
+        seed=args.seed,
+        force=args.force,
+        root_dir=args.root,
+        df_events=args.df_events,
+    )
+    _report(records)
+    return 0
+
+
 def register(bsub: Any) -> None:
     parser = bsub.add_parser(
         "gen",
-        help="generate benchmark input files (random, AOD-like, ESD-like)",
+        help="generate benchmark input files (random, AOD-like, AO2D- and ESD-shaped)",
         description="Generate input files. 'random': random bytes, one file copied under N names "
-        "(same content, different files: no client profits from another's cache). 'aod'/'esd': "
-        "ROOT TTrees with the experiments' on-disk event sizes (405 kB / 1.82 MB per event).",
+        "(same content, different files: no client profits from another's cache). 'aod': a Run 2 "
+        "AOD-like TTree 'Events' written with uproot (405 kB per event). 'ao2d'/'esd': written by "
+        "ROOT (root.exe on PATH or --root DIR): AO2D with DF_<n> folders of O2 tables (405 kB per "
+        "collision), ESD with a split 'esdTree' (1.82 MB per event).",
     )
     gsub = parser.add_subparsers(dest="gen_kind", metavar="KIND", required=True)
 
@@ -80,12 +100,37 @@ def register(bsub: Any) -> None:
     rnd.add_argument("--copies", type=int, default=1, help="number of files (default 1)")
     rnd.add_argument("--prefix", default="random", help="file name prefix (default 'random')")
     rnd.set_defaults(func=cmd_random)
-    for kind in ("aod", "esd"):
-        sp = gsub.add_parser(
-            kind, help=f"{kind.upper()}-like ROOT files ({gen.MODELS[kind].event_bytes} B/event)"
-        )
+    sp = gsub.add_parser("aod", help=f"Run 2 AOD-like TTree 'Events' ({gen.AOD.event_bytes} B/event, uproot)")
+    common(sp)
+    sp.add_argument("--files", type=int, default=1, help="split the total size over this many files")
+    sp.add_argument("--compression", default="zlib:4", help="zlib|lzma|lz4|zstd[:level] (default zlib:4)")
+    sp.add_argument("--prefix", help="file name prefix (default 'aod')")
+    sp.set_defaults(func=cmd_root)
+    shapes = {
+        "ao2d": "AO2D-shaped files written by ROOT: DF_<n> folders with O2bc, O2collision, O2track "
+        "(fIndexCollisions), O2trackcov, O2trackextra",
+        "esd": "ESD-shaped files written by ROOT: a split 'esdTree' (AliESDRun., AliESDHeader., "
+        "PrimaryVertex., Tracks, V0s, CaloClusters ...)",
+    }
+    for kind, text in shapes.items():
+        shape = rootgen.SHAPES[kind]
+        sp = gsub.add_parser(kind, help=f"{text} ({shape.event_bytes} B/event)", description=text + ".")
         common(sp)
         sp.add_argument("--files", type=int, default=1, help="split the total size over this many files")
-        sp.add_argument("--compression", default="zlib:4", help="zlib|lzma|lz4|zstd[:level] (default zlib:4)")
+        sp.add_argument(
+            "--compression",
+            default="default",
+            help="ROOT's setting: ALGORITHM*100+LEVEL (505 = zstd 5, as O2 writes AO2D; 101 = zlib 1), "
+            "zlib|lzma|lz4|zstd:LEVEL, 'none', or 'default' (ROOT's own, the default)",
+        )
         sp.add_argument("--prefix", help=f"file name prefix (default '{kind}')")
-        sp.set_defaults(func=cmd_root)
+        sp.add_argument("--root", metavar="DIR", help="ROOT installation (DIR/bin/root.exe; default: PATH)")
+        if kind == "ao2d":
+            sp.add_argument(
+                "--df-events",
+                type=int,
+                help=f"collisions per DF_<n> folder (default: {rootgen.DF_BYTES // rootgen.MB} MB worth)",
+            )
+        else:
+            sp.set_defaults(df_events=None)
+        sp.set_defaults(func=cmd_rootgen)

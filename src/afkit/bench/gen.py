@@ -1,14 +1,15 @@
-"""Data generators: random-content files for the read benchmark, AOD-/ESD-like ROOT files.
+"""Data generators: random-content files for the read benchmark, Run 2 AOD-like ROOT files.
 
 Random files: one file of random bytes, then byte-identical copies under other names. Every
 copy is its own file (own inode, own page-cache pages, own cache entry) while the content, and
 so anything content-dependent, stays the same for every client.
 
-AOD/ESD-like files: TTrees written with uproot whose *on-disk* size per event matches the
-experiments' figures (AOD ≈ 10530 MB / 25990 events ≈ 405 kB, ESD ≈ 31457 MB / 17290 events ≈
-1.82 MB). Values are physics-like (exponential momenta, Gaussian angles, small integers) and
-quantised like lossy-compressed experiment data, so the codec compresses them realistically
-(about 1.5-2.5x); the multiplicities are calibrated against the chosen codec before writing.
+AOD-like files: a TTree written with uproot whose *on-disk* size per event matches the
+experiment's figure (AOD ≈ 10530 MB / 25990 events ≈ 405 kB). Values are physics-like
+(exponential momenta, Gaussian angles, small integers) and quantised like lossy-compressed
+experiment data, so the codec compresses them realistically (about 1.5-2.5x); the multiplicities
+are calibrated against the chosen codec before writing. AO2D- and ESD-shaped files are written
+by ROOT itself (afkit.bench.rootgen).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from afkit.atomic import atomic_path
+from afkit.bench.rootgen import AOD_EVENT_BYTES, events_per_file
 from afkit.errors import UnsafeError, UsageError
 
 MB = 1_000_000
@@ -39,7 +41,7 @@ class EventModel:
 
 AOD = EventModel(
     "aod",
-    round(10530 * MB / 25990),
+    AOD_EVENT_BYTES,
     {
         "Track": {
             "pt": "pt",
@@ -53,15 +55,7 @@ AOD = EventModel(
         "Cluster": {"e": "pt", "eta": "eta", "phi": "phi", "time": "small"},
     },
 )
-ESD = EventModel(
-    "esd",
-    round(31457 * MB / 17290),
-    {
-        "Hit": {"x": "pos", "y": "pos", "z": "pos", "time": "small", "adc": "adc", "detId": "count"},
-        "Track": {"pt": "pt", "eta": "eta", "phi": "phi", "chi2": "chi2", "nHits": "count"},
-    },
-)
-MODELS = {"aod": AOD, "esd": ESD}
+MODELS = {"aod": AOD}
 
 
 def _values(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -184,13 +178,4 @@ def copy_file(src: Path, dest: Path, force: bool) -> None:
 
 
 def events_for(size: int, files: int, model: EventModel) -> int:
-    if files < 1:
-        raise UsageError(f"--files must be >= 1, got {files}")
-    per_file = size // files // model.event_bytes
-    if per_file < 1:
-        raise UsageError(
-            f"{size} bytes in {files} file(s) is less than one {model.name.upper()} event "
-            f"({model.event_bytes} bytes)",
-            hint="ask for a larger --size",
-        )
-    return per_file
+    return events_per_file(size, files, model.event_bytes, model.name)

@@ -1,18 +1,28 @@
 """Dataset manifests; generated datasets are written into the storage's local path.
 
 A generated file is written under a temporary name and renamed; existing files of the right size
-are kept (idempotent). Listed files are checked when the storage path is visible from here.
+(random) or written with the same parameters (ao2d, esd) are kept (idempotent), others rewritten.
+Listed files are checked when the storage path is visible from here.
+
+``generate.kind``: ``random`` (random bytes, here), ``ao2d`` or ``esd`` (afkit.bench.rootgen): the
+files are written by the ROOT of the campaign's image (the tag's ROOT), ``root.exe`` run inside
+it with ``apptainer exec`` (afkit's package bound at /afkit for the macro, the storage path at
+its own path), so the dataset of such a campaign needs its image first.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 from afkit.atomic import atomic_path, write_atomic
-from afkit.errors import InvalidError, NotFoundError
+from afkit.bench import rootgen
+from afkit.errors import InvalidError, NotFoundError, UnsafeError
+
+ROOT_KINDS = ("ao2d", "esd")  # written by the image's ROOT
 
 CHUNK = 1 << 20
 
@@ -28,10 +38,75 @@ def _generate(path: Path, size: int) -> None:
             left -= n
 
 
+def generated_files(gen: dict[str, Any]) -> list[str]:
+    """The paths (under the storage root) of a ``generate:`` dataset's files."""
+    suffix = "root" if gen.get("kind", "random") in ROOT_KINDS else "dat"
+    return [f"{gen['prefix']}-{i:04d}.{suffix}" for i in range(gen["count"])]
+
+
+def image_root_command(
+    image_json: str, storage_dir: Path, apptainer_args: list[str]
+) -> tuple[list[str], str]:
+    """(``apptainer exec … IMAGE root.exe``, the macro's path inside) for the image of IMAGE_JSON."""
+    from afkit.campaign.job import CONTAINER_PACKAGE, package_dir
+    from afkit.image import apptainer
+
+    image = json.loads(Path(image_json).read_text(encoding="utf-8"))
+    binds = [f"{package_dir()}:{CONTAINER_PACKAGE}:ro", f"{storage_dir}:{storage_dir}"]
+    options = ["--cleanenv", "--no-home", "--contain", "--pwd", "/", *apptainer_args]
+    cmd = apptainer.exec_command(
+        image["path"], ["root.exe"], options=options, binds=binds, global_options=["-q"]
+    )
+    return cmd, f"{CONTAINER_PACKAGE}/{rootgen.MACRO.relative_to(package_dir())}"
+
+
+def apptainer_args_for(cfg: dict[str, Any], dataset: str) -> list[str]:
+    """The apptainer_args of the first site next to the dataset's storage (else of the first site)."""
+    sites = list(cfg["sites"].values())
+    near = [s for s in sites if s.get("storage") == cfg["datasets"][dataset]["storage"]]
+    return list((near or sites)[0].get("apptainer_args", [])) if sites else []
+
+
+def _generate_root(
+    name: str, gen: dict[str, Any], root: Path, files: list[str], image_json: str | None, args: list[str]
+) -> list[dict[str, Any]]:
+    if not image_json:
+        raise InvalidError(f"datasets.{name}.generate: kind {gen['kind']} needs the campaign's image")
+    shape = rootgen.SHAPES[gen["kind"]]
+    events = rootgen.events_per_file(int(gen["size_mb"] * 1e6), 1, shape.event_bytes, gen["kind"])
+    setting = rootgen.parse_compression(str(gen.get("compression", "default")))
+    (root / files[0]).parent.mkdir(parents=True, exist_ok=True)
+    cmd, macro = image_root_command(image_json, root, args)
+    records = []
+    for i, f in enumerate(files):
+        options: dict[str, Any] = {
+            "compression": setting,
+            "seed": 1 + i,
+            "df_events": max(1, rootgen.DF_BYTES // shape.event_bytes),
+            "progress": rootgen.progress_printer(f),
+            "macro": macro,
+        }
+        try:  # kept when written with these parameters
+            rec = rootgen.write(cmd, shape, root / f, events, force=False, **options)
+        except UnsafeError:  # the campaign's own file, written with other parameters: rewritten
+            rec = rootgen.write(cmd, shape, root / f, events, force=True, **options)
+        records.append(rec)
+        print(json.dumps(rec), file=sys.stderr)
+    return records
+
+
 def prepare(
-    name: str, spec: dict[str, Any], storage: dict[str, Any], *, output: str, log: str
+    name: str,
+    spec: dict[str, Any],
+    storage: dict[str, Any],
+    *,
+    output: str,
+    log: str,
+    image: str | None = None,
+    apptainer_args: list[str] | None = None,
 ) -> dict[str, Any]:
     root = Path(storage["path"]) if storage.get("path") else None
+    generated: list[dict[str, Any]] = []
     if "generate" in spec:
         gen = spec["generate"]
         if root is None:
@@ -39,10 +114,12 @@ def prepare(
                 f"datasets.{name}.generate: storage {spec['storage']!r} has no 'path' to write the files to",
                 hint="set storage.<name>.path (the local mount of its export) or list existing files",
             )
-        size = int(gen["size_mb"] * 1e6)
-        files = [f"{gen['prefix']}-{i:04d}.dat" for i in range(gen["count"])]
-        for f in files:
-            _generate(root / f, size)
+        files = generated_files(gen)
+        if gen.get("kind", "random") in ROOT_KINDS:
+            generated = _generate_root(name, gen, root, files, image, apptainer_args or [])
+        else:
+            for f in files:
+                _generate(root / f, int(gen["size_mb"] * 1e6))
     else:
         files = [str(f).lstrip("/") for f in spec["files"]]
         if root is not None and root.is_dir():
@@ -51,5 +128,6 @@ def prepare(
                 raise NotFoundError(f"datasets.{name}: missing under {root}: {', '.join(missing)}")
     manifest = {"dataset": name, "files": files, "storage": spec["storage"]}
     write_atomic(output, json.dumps(manifest, indent=1), mode=0o644)
-    Path(log).write_text(f"{len(files)} files\n", encoding="utf-8")
+    lines = [json.dumps(r) for r in generated]
+    Path(log).write_text("\n".join([*lines, f"{len(files)} files"]) + "\n", encoding="utf-8")
     return manifest

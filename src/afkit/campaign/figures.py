@@ -160,21 +160,25 @@ def client_lines(
 
 
 def vs_clients_figure(rows: list[dict[str, str]], kind: str) -> Figure | None:
-    """Throughput (MB/s) and, for analysis, events/s versus clients per node, one line per site,
-    endpoint, scenario (and node count)."""
+    """Throughput (MB/s; analysis: Mbit/s) and, for analysis, events/s versus clients per node, one
+    line per site, endpoint, scenario (and node count)."""
     lines = client_lines(rows, kind)
     if not lines:
         return None
     ncols = 2 if kind == "analysis" else 1
+    # analysis: Mbit/s beside events/s, the papers' pair (read: MB/s, as the tables)
+    scale, unit = (8.0, "Mbit/s") if kind == "analysis" else (1.0, "MB/s")
     fig = new_figure(6 * ncols + 1, 4.5 + 0.14 * len(lines))
     axes = fig.subplots(1, ncols, squeeze=False)[0]
     for (src, scen, access, nodes), pts in sorted(lines.items()):
         cs = sorted(pts)
         label = f"{src}: {scen} {access}" + (f" {nodes} node(s)" if kind == "analysis" else "")
-        axes[0].plot(cs, [pts[c][0] for c in cs], marker="o", label=label)
+        axes[0].plot(cs, [scale * pts[c][0] for c in cs], marker="o", label=label)
         if kind == "analysis":
             axes[1].plot(cs, [pts[c][1] for c in cs], marker="o", label=label)
-    rate_axis(axes[0], ([v[0] for v in pts.values()] for pts in lines.values()), "throughput [MB/s]")
+    rate_axis(
+        axes[0], ([scale * v[0] for v in pts.values()] for pts in lines.values()), f"throughput [{unit}]"
+    )
     axes[0].set_title(f"{kind}: throughput vs clients, per site and endpoint")
     if kind == "analysis":
         rate_axis(axes[1], ([v[1] for v in pts.values()] for pts in lines.values()), "events/s")

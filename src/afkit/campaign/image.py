@@ -45,6 +45,8 @@ def build_command(build: dict[str, Any], outdir: Path, base: str | None) -> list
            "--tag", build["tag"], "--output", str(outdir.resolve())]  # fmt: skip
     if base:
         cmd += ["--base", base]
+    if build.get("compression"):
+        cmd += ["--compression", build["compression"]]
     return [*cmd, "-y"]
 
 
@@ -104,6 +106,8 @@ def _from_build(build: dict[str, Any], place: Place) -> dict[str, Any]:
     cmd = build_command(build, workdir, base)
     kwargs = {"profile_name": build["profile"], "tag_text": build["tag"], "output": workdir.resolve(),
               "yes": True, "base_spec": base}  # fmt: skip
+    if build.get("compression"):
+        kwargs["compression"] = build["compression"]
     if not (workdir / MARKER).is_file():
         # a build that failed before adopting WORKDIR left only this rule's files: the builder
         # refuses a non-empty directory it did not create

@@ -15,6 +15,7 @@ from typing import Any
 import jinja2
 
 from afkit.campaign.config import Campaign
+from afkit.campaign.dataset import generated_files
 from afkit.errors import InvalidError, NotFoundError
 from afkit.paths import templates_dir
 
@@ -66,8 +67,7 @@ def dataset_files(campaign: Campaign, dataset: str) -> list[str]:
     ds = campaign.config["datasets"][dataset]
     if "files" in ds:
         return [str(f).lstrip("/") for f in ds["files"]]
-    gen = ds["generate"]
-    return [f"{gen['prefix']}-{i:04d}.dat" for i in range(gen["count"])]
+    return generated_files(ds["generate"])
 
 
 def render(

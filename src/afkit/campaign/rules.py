@@ -61,6 +61,19 @@ def image(output: Any, params: Any, log: Any) -> None:
     resolve_image(params.image, base_dir=params.base_dir, workdir=workdir, output=out, log=log[0])
 
 
+def dataset_needs_image(cfg: dict[str, Any], name: str) -> bool:
+    """Whether dataset NAME is written by the image's ROOT (generate.kind ao2d or esd)."""
+    from afkit.campaign.dataset import ROOT_KINDS
+
+    return cfg["datasets"][name].get("generate", {}).get("kind") in ROOT_KINDS
+
+
+def dataset_apptainer_args(cfg: dict[str, Any], name: str) -> list[str]:
+    from afkit.campaign.dataset import apptainer_args_for
+
+    return apptainer_args_for(cfg, name)
+
+
 def image_root(input: Any, output: Any, params: Any, log: Any) -> None:
     from afkit.campaign.image import check_root
 
@@ -68,10 +81,12 @@ def image_root(input: Any, output: Any, params: Any, log: Any) -> None:
     check_root(info, params.benchmarks, output=Path(output[0]), log=Path(log[0]))
 
 
-def dataset(wildcards: Any, output: Any, params: Any, log: Any) -> None:
+def dataset(wildcards: Any, input: Any, output: Any, params: Any, log: Any) -> None:
     from afkit.campaign.dataset import prepare
 
-    prepare(wildcards.dataset, params.spec, params.storage, output=output[0], log=log[0])
+    image = getattr(input, "image", None)
+    prepare(wildcards.dataset, params.spec, params.storage, output=output[0], log=log[0],
+            image=str(image) if image else None, apptainer_args=params.apptainer_args)  # fmt: skip
 
 
 def job(input: Any, output: Any, params: Any, log: Any) -> None:

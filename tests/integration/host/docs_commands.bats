@@ -50,9 +50,10 @@ setup() {
   assert_regex "$report" "^$REPO/build/demo/results/demo-[0-9a-f]+/report/report\.html$"
   assert [ -s "$report" ]
   assert [ -f "$REPO/build/bench.sif" ] # the SIF docs/federation.md and the example campaigns name
+  assert [ -f "$REPO/build/alice-root.sif" ] # the demo's image, which the federation's campaign runs
   # docs/federation.md: the shell in which a newcomer pushes that SIF, as user afkit, in the repository
   # shellcheck disable=SC2016  # expanded by the shell inside the testbed
-  run scripts/testbed shell --user afkit <<<'echo "$(id -un) $PWD"; test -r build/bench.sif && echo readable'
+  run scripts/testbed shell --user afkit <<<'echo "$(id -un) $PWD"; test -r build/alice-root.sif && echo readable'
   assert_success
   assert_output --partial "afkit $REPO"
   assert_output --partial "readable"
@@ -61,9 +62,13 @@ setup() {
   cd build/demo
   run jq -c .software_env results/demo-"$hash"/job/steps/local.hzz.origin.direct.*.json
   assert_success
-  assert_output --partial '"tag":"AliPhysics/vAN-20201018_ROOT6-1"'
+  assert_output --partial '"tag":"AliPhysics/vAN-20251126_ROOT6-1"'
   assert_output --partial '"missing":[]'
   assert_output --partial '"BASEDIR":"/cvmfs/alice.cern.ch/el9-x86_64/Packages"'
+  # the analysis benchmark: the image's ROOT read the AO2D files it wrote, through the XCache too
+  run jq -r '[.status, .events > 0, .root_read_calls > 0] | @tsv' results/demo-"$hash"/job/analysis/local.ao2d.xcache.direct.c2.*.json
+  assert_success
+  assert_output "$(printf 'ok\ttrue\ttrue')"
 }
 
 @test "README: make demo-federation measures remote, cold and warm reads and draws the federation" {

@@ -98,3 +98,23 @@ def test_file_with_several_trees_needs_tree(tmp_path: Path) -> None:
         _analyse(tmp_path, AnalysisConfig([str(path)], ["x"]))
     summary, _ = _analyse(tmp_path, AnalysisConfig([str(path)], ["x"], tree="b"))
     assert summary["events"] == 4
+
+
+def test_tree_pattern_reads_every_matching_tree_in_natural_order(tmp_path: Path) -> None:
+    import numpy as np
+    import uproot
+
+    path = tmp_path / "df.root"
+    with uproot.recreate(path) as f:
+        for df, n in (("DF_10", 2), ("DF_2", 3)):
+            f.mktree(f"{df}/O2track", {"fX": np.float32}).extend({"fX": np.zeros(n, np.float32)})
+            f.mktree(f"{df}/O2collision", {"fPosZ": np.float32}).extend({"fPosZ": np.zeros(1, np.float32)})
+    summary, _ = _analyse(tmp_path, AnalysisConfig([str(path)], ["fX"], tree="DF_*/O2track"))
+    assert [f["tree"] for f in summary["files"]] == ["DF_2/O2track", "DF_10/O2track"]
+    assert summary["events"] == 5
+
+
+def test_tree_pattern_without_a_match_lists_the_trees(tmp_path: Path, data_dir: Path) -> None:
+    with pytest.raises(NotFoundError, match="no tree matching 'DF_\\*/O2track'") as exc:
+        _analyse(tmp_path, AnalysisConfig([str(data_dir / "uproot-Zmumu.root")], [], tree="DF_*/O2track"))
+    assert "events" in (exc.value.hint or "")

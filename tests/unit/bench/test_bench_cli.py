@@ -81,6 +81,7 @@ def test_replay_of_a_trace(tmp_path: Path, pattern_file: Path) -> None:
         ["bench", "multi-analysis"],
         ["bench", "gen", "random"],
         ["bench", "gen", "aod"],
+        ["bench", "gen", "ao2d"],
         ["bench", "gen", "esd"],
         ["bench", "disk"],
         ["bench", "compare"],

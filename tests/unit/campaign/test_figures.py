@@ -175,3 +175,21 @@ def test_the_clients_axis_has_a_tick_at_each_client_count_run() -> None:
     fig = figures.vs_clients_figure(rows, "read")
     assert fig is not None
     assert list(fig.axes[0].get_xticks()) == [1, 4]
+
+
+def test_analysis_vs_clients_shows_mbit_per_s_and_events_per_s_per_scenario() -> None:
+    recs = [
+        rec(0, 0.2, type="analysis", events=3000),
+        rec(1, 0.4, type="analysis", events=6000, clients=2, id="r1"),
+        rec(2, 0.2, type="analysis", events=3000, scenario="xcache", id="r2"),
+    ]
+    rows, _ = tables(recs)
+    fig = figures.vs_clients_figure(rows, "analysis")
+    assert fig is not None
+    mbit, events = fig.axes[0], fig.axes[1]
+    assert mbit.get_ylabel().startswith("throughput [Mbit/s]")
+    assert events.get_ylabel().startswith("events/s")
+    lines = {str(ln.get_label()): list(ln.get_ydata()) for ln in mbit.get_lines()}  # type: ignore[arg-type]
+    origin = lines["frankfurt <- 10.77.0.2:1094: origin direct 1 node(s)"]
+    assert origin == [200.0, 400.0]  # 0.2 and 0.4 Gbit/s at 1 and 2 clients
+    assert "frankfurt <- 10.77.0.2:1094: xcache direct 1 node(s)" in lines

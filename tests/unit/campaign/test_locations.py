@@ -90,3 +90,9 @@ def test_matrix_covers_pairs_and_scenarios(raw: dict[str, Any], make: Any) -> No
     text = locations.format_matrix(m)
     assert text.splitlines()[0].split()[:3] == ["SITE", "DATASET", "SCENARIO"]
     assert "root://127.0.0.1:1095//data/hzz/uproot-HZZ.root" in text
+
+
+def test_generated_ao2d_dataset_lists_root_files(raw: dict[str, Any], make: Any) -> None:
+    raw["datasets"]["gen"]["generate"]["kind"] = "ao2d"
+    loc = locations.resolve(make(raw), "far", "gen", "origin", "direct")
+    assert loc.urls[0] == "root://127.0.0.1:1094//data/afkit-gen-0000.root"

@@ -1,4 +1,5 @@
-# Datasets: a manifest per dataset; generated datasets are written into the storage's local path.
+# Datasets: a manifest per dataset; generated datasets are written into the storage's local path
+# (kind ao2d/esd: by the ROOT of the campaign's image, so they need the image first).
 
 
 localrules:
@@ -6,6 +7,12 @@ localrules:
 
 
 rule dataset:
+    input:
+        image=lambda wc: (
+            [f"{RESULTS}/image/image.json"]
+            if afkit_rules.dataset_needs_image(CFG, wc.dataset)
+            else []
+        ),
     output:
         f"{RESULTS}/dataset/{{dataset}}.json",
     log:
@@ -13,5 +20,6 @@ rule dataset:
     params:
         spec=lambda wc: CFG["datasets"][wc.dataset],
         storage=lambda wc: CFG["storage"][CFG["datasets"][wc.dataset]["storage"]],
+        apptainer_args=lambda wc: afkit_rules.dataset_apptainer_args(CFG, wc.dataset),
     run:
-        afkit_rules.dataset(wildcards, output, params, log)
+        afkit_rules.dataset(wildcards, input, output, params, log)

@@ -1,0 +1,147 @@
+"""AO2D- and ESD-shaped files written by the real ROOT (afkit bench gen ao2d|esd), read by uproot."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from afkit import cli
+from afkit.bench import rootgen, treepattern
+from afkit.errors import ExitCode, UsageError
+
+TOLERANCE = 0.10  # on-disk bytes per event within 10 % of the papers'
+
+
+def _gen(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[dict[str, Any]]]:
+    code = cli.main(["bench", "gen", *argv])
+    out = capsys.readouterr().out
+    return code, [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+@pytest.fixture(scope="module")
+def ao2d(root_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """8 MB of AO2D in zstd:5 (O2's 505), 5 collisions per DF: 19 collisions in 4 DF folders."""
+    out = tmp_path_factory.mktemp("ao2d")
+    argv = ["ao2d", "--size", "8MB", "--outdir", str(out), "--compression", "zstd:5", "--df-events", "5"]
+    assert cli.main(["bench", "gen", *argv, "--root", str(root_dir)]) == 0
+    (path,) = out.glob("ao2d-*.root")
+    return path, {"argv": argv}
+
+
+def test_ao2d_has_df_folders_with_the_o2_tables(ao2d: tuple[Path, dict[str, Any]]) -> None:
+    import uproot
+
+    path, _ = ao2d
+    with uproot.open(path) as f:
+        trees = [k for k, c in f.classnames().items() if c == "TTree"]
+        assert treepattern.select("DF_*/O2collision", trees) == [
+            f"DF_{n}/O2collision" for n in range(1000000, 1000004)
+        ]
+        for table in ("O2bc", "O2track", "O2trackcov", "O2trackextra"):
+            assert len(treepattern.select(f"DF_*/{table}", trees)) == 4, table
+        assert f.classnames()["metaData;1"] == "TMap"
+        track = f["DF_1000000/O2track"]
+        assert track.typenames() == {
+            "fIndexCollisions": "int32_t", "fTrackType": "uint8_t", "fX": "float", "fAlpha": "float",
+            "fY": "float", "fZ": "float", "fSnp": "float", "fTgl": "float", "fSigned1Pt": "float",
+        }  # fmt: skip
+        assert f["DF_1000000/O2collision"].typenames()["fNumContrib"] == "uint16_t"
+        assert f["DF_1000000/O2trackcov"].typenames()["fRhoZY"] == "int8_t"
+
+
+def test_ao2d_index_column_points_at_the_collisions_of_its_df(ao2d: tuple[Path, dict[str, Any]]) -> None:
+    import numpy as np
+    import uproot
+
+    path, _ = ao2d
+    with uproot.open(path) as f:
+        collisions = sum(f[t].num_entries for t in treepattern.select("DF_*/O2collision", f.keys()))
+        assert collisions == 19
+        last = f["DF_1000003"]
+        index = last["O2track"]["fIndexCollisions"].array(library="np")
+        assert np.all(np.diff(index) >= 0) and set(index) == set(range(last["O2collision"].num_entries))
+        assert last["O2trackextra"].num_entries == last["O2track"].num_entries == len(index)
+
+
+def test_ao2d_size_and_compression(ao2d: tuple[Path, dict[str, Any]]) -> None:
+    path, _ = ao2d
+    per_event = path.stat().st_size / 19
+    assert abs(per_event / rootgen.AOD_EVENT_BYTES - 1) < TOLERANCE, per_event
+    import uproot
+
+    with uproot.open(path) as f:
+        assert f.file.fCompress == 505  # TFile's compression setting: zstd level 5
+
+
+def test_esd_is_a_split_esd_tree(root_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import uproot
+
+    code, records = _gen(capsys, "esd", "--size", "6MB", "--outdir", str(tmp_path), "--root", str(root_dir))
+    assert code == 0
+    (rec,) = records
+    assert (rec["events"], rec["compression"], rec["trees"]) == (3, 101, ["esdTree"])  # ROOT's default
+    with uproot.open(tmp_path / "esd-000.root") as f:
+        tree = f["esdTree"]
+        assert tree.num_entries == 3
+        for branch in ("AliESDRun.", "AliESDHeader.", "PrimaryVertex.", "Tracks", "V0s", "CaloClusters"):
+            assert branch in tree.keys(recursive=False), branch
+        assert {"Tracks.fP[5]", "Tracks.fC[15]", "V0s.fParamN.fP[5]"} <= set(
+            tree.keys(filter_typename=None, full_paths=False)
+        )
+        pz = tree["Tracks/Tracks.fP[5]"].array(library="np")
+        assert len(pz) == 3 and pz[0].shape[1] == 5
+    assert abs(rec["bytes_per_event"] / rootgen.ESD_EVENT_BYTES - 1) < TOLERANCE
+
+
+def test_same_parameters_are_kept_others_refused(
+    root_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["ao2d", "--size", "1MB", "--outdir", str(tmp_path), "--root", str(root_dir)]
+    assert _gen(capsys, *argv)[0] == 0
+    path = tmp_path / "ao2d-000.root"
+    before = path.stat().st_mtime_ns
+    code, (rec,) = _gen(capsys, *argv)
+    assert code == 0 and rec["kept"] is True and path.stat().st_mtime_ns == before
+    assert _gen(capsys, *argv, "--seed", "2")[0] == ExitCode.UNSAFE
+    assert path.stat().st_mtime_ns == before
+    code, (rec,) = _gen(capsys, *argv, "--seed", "2", "--force")
+    assert code == 0 and rec["kept"] is False
+    assert not list(tmp_path.glob(".*")), "no temporary file left"
+
+
+def test_without_root_exit_3_names_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("ROOTSYS", raising=False)
+    assert (
+        cli.main(["bench", "gen", "esd", "--size", "4MB", "--outdir", str(tmp_path / "o")]) == ExitCode.PREREQ
+    )
+    err = capsys.readouterr().err
+    assert "ROOT not found" in err and "--root DIR" in err
+    assert not list((tmp_path / "o").iterdir())
+
+
+@pytest.mark.parametrize(
+    ("spec", "setting"),
+    [
+        ("default", -1),
+        ("none", 0),
+        ("505", 505),
+        ("zstd:5", 505),
+        ("zlib:1", 101),
+        ("LZMA:9", 209),
+        ("404", 404),
+    ],
+)
+def test_compression_settings(spec: str, setting: int) -> None:
+    assert rootgen.parse_compression(spec) == setting
+
+
+@pytest.mark.parametrize("spec", ["snappy:1", "zstd:0", "zstd:10", "306", "5", "zstd"])
+def test_bad_compression_is_a_usage_error(spec: str) -> None:
+    with pytest.raises(UsageError):
+        rootgen.parse_compression(spec)

@@ -43,6 +43,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from afkit.bench.sources import is_xrootd_url
+
 FORCE_REMOTE_RC = "TFile.ForceRemote: 1\n"
 VERDICTS = {
     "likely CPU bound (decompression).": "decompression-bound",
@@ -123,10 +125,6 @@ def parse(text: str) -> ReadSpeed:
     )
 
 
-def is_remote(name: str) -> bool:
-    return name.startswith(("root://", "xroot://", "roots://"))
-
-
 def command(
     files: Sequence[str],
     tree: str,
@@ -157,10 +155,10 @@ def run(
     """Run rootreadspeed in a scratch working directory (with the ``.rootrc`` that forces root://
     URLs through XRootD when there are any); (result, standard output). ReadSpeedError on failure,
     naming rootreadspeed's own message."""
-    files = [f if is_remote(f) else os.path.abspath(f) for f in files]  # it runs in a scratch cwd
+    files = [f if is_xrootd_url(f) else os.path.abspath(f) for f in files]  # it runs in a scratch cwd
     cmd = command(files, tree, branches, threads, exe, extra_trees)
     with tempfile.TemporaryDirectory(prefix="afkit-readspeed-") as cwd:
-        if any(is_remote(f) for f in files):
+        if any(is_xrootd_url(f) for f in files):
             Path(cwd, ".rootrc").write_text(FORCE_REMOTE_RC)
         try:
             proc = subprocess.run(

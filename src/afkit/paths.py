@@ -109,6 +109,14 @@ def workflow_files() -> WorkflowFiles:
     return WorkflowFiles(workflows_dir())
 
 
+def beside(folder: str | Path, path: str | Path) -> Path:
+    """PATH named relative to FOLDER (a campaign file's folder): as given when absolute, else
+    FOLDER/PATH with ``..`` taken by name, as the shell's ``cd`` does, so a folder reached through a
+    symlink (the checkout's ``workflows`` link into the package) keeps the neighbours it is named with."""
+    p = Path(path)
+    return p if p.is_absolute() else Path(os.path.normpath(Path(folder) / p))
+
+
 def cache_dir() -> Path:
     """``${XDG_CACHE_HOME:-~/.cache}/afkit``."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")

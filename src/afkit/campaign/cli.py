@@ -115,7 +115,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     extra = _snakemake_extra(args)
     if not args.dry_run:
         _preflight(c)
-    code = runner.run(c, args.campaign.resolve(), dry_run=args.dry_run, extra=extra)
+    code = runner.run(c, args.campaign.absolute(), dry_run=args.dry_run, extra=extra)
     if args.dry_run:
         return code
     return _after_run(c, code, always_report=False)
@@ -135,7 +135,7 @@ def cmd_retry(args: argparse.Namespace) -> int:
     if not args.dry_run:
         _preflight(c)
         retry.clear(c, chosen)
-    code = runner.run(c, args.campaign.resolve(), dry_run=args.dry_run, extra=extra,
+    code = runner.run(c, args.campaign.absolute(), dry_run=args.dry_run, extra=extra,
                       targets=retry.targets(c, chosen))  # fmt: skip
     if args.dry_run:
         return code

@@ -18,7 +18,7 @@ import yaml
 
 from afkit.campaign import executors
 from afkit.errors import AfkitError, InvalidError, NotFoundError
-from afkit.paths import workflow_files
+from afkit.paths import beside, workflow_files
 
 
 def load_schema() -> dict[str, Any]:
@@ -249,8 +249,7 @@ class Campaign:
         return Path(self.config["results"]) / f"{self.name}-{self.hash}"
 
     def resolve(self, path: str) -> Path:
-        p = Path(path)
-        return p if p.is_absolute() else (self.base_dir / p)
+        return beside(self.base_dir, path)
 
 
 def campaign_hash(cfg: dict[str, Any]) -> str:
@@ -268,4 +267,6 @@ def load(path: str | Path) -> Campaign:
         raw = yaml.safe_load(p.read_text(encoding="utf-8"))
     except yaml.YAMLError as err:
         raise InvalidError(f"{p}: not valid YAML: {err}") from err
-    return Campaign(validate(raw, source=str(p)), p.resolve().parent)
+    # relative paths in the campaign are relative to its folder as named, symlinks kept (a campaign
+    # under the checkout's workflows/ link names ../../build/... beside the checkout, not the package)
+    return Campaign(validate(raw, source=str(p)), p.absolute().parent)

@@ -25,6 +25,7 @@ from afkit.errors import AfkitError, ExitCode, InvalidError, NotFoundError, Prer
 from afkit.image import apptainer
 from afkit.image.store import sha256_file
 from afkit.image.workdir import MARKER
+from afkit.paths import beside
 
 
 def build_base(build: dict[str, Any], base_dir: str) -> str | None:
@@ -34,7 +35,7 @@ def build_base(build: dict[str, Any], base_dir: str) -> str | None:
     if base and base.startswith("localimage:") and build.get("base"):
         path = Path(base.removeprefix("localimage:"))
         if not path.is_absolute():
-            base = f"localimage:{(Path(base_dir) / path).resolve()}"
+            base = f"localimage:{beside(base_dir, path).resolve()}"
     return base
 
 
@@ -184,8 +185,7 @@ def _from_oras(ref: str, workdir: Path, log: Path) -> dict[str, Any]:
 
 def _from_sif(image: dict[str, Any], base_dir: Path) -> dict[str, Any]:
     """A SIF file (relative to the campaign file): it must exist and be a SIF."""
-    sif = Path(image.get("sif", ""))
-    sif = sif if sif.is_absolute() else base_dir / sif
+    sif = beside(base_dir, image.get("sif", ""))
     if not sif.is_file():
         raise NotFoundError(
             f"image.sif: no such SIF file: {sif}", hint="build it (scripts/mkbase bench) or fix the path"
@@ -253,8 +253,8 @@ def check_signature(image: dict[str, Any], info: dict[str, Any], base_dir: str, 
         refused.unlink(missing_ok=True)
         return ""
     key = image.get("key")
-    if key and not Path(key).is_absolute():
-        key = str(Path(base_dir) / key)
+    if key:
+        key = str(beside(base_dir, key))
     try:
         fingerprint = apptainer.verify(info["path"], image["fingerprint"], public_key=key)
     except AfkitError as err:

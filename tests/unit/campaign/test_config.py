@@ -113,6 +113,20 @@ def test_load_sets_base_dir(raw: dict[str, Any], tmp_path: Path, write: Any) -> 
     assert c.resolve("fake.sif") == tmp_path.resolve() / "fake.sif"
 
 
+def test_relative_paths_follow_the_campaign_folder_as_named_through_a_symlink(
+    raw: dict[str, Any], tmp_path: Path, write: Any
+) -> None:
+    """The checkout's workflows/ is a link into the package: ../../build/x.sif of a campaign in
+    workflows/config/ is the checkout's build/, not one beside the package's data."""
+    real = write(raw)
+    (tmp_path / "data" / "config").mkdir(parents=True)
+    real.rename(tmp_path / "data" / "config" / "c.yaml")
+    (tmp_path / "checkout").mkdir()
+    (tmp_path / "checkout" / "workflows").symlink_to(tmp_path / "data")
+    c = config.load(tmp_path / "checkout" / "workflows" / "config" / "c.yaml")
+    assert c.resolve("../../build/x.sif").resolve() == (tmp_path / "checkout" / "build" / "x.sif").resolve()
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in (WORKFLOWS / "config").glob("*.yaml")))
 def test_example_campaigns_are_valid(name: str) -> None:
     c = config.load(WORKFLOWS / "config" / name)

@@ -27,7 +27,8 @@ CONTROL = {k: config.pop(k) for k in list(config) if k.startswith("afkit_")}
 
 def _campaign_dir():
     files = [Path(f) for f in workflow.configfiles]
-    return files[-1].absolute().parent if files else Path.cwd()  # symlinks kept (config.load)
+    # symlinks kept, as config.load does (afkit.paths.beside)
+    return files[-1].absolute().parent if files else Path.cwd()
 
 
 if not config:

@@ -1,6 +1,7 @@
 # Helpers shared by the rules: campaign validation (afkit's, once: defaults, schema, references),
-# the job plan, input functions.
-import json
+# the job plan and each job's spec (written once, here), input functions.
+import shlex
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -53,13 +54,19 @@ if SITE_FILTER is not None and SITE_FILTER not in CFG["sites"]:
             f"--config afkit_site={SITE_FILTER}: unknown site; allowed: {', '.join(CFG['sites'])}"
         )
     )
+# each job's spec (afkit.campaign.contract.JobSpec), the one input its command reads: written by
+# planning, here, once (an unchanged spec is not rewritten: its job does not rerun)
+if workflow.is_main_process:
+    afkit_plan.write_specs(afkit_plan.specs(CAMPAIGN, JOBS, RESULTS), RESULTS)
+# the rules' command: this snakemake's python runs afkit (the same installation)
+AFKIT = f"{shlex.quote(sys.executable)} -m afkit"
 JOB_BY_ID = afkit_plan.by_id(JOBS)
 PREVIOUS = afkit_plan.previous_waves(JOBS)
 WAVES = afkit_plan.wave_members(JOBS)
 
 
 def job_record(job):
-    return f"{RESULTS}/job/{job.bench}/{job.id}.json"
+    return afkit_plan.record_path(RESULTS, job)
 
 
 def wave_done(bench, wave):
@@ -132,7 +139,11 @@ def wave_first(wildcards):
 
 
 def wave_inputs(wildcards):
-    return job_inputs(wave_first(wildcards))
+    """The inputs of a wave's first job (shared), and every job's spec (in index order)."""
+    inputs = job_inputs(wave_first(wildcards))
+    del inputs["spec"]
+    inputs["specs"] = [job_spec(j.bench, j.id) for j in wave_jobs(wildcards)]
+    return inputs
 
 
 JOBCORE = f"{RESULTS}/jobcore/{afkit_jobcore.CORE_NAME}"
@@ -145,6 +156,7 @@ def job_spec(bench, job_id):
 def job_inputs(wildcards):
     job = the_job(wildcards)
     inputs = {
+        "spec": job_spec(job.bench, job.id),
         "image": f"{RESULTS}/image/image.json",
         "dataset": f"{RESULTS}/dataset/{job.dataset}.json",
         # ancient: a wave redone later (retry) does not make the waves after it rerun
@@ -155,10 +167,6 @@ def job_inputs(wildcards):
         ),
     }
     site = CFG["sites"][job.site]
-    if site["executor"] != "local":
-        # a batch job runs no snakemake on the worker: afkit's executors submit the job core on
-        # the job's spec (afkit.campaign.jobcore.batch_command)
-        inputs["jobspec"] = job_spec(job.bench, job.id)
     if not site.get("shared_fs", True):
         # a site without the submit host's files: afkit's package goes with the job too (HTCondor
         # file transfer of the inputs; workflows/scripts/htcondor-sandbox-job)
@@ -168,20 +176,6 @@ def job_inputs(wildcards):
 
 def job_site(wildcards):
     return CFG["sites"][the_job(wildcards).site]
-
-
-def job_context(wildcards):
-    job = the_job(wildcards)
-    site = dict(CFG["sites"][job.site], name=job.site)
-    ds = CFG["datasets"][job.dataset]
-    binds = sorted({s["path"] for s in CFG["storage"].values() if s.get("path")})
-    return {
-        "name": CAMPAIGN.name,
-        "hash": CAMPAIGN.hash,
-        "site": site,
-        "tree": ds["tree"],
-        "binds": binds,
-    }
 
 
 # Before anything is made or submitted (not on dry runs): the sites' executors must be the one this

@@ -9,54 +9,15 @@ released together, and the next wave waits until the previous one has finished.
 from __future__ import annotations
 
 import itertools
-from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
+from afkit.atomic import write_atomic
 from afkit.campaign.config import Campaign
+from afkit.campaign.contract import Job, JobSpec, SiteSpec
 from afkit.campaign.locations import resolve
 
-
-@dataclass(frozen=True)
-class Job:
-    bench: str
-    type: str
-    site: str
-    dataset: str
-    scenario: str
-    access: str
-    clients: int
-    block_size: str
-    stride: str
-    repetition: int
-    wave_size: int = 1  # jobs released together (train: concurrent jobs; analysis: nodes)
-    index: int = 0  # this job's number inside its wave
-    duration: float = 10.0
-    interval: float = 1.0
-    payload: str = "builtin"
-    branches: tuple[str, ...] = ()
-    urls: tuple[str, ...] = field(default=(), compare=False)
-    template: str = field(default="", compare=False)
-
-    @property
-    def wave(self) -> str:
-        # block size and stride are read parameters: an analysis job reads whole baskets (uproot)
-        reads = "" if self.type == "analysis" else f".b{self.block_size}.s{self.stride}"
-        return (
-            f"{self.site}.{self.dataset}.{self.scenario}.{self.access}.c{self.clients}"
-            f"{reads}.w{self.wave_size}.r{self.repetition}"
-        )
-
-    @property
-    def id(self) -> str:
-        return f"{self.wave}.i{self.index}"
-
-    def as_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["urls"] = list(self.urls)
-        d["branches"] = list(self.branches)
-        d["id"] = self.id
-        d["wave"] = self.wave
-        return d
+__all__ = ["Job", "JobSpec", "by_id", "expand", "previous_waves", "specs", "wave_members", "write_specs"]
 
 
 def _sweep_points(bench: dict[str, Any]) -> list[dict[str, Any]]:
@@ -147,3 +108,47 @@ def previous_waves(jobs: list[Job]) -> dict[tuple[str, str], str]:
         for prev, w in itertools.pairwise(waves):
             out[(bench, w)] = prev
     return out
+
+
+def record_path(results: str, job: Job) -> str:
+    """Where JOB's record goes (the workflow's rule ``job``); its log is beside it (``.log``)."""
+    return f"{results}/job/{job.bench}/{job.id}.json"
+
+
+def spec_path(results: str, job: Job) -> str:
+    return f"{results}/jobspec/{job.bench}/{job.id}.json"
+
+
+def specs(campaign: Campaign, jobs: list[Job], results: str | None = None) -> list[JobSpec]:
+    """Each job's spec: the job, its site, tree, binds, where its image description, record and
+    log are (RESULTS: the campaign's results directory as the workflow names it)."""
+    cfg = campaign.config
+    results = str(campaign.results_dir) if results is None else results
+    sites = {name: SiteSpec.from_config(name, site) for name, site in cfg["sites"].items()}
+    binds = tuple(sorted({s["path"] for s in cfg["storage"].values() if s.get("path")}))
+    name, digest = campaign.name, campaign.hash
+    image = f"{results}/image/image.json"
+    out = []
+    for j in jobs:
+        record = record_path(results, j)
+        out.append(JobSpec(job=j, campaign=name, campaign_hash=digest, site=sites[j.site],
+                           tree=str(cfg["datasets"][j.dataset]["tree"]), binds=binds, image=image,
+                           record=record, log=record[: -len(".json")] + ".log"))  # fmt: skip
+    return out
+
+
+def write_specs(all_specs: list[JobSpec], results: str) -> int:
+    """Write each spec to RESULTS/jobspec/BENCH/ID.json unless the file already holds it (an
+    unchanged spec keeps its time: its job does not rerun); return how many were written."""
+    written = 0
+    for spec in all_specs:
+        path = Path(spec_path(results, spec.job))
+        text = spec.to_json()
+        try:
+            if path.read_text(encoding="utf-8") == text:
+                continue
+        except OSError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, text, mode=0o644)
+        written += 1
+    return written

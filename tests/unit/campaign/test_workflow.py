@@ -32,10 +32,25 @@ def snakemake(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subpr
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env, check=False, timeout=600)
 
 
-def test_lint_is_clean(tmp_path: Path) -> None:
+SOFTWARE_LINT = "Specify a conda environment or container for each rule."
+
+
+def test_lint_is_clean_but_for_the_software_of_the_job_rules(tmp_path: Path) -> None:
+    """The job rules run afkit's own command (the software of the snakemake running them; the
+    payload runs in the campaign's image): snakemake's linter asks them for a conda environment or
+    container, and nothing else is linted."""
+    import re
+
     proc = snakemake("--lint", "--configfile", str(REPO / "workflows/config/demo.yaml"), cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    assert "Congratulations, your workflow is in a good condition!" in proc.stdout + proc.stderr
+    text = proc.stdout + proc.stderr
+    blocks = re.findall(r"Lints for rule (\S+) \(line \d+, [^)]*\):\n(.*?)(?=\n\s*\n|\Z)", text, re.S)
+    assert blocks, text
+    for rule, body in blocks:
+        assert rule == "job" or re.fullmatch(r"wave_local_\d+", rule), (rule, body)
+        assert [ln.strip() for ln in body.splitlines() if ln.strip().startswith("*")] == [
+            f"* {SOFTWARE_LINT}:"
+        ]
+    assert "Lints for snakefile" not in text
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[p.stem for p in EXAMPLES])
@@ -158,7 +173,8 @@ def test_a_missing_dataset_file_stops_before_anything_runs(
     proc = snakemake("--configfile", str(write(raw)), "--profile", LOCAL, cwd=tmp_path, env=fake_env())
     assert proc.returncode == 5, proc.stderr[-2000:]
     assert "hzz/gone.root" in proc.stderr and "on disk" in proc.stderr
-    assert not list(tmp_path.glob("results/*/*"))  # nothing written
+    # nothing made: only the plan (the jobs' specs, written by planning), no image, dataset or record
+    assert [p.name for p in tmp_path.glob("results/*/*")] == ["jobspec"]
 
 
 def test_a_deleted_record_is_redone_by_the_same_command(
@@ -175,6 +191,33 @@ def test_a_deleted_record_is_redone_by_the_same_command(
     assert again.returncode == 0, again.stderr[-2000:]
     assert gone.is_file() and kept.stat().st_mtime_ns == kept_mtime  # exactly that job
     assert {r["status"] for r in agg.read_csv(results / "aggregate" / "jobs.csv")} == {"ok"}
+
+
+def test_any_job_reruns_by_hand_from_its_spec(tmp_path: Path, raw: dict[str, Any], write: Any) -> None:
+    """Rule job is one command on the job's spec (written by planning): typed by hand, the same
+    command runs the job again and writes a record of the same shape."""
+    import json
+    import shlex
+    import shutil
+
+    campaign = write(two_jobs(raw, tmp_path))
+    proc = snakemake("--configfile", str(campaign), "--profile", LOCAL, cwd=tmp_path, env=fake_env())
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    [spec] = tmp_path.glob("results/*/jobspec/steps/*.direct.*.json")
+    shutil.copyfile(spec, tmp_path / "spec.json")
+    env = {**fake_env(), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{fake_env()['PATH']}"}
+    again = subprocess.run(shlex.split("afkit campaign job spec.json -o record.json"), cwd=tmp_path, env=env,
+                           capture_output=True, text=True, check=False, timeout=120)  # fmt: skip
+    assert again.returncode == 0, again.stderr[-2000:]
+    first = json.loads(next(tmp_path.glob(f"results/*/job/steps/{spec.name}")).read_text())
+    rerun = json.loads((tmp_path / "record.json").read_text())
+    assert (rerun["id"], rerun["status"], rerun["campaign_hash"]) == (
+        first["id"],
+        "ok",
+        first["campaign_hash"],
+    )
+    assert set(rerun) == set(first)
+    assert (tmp_path / "record.log").is_file()  # the log beside the record
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])

@@ -57,7 +57,7 @@ if SITE_FILTER is not None and SITE_FILTER not in CFG["sites"]:
 # each job's spec (afkit.campaign.contract.JobSpec), the one input its command reads: written by
 # planning, here, once (an unchanged spec is not rewritten: its job does not rerun)
 if workflow.is_main_process:
-    afkit_plan.write_specs(afkit_plan.specs(CAMPAIGN, JOBS, RESULTS), RESULTS)
+    afkit_plan.write_specs(CAMPAIGN, JOBS, RESULTS)
 # the rules' command: this snakemake's python runs afkit (the same installation)
 AFKIT = f"{shlex.quote(sys.executable)} -m afkit"
 JOB_BY_ID = afkit_plan.by_id(JOBS)
@@ -176,6 +176,36 @@ def job_inputs(wildcards):
 
 def job_site(wildcards):
     return CFG["sites"][the_job(wildcards).site]
+
+
+# Rule job's inputs and resources: a constant where every job of this call has the same (one
+# dataset, no waves, sites alike), else a function of the job. Snakemake calls a function once
+# per job and more (planning 10,000 jobs: seconds; bench/campaign.sh).
+JOB_SITES = {j.site for j in JOBS if SITE_FILTER in (None, j.site)}
+
+
+def _constant_or(values, function):
+    return values.pop() if len(values) == 1 else function
+
+
+def job_resource(key):
+    """The site's resources[KEY] of a job of rule job."""
+    return _constant_or(
+        {CFG["sites"][s]["resources"][key] for s in JOB_SITES},
+        lambda wc: job_site(wc)["resources"][key],
+    )
+
+
+JOB_DATASET = _constant_or(
+    {f"{RESULTS}/dataset/{j.dataset}.json" for j in JOBS},
+    lambda wc: f"{RESULTS}/dataset/{the_job(wc).dataset}.json",
+)
+JOB_PREVIOUS_WAVE = (lambda wc: job_inputs(wc)["previous_wave"]) if PREVIOUS else []
+JOB_CORE = (
+    (lambda wc: job_inputs(wc).get("jobcore", []))
+    if any(not s.get("shared_fs", True) for s in CFG["sites"].values())
+    else []
+)
 
 
 # Before anything is made or submitted (not on dry runs): the sites' executors must be the one this

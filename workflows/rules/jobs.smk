@@ -16,7 +16,11 @@ wildcard_constraints:
 
 rule job:
     input:
-        unpack(job_inputs),
+        spec=job_spec("{bench}", "{job}"),
+        image=f"{RESULTS}/image/image.json",
+        dataset=JOB_DATASET,
+        previous_wave=JOB_PREVIOUS_WAVE,
+        jobcore=JOB_CORE,
     output:
         f"{RESULTS}/job/{{bench}}/{{job}}.json",
     log:
@@ -24,10 +28,10 @@ rule job:
     wildcard_constraints:
         # not a job of a wave at a local site: rule wave_local_N runs those
         job=not_a_local_wave_job(),
-    threads: lambda wc: job_site(wc)["resources"]["cores"]
+    threads: job_resource("cores")
     resources:
-        mem_mb=lambda wc: job_site(wc)["resources"]["mem_mb"],
-        runtime=lambda wc: job_site(wc)["resources"]["runtime"],
+        mem_mb=job_resource("mem_mb"),
+        runtime=job_resource("runtime"),
     shell:
         f"exec {AFKIT} campaign job {{input.spec}} -o {{output}} --log {{log}}"
 

@@ -108,7 +108,7 @@ class Job:
 
     def as_dict(self) -> dict[str, object]:
         """The job as JSON (with its id and wave)."""
-        d = dataclasses.asdict(self)
+        d: dict[str, object] = {name: getattr(self, name) for name in _JOB_FIELDS}
         d["urls"] = list(self.urls)
         d["branches"] = list(self.branches)
         d["id"] = self.id
@@ -133,6 +133,9 @@ class Job:
             raise InvalidError(f"{what}: {err}", hint="make the spec again (afkit campaign run)") from err
 
 
+_JOB_FIELDS = tuple(f.name for f in dataclasses.fields(Job))
+
+
 @dataclass(frozen=True)
 class SiteSpec:
     """What a job needs of its site (the campaign's ``sites.NAME``, resolved by planning)."""
@@ -145,6 +148,11 @@ class SiteSpec:
     link_rate: str = ""
     env: Mapping[str, str] = field(default_factory=dict)
     apptainer_args: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, object]:
+        return {"name": self.name, "executor": self.executor, "shared_fs": self.shared_fs,
+                "scratch": self.scratch, "netns": self.netns, "link_rate": self.link_rate,
+                "env": dict(self.env), "apptainer_args": list(self.apptainer_args)}  # fmt: skip
 
     @classmethod
     def from_config(cls, name: str, site: Mapping[str, object]) -> SiteSpec:
@@ -207,11 +215,7 @@ class JobSpec:
             "job": self.job.as_dict(),
             "campaign": self.campaign,
             "campaign_hash": self.campaign_hash,
-            "site": {
-                **dataclasses.asdict(self.site),
-                "env": dict(self.site.env),
-                "apptainer_args": list(self.site.apptainer_args),
-            },
+            "site": self.site.as_dict(),
             "tree": self.tree,
             "binds": list(self.binds),
             "image": self.image,

@@ -8,7 +8,9 @@ released together, and the next wave waits until the previous one has finished.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import os
 from pathlib import Path
 from typing import Any
 
@@ -137,13 +139,24 @@ def specs(campaign: Campaign, jobs: list[Job], results: str | None = None) -> li
     return out
 
 
-def write_specs(all_specs: list[JobSpec], results: str) -> int:
-    """Write each spec to RESULTS/jobspec/BENCH/ID.json unless the file already holds it (an
-    unchanged spec keeps its time: its job does not rerun); return how many were written."""
+def write_specs(campaign: Campaign, jobs: list[Job], results: str) -> int:
+    """Write each job's spec to RESULTS/jobspec/BENCH/ID.json unless the file already holds it (an
+    unchanged spec keeps its time: its job does not rerun); return how many were written.
+
+    ``RESULTS/jobspec/.plan.sha256`` is a digest of what the specs are made from (the jobs, the
+    campaign, this contract): when it matches and every spec is there, nothing is made, read or
+    written (planning a large campaign again costs no file reads)."""
+    root = Path(results) / "jobspec"
+    made_by = hashlib.sha256(Path(__file__).with_name("contract.py").read_bytes()).hexdigest()
+    key = repr((made_by, campaign.hash, campaign.config, results, jobs))
+    digest = hashlib.sha256(key.encode()).hexdigest()
+    stamp = root / ".plan.sha256"
+    names = [spec_path(results, j) for j in jobs]
+    if _stamp_holds(stamp, digest) and _all_there(root, names):
+        return 0
     written = 0
-    for spec in all_specs:
-        path = Path(spec_path(results, spec.job))
-        text = spec.to_json()
+    for name, spec in zip(names, specs(campaign, jobs, results), strict=True):
+        path, text = Path(name), spec.to_json()
         try:
             if path.read_text(encoding="utf-8") == text:
                 continue
@@ -151,4 +164,24 @@ def write_specs(all_specs: list[JobSpec], results: str) -> int:
             path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, text, mode=0o644)
         written += 1
+    write_atomic(stamp, digest + "\n", mode=0o644)
     return written
+
+
+def _stamp_holds(stamp: Path, digest: str) -> bool:
+    try:
+        return stamp.read_text(encoding="utf-8").strip() == digest
+    except OSError:
+        return False
+
+
+def _all_there(root: Path, names: list[str]) -> bool:
+    """Every spec file exists (one directory listing per benchmark, not a stat per file)."""
+    there: set[str] = set()
+    try:
+        for bench in os.scandir(root):
+            if bench.is_dir():
+                there.update(f"{bench.path}/{e.name}" for e in os.scandir(bench.path))
+    except OSError:
+        return False
+    return all(p in there or str(Path(p)) in there for p in names)

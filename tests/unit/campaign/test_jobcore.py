@@ -40,7 +40,8 @@ def test_a_spec_runs_without_site_packages_and_writes_the_record(
     image.parent.mkdir(parents=True)
     image.write_text(json.dumps({"path": str(fake_apptainer), "sha256": "0" * 64, "tag": "T"}))
     spec = sandbox / "results" / "jobspec" / "s" / f"{j.id}.json"
-    plan.write_specs(plan.specs(c, [j], results="results"), str(sandbox / "results"))
+    (sandbox / "results" / "jobspec" / "s").mkdir(parents=True)
+    spec.write_text(plan.specs(c, [j], results="results")[0].to_json())
     jobcore.pack(sandbox / "afkit.zip")
     subprocess.run([sys.executable, "-m", "zipfile", "-e", "afkit.zip", "core"], cwd=sandbox, check=True)
     env = {**os.environ, "PYTHONPATH": str(sandbox / "core")}

@@ -152,13 +152,12 @@ def cmd_retry(args: argparse.Namespace) -> int:
     return _after_run(c, code, always_report=True)
 
 
-def _tables(c: config.Campaign, allow_mixed: bool) -> tuple[Path, Path, list[dict[str, Any]]]:
+def _tables(c: config.Campaign, allow_mixed: bool) -> tuple[Path, Path, list[agg.Row]]:
     jobs_dir = c.results_dir / "job"
     records = agg.load_records(sorted(jobs_dir.glob("*/*.json"))) if jobs_dir.is_dir() else []
-    expected = [j.as_dict() for j in plan.expand(c)]
     out = c.results_dir / "aggregate"
     rows = agg.aggregate(
-        records, out / "jobs.csv", out / "intervals.csv", expected=expected, allow_mixed=allow_mixed
+        records, out / "jobs.csv", out / "intervals.csv", expected=plan.expand(c), allow_mixed=allow_mixed
     )
     return out / "jobs.csv", out / "intervals.csv", rows
 

@@ -402,6 +402,15 @@ class JobRecord:
                                                 need="optional", column=False)  # fmt: skip
     afkit_bench: str | None = _pay("the afkit bench command's kind", need="optional", column=False)
 
+    @classmethod
+    def planned(cls, job: Job) -> JobRecord:
+        """The fields the plan writes: JOB's parameters."""
+        return cls(bench=job.bench, type=job.type, id=job.id, wave=job.wave, site=job.site,
+                   dataset=job.dataset, scenario=job.scenario, access=job.access, clients=job.clients,
+                   block_size=job.block_size, stride=job.stride, wave_size=job.wave_size, index=job.index,
+                   repetition=job.repetition, duration=job.duration, interval=job.interval,
+                   template=job.template, payload=job.payload, branches=list(job.branches))  # fmt: skip
+
     def to_dict(self) -> dict[str, object]:
         """The record as JSON: the fields that are set, derived ones left out."""
         return {f.name: v for f in RECORD_FIELDS if (v := getattr(self, f.name)) is not None}

@@ -198,17 +198,14 @@ def _run_payload(cmd: list[str], env: dict[str, str]) -> subprocess.CompletedPro
 def base_record(spec: JobSpec, image: ImageInfo) -> JobRecord:
     """The record's fields known before the job runs: the plan's, the campaign's, the image's."""
     job = spec.job
-    return JobRecord(
-        bench=job.bench, type=job.type, id=job.id, wave=job.wave, site=job.site, dataset=job.dataset,
-        scenario=job.scenario, access=job.access, clients=job.clients, block_size=job.block_size,
-        stride=job.stride, wave_size=job.wave_size, index=job.index, repetition=job.repetition,
-        duration=job.duration, interval=job.interval, template=job.template, payload=job.payload,
-        branches=list(job.branches), url=job.urls[0] if job.urls else "", files=len(job.urls),
-        campaign=spec.campaign, campaign_hash=spec.campaign_hash, image_path=image.path,
-        image_sha256=image.sha256, image_tag=image.tag, image_fingerprint=image.fingerprint,
-        submit_host=socket.gethostname(), wn_site="", wn_address="",
-        submit_files="shared" if spec.site.shared_fs else "transferred",
-    )  # fmt: skip
+    rec = JobRecord.planned(job)
+    rec.url, rec.files = (job.urls[0] if job.urls else ""), len(job.urls)
+    rec.campaign, rec.campaign_hash = spec.campaign, spec.campaign_hash
+    rec.image_path, rec.image_sha256, rec.image_tag = image.path, image.sha256, image.tag
+    rec.image_fingerprint = image.fingerprint
+    rec.submit_host, rec.wn_site, rec.wn_address = socket.gethostname(), "", ""
+    rec.submit_files = "shared" if spec.site.shared_fs else "transferred"
+    return rec
 
 
 def held_record(

@@ -12,45 +12,47 @@ import hashlib
 import itertools
 import os
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from afkit.atomic import write_atomic
-from afkit.campaign.config import Campaign
+from afkit.campaign.config import BenchmarkConfig, Campaign
 from afkit.campaign.contract import Job, JobSpec, SiteSpec
-from afkit.campaign.locations import resolve
+from afkit.campaign.locations import Location, resolve
 
 __all__ = ["Job", "JobSpec", "by_id", "expand", "previous_waves", "specs", "wave_members", "write_specs"]
 
 
-def _sweep_points(bench: dict[str, Any]) -> list[dict[str, Any]]:
+class SweepPoint(TypedDict):
+    """One point of a benchmark's sweep: the Job fields it sets."""
+
+    scenario: str
+    access: str
+    clients: int
+    wave_size: int
+    block_size: str
+    stride: str
+    repetition: int
+
+
+def _sweep_points(bench: BenchmarkConfig) -> list[SweepPoint]:
     sw = bench["sweep"]
     kind = bench["type"]
     clients = sw["clients"] if kind in ("read", "analysis") else [1]
     waves = sw["jobs"] if kind == "train" else sw["nodes"] if kind == "analysis" else [1]
     blocks = sw["block_size"] if kind == "read" else [sw["block_size"][0]]
     strides = sw["stride"] if kind == "read" else ["0"]
-    points = []
-    for scen, access, c, w, b, s, r in itertools.product(
-        sw["scenario"], sw["access"], clients, waves, blocks, strides, range(sw["repetitions"])
-    ):
-        points.append(
-            {
-                "scenario": scen,
-                "access": access,
-                "clients": c,
-                "wave_size": w,
-                "block_size": b,
-                "stride": s,
-                "repetition": r,
-            }
+    return [
+        SweepPoint(scenario=scen, access=access, clients=c, wave_size=w, block_size=b, stride=s, repetition=r)
+        for scen, access, c, w, b, s, r in itertools.product(
+            sw["scenario"], sw["access"], clients, waves, blocks, strides, range(sw["repetitions"])
         )
-    return points
+    ]
 
 
 def expand(campaign: Campaign) -> list[Job]:
     """All jobs of the campaign, in a stable order."""
     jobs: list[Job] = []
-    loc_cache: dict[tuple[str, str, str, str], Any] = {}
+    loc_cache: dict[tuple[str, str, str, str], Location] = {}
     for bench in campaign.config["benchmarks"]:
         for site in bench["sites"]:
             for ds in bench["datasets"]:

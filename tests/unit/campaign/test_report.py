@@ -8,6 +8,12 @@ from typing import Any
 
 from afkit.campaign import aggregate as agg
 from afkit.campaign import report
+from afkit.campaign.contract import JobRecord
+
+
+def typed(records: list[dict[str, Any]]) -> list[JobRecord]:
+    """The records as the aggregator reads them (afkit.campaign.contract.JobRecord)."""
+    return [JobRecord(**r) for r in records]
 
 
 def rec(i: int, **kw: Any) -> dict[str, Any]:
@@ -58,7 +64,7 @@ def test_report_renders_figures_and_marks_cells(tmp_path: Path) -> None:
             for i in range(2)
         ],
     ]
-    agg.aggregate(records, tmp_path / "jobs.csv", tmp_path / "intervals.csv")
+    agg.aggregate(typed(records), tmp_path / "jobs.csv", tmp_path / "intervals.csv")
     rows, intervals = agg.read_csv(tmp_path / "jobs.csv"), agg.read_csv(tmp_path / "intervals.csv")
     html_path = report.render(rows, intervals, tmp_path / "report")
     html = html_path.read_text()
@@ -75,7 +81,7 @@ def test_report_renders_figures_and_marks_cells(tmp_path: Path) -> None:
 
 def test_every_report_has_the_figures_directory_snakemake_report_needs(tmp_path: Path) -> None:
     """afkit campaign report (not the workflow's rule) also fills report/figures, exactly."""
-    agg.aggregate([rec(0), rec(1, clients=2)], tmp_path / "jobs.csv", tmp_path / "intervals.csv")
+    agg.aggregate(typed([rec(0), rec(1, clients=2)]), tmp_path / "jobs.csv", tmp_path / "intervals.csv")
     rows, intervals = agg.read_csv(tmp_path / "jobs.csv"), agg.read_csv(tmp_path / "intervals.csv")
     (tmp_path / "report" / "figures").mkdir(parents=True)
     (tmp_path / "report" / "figures" / "train_scaling.png").write_bytes(b"from an earlier report")
@@ -87,7 +93,7 @@ def test_every_report_has_the_figures_directory_snakemake_report_needs(tmp_path:
 
 def test_report_without_any_successful_job(tmp_path: Path) -> None:
     records = [rec(0, status="failed", error="boom", steps={}, intervals=[])]
-    agg.aggregate(records, tmp_path / "jobs.csv", tmp_path / "intervals.csv")
+    agg.aggregate(typed(records), tmp_path / "jobs.csv", tmp_path / "intervals.csv")
     html = report.render(agg.read_csv(tmp_path / "jobs.csv"), [], tmp_path / "r").read_text()
     assert "data:image/png" not in html
     assert "0 ok, 1 failed, 0 missing" in html
@@ -97,8 +103,14 @@ def test_figures_keep_sites_and_endpoints_apart() -> None:
     from afkit.campaign import figures
 
     rows = [
-        agg.job_row(rec(0, bench="ana", type="analysis", id="a", site="condor", url="root://se-a:1094//f")),
-        agg.job_row(rec(1, bench="ana", type="analysis", id="b", site="slurm", url="root://se-b:1094//f")),
+        agg.job_row(
+            JobRecord(
+                **rec(0, bench="ana", type="analysis", id="a", site="condor", url="root://se-a:1094//f")
+            )
+        ),
+        agg.job_row(
+            JobRecord(**rec(1, bench="ana", type="analysis", id="b", site="slurm", url="root://se-b:1094//f"))
+        ),
     ]
     lines = figures.client_lines(rows, "analysis")
     assert set(lines) == {
@@ -112,8 +124,8 @@ def test_read_time_series_keep_sites_apart() -> None:
     from afkit.campaign import figures
 
     recs = [rec(0, site="condor", url="/mnt/f"), rec(1, site="slurm", url="root://se:1094//f")]
-    rows = [agg.job_row(r) for r in recs]
-    intervals = [i for r in recs for i in agg.interval_rows(r)]
+    rows = [agg.job_row(JobRecord(**r)) for r in recs]
+    intervals = [i for r in recs for i in agg.interval_rows(JobRecord(**r))]
     series = figures.rate_series(rows, intervals)
     assert {k[0] for k in series} == {"condor <- local", "slurm <- se:1094"}
     assert all(v == 0.8 for pts in series.values() for v in pts.values())  # 1e8 B/s each = 0.8 Gbit/s
@@ -131,7 +143,7 @@ def test_the_demo_campaign_report_has_a_bottleneck_per_job(tmp_path: Path) -> No
             bottleneck=verdicts[i % 4], bottleneck_reason=f"reason {i}")
         for i, j in enumerate(jobs)
     ]  # fmt: skip
-    agg.aggregate(records, tmp_path / "jobs.csv", tmp_path / "intervals.csv")
+    agg.aggregate(typed(records), tmp_path / "jobs.csv", tmp_path / "intervals.csv")
     rows = agg.read_csv(tmp_path / "jobs.csv")
     assert sorted(r["bottleneck"] for r in rows) == sorted(verdicts[i % 4] for i in range(len(jobs)))
     html = report.render(rows, agg.read_csv(tmp_path / "intervals.csv"), tmp_path / "r").read_text()
@@ -141,7 +153,7 @@ def test_the_demo_campaign_report_has_a_bottleneck_per_job(tmp_path: Path) -> No
 
 
 def test_a_jobs_table_without_the_bottleneck_column_reports_unknown(tmp_path: Path) -> None:
-    agg.aggregate([rec(0)], tmp_path / "jobs.csv", tmp_path / "intervals.csv")
+    agg.aggregate(typed([rec(0)]), tmp_path / "jobs.csv", tmp_path / "intervals.csv")
     rows = agg.read_csv(tmp_path / "jobs.csv")
     rows = [{k: v for k, v in r.items() if not k.startswith("bottleneck")} for r in rows]
     html = report.render(rows, [], tmp_path / "r").read_text()
@@ -156,7 +168,7 @@ def test_report_shows_the_start_skew_of_each_wave_against_the_goal(tmp_path: Pat
         rec(20 + i, bench="t", type="train", id=f"u{i}", wave="w2.r1", wave_size=2, start=s, end=s + 10)
         for i, s in enumerate((200.0, 203.5))
     ]
-    agg.aggregate(records, tmp_path / "jobs.csv", tmp_path / "intervals.csv")
+    agg.aggregate(typed(records), tmp_path / "jobs.csv", tmp_path / "intervals.csv")
     rows, intervals = agg.read_csv(tmp_path / "jobs.csv"), agg.read_csv(tmp_path / "intervals.csv")
     html = report.render(rows, intervals, tmp_path / "report").read_text()
     assert "Wave start skew" in html and "Goal: at most 2 s" in html
@@ -170,7 +182,7 @@ def test_the_cells_table_says_how_many_repetitions_each_cell_had(tmp_path: Path)
         *[rec(10 + i, clients=2, repetition=i) for i in range(2)],
         rec(12, clients=2, repetition=2, status="failed", error="boom", steps={}, intervals=[]),
     ]
-    agg.aggregate(records, tmp_path / "jobs.csv", tmp_path / "intervals.csv")
+    agg.aggregate(typed(records), tmp_path / "jobs.csv", tmp_path / "intervals.csv")
     html = report.render(agg.read_csv(tmp_path / "jobs.csv"), [], tmp_path / "r").read_text()
     assert "<th>repetitions</th>" in html
     assert re.search(r"<td>1</td><td>1</td><td>3</td>\s*<td class=\"ok\">ok</td>", html)

@@ -58,8 +58,12 @@ if SITE_FILTER is not None and SITE_FILTER not in CFG["sites"]:
 # planning, here, once (an unchanged spec is not rewritten: its job does not rerun)
 if workflow.is_main_process:
     afkit_plan.write_specs(CAMPAIGN, JOBS, RESULTS)
-# the rules' command: this snakemake's python runs afkit (the same installation)
-AFKIT = f"{shlex.quote(sys.executable)} -m afkit"
+# the rules' command: this snakemake's python runs afkit (the same installation), named by a
+# variable set in the shell's prefix: the rule's code (a rerun trigger) stays the same whichever
+# path of the interpreter started snakemake
+shell.prefix(f"set -euo pipefail; export AFKIT_PYTHON={shlex.quote(sys.executable)}; ")
+AFKIT = '"$AFKIT_PYTHON" -m afkit'
+
 JOB_BY_ID = afkit_plan.by_id(JOBS)
 PREVIOUS = afkit_plan.previous_waves(JOBS)
 WAVES = afkit_plan.wave_members(JOBS)

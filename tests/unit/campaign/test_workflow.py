@@ -220,6 +220,21 @@ def test_any_job_reruns_by_hand_from_its_spec(tmp_path: Path, raw: dict[str, Any
     assert (tmp_path / "record.log").is_file()  # the log beside the record
 
 
+def test_a_finished_campaign_started_by_another_path_of_the_same_python_has_nothing_to_do(
+    tmp_path: Path, raw: dict[str, Any], write: Any
+) -> None:
+    """The job rules' command names afkit's python by a variable: a `snakemake` on PATH and a
+    `python -m snakemake` of the same venv see the same rule code (no rerun of every job)."""
+    args = ["-s", str(SNAKEFILE), "--configfile", str(write(two_jobs(raw, tmp_path))), "--profile", LOCAL]
+    first, second = (Path(sys.executable).parent / name for name in ("python", "python3"))
+    assert first.resolve() == second.resolve()
+    for python in (first, second):
+        proc = subprocess.run([str(python), "-m", "snakemake", *args], cwd=tmp_path, env=fake_env(),
+                              capture_output=True, text=True, check=False, timeout=600)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_an_interrupt_cuts_the_local_job_off_without_a_record_and_exits_130(
     sig: signal.Signals, tmp_path: Path, raw: dict[str, Any], write: Any

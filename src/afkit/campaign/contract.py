@@ -22,7 +22,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Union, cast
 
 from afkit.errors import InvalidError
 
@@ -562,7 +562,7 @@ def check(rec: object, *, part: str = "record", job: str = "", where: str = "") 
 # ------------------------------------------------------------------------------ jobs.csv, typed
 
 
-Cell = str | int | float
+Cell = Union[str, int, float]  # noqa: UP007 (evaluated at run time: Python 3.9 in the image)
 
 
 def parse_cell(column: str, text: str) -> Cell:

@@ -19,13 +19,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import NotRequired, Protocol, TypedDict
+from typing import TYPE_CHECKING, NotRequired, Protocol, TypedDict
 
 from afkit.atomic import atomic_path, write_atomic
-from afkit.campaign.config import ImageBuild, ImageConfig
 from afkit.errors import AfkitError, ExitCode, InvalidError, NotFoundError, PrereqError
 from afkit.image import apptainer
 from afkit.image.workdir import MARKER
+
+if TYPE_CHECKING:  # the job core (a batch worker's python3, standard library only) imports this module
+    from afkit.campaign.config import ImageBuild, ImageConfig
 
 
 def sha256_of(path: Path) -> str:

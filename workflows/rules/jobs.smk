@@ -28,6 +28,8 @@ rule job:
     wildcard_constraints:
         # not a job of a wave at a local site: rule wave_local_N runs those
         job=not_a_local_wave_job(),
+    conda:
+        "../envs/afkit-job.yaml"
     threads: job_resource("cores")
     resources:
         mem_mb=job_resource("mem_mb"),
@@ -53,6 +55,8 @@ for _size in LOCAL_WAVE_SIZES:
             [f"{RESULTS}/job/{{bench}}/{{wave}}.i{i}.log" for i in range(_size)],
         wildcard_constraints:
             wave=local_wave_pattern(_size),
+        conda:
+            "../envs/afkit-job.yaml"
         threads: lambda wc: len(wave_jobs(wc)) * job_site(wave_first(wc))["resources"]["cores"]
         resources:
             mem_mb=lambda wc: len(wave_jobs(wc))

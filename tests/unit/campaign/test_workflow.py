@@ -32,25 +32,10 @@ def snakemake(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subpr
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env, check=False, timeout=600)
 
 
-SOFTWARE_LINT = "Specify a conda environment or container for each rule."
-
-
-def test_lint_is_clean_but_for_the_software_of_the_job_rules(tmp_path: Path) -> None:
-    """The job rules run afkit's own command (the software of the snakemake running them; the
-    payload runs in the campaign's image): snakemake's linter asks them for a conda environment or
-    container, and nothing else is linted."""
-    import re
-
+def test_lint_is_clean(tmp_path: Path) -> None:
     proc = snakemake("--lint", "--configfile", str(REPO / "workflows/config/demo.yaml"), cwd=tmp_path)
-    text = proc.stdout + proc.stderr
-    blocks = re.findall(r"Lints for rule (\S+) \(line \d+, [^)]*\):\n(.*?)(?=\n\s*\n|\Z)", text, re.S)
-    assert blocks, text
-    for rule, body in blocks:
-        assert rule == "job" or re.fullmatch(r"wave_local_\d+", rule), (rule, body)
-        assert [ln.strip() for ln in body.splitlines() if ln.strip().startswith("*")] == [
-            f"* {SOFTWARE_LINT}:"
-        ]
-    assert "Lints for snakefile" not in text
+    assert proc.returncode == 0, proc.stderr
+    assert "Congratulations, your workflow is in a good condition!" in proc.stdout + proc.stderr
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[p.stem for p in EXAMPLES])

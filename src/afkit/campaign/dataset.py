@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from afkit.atomic import atomic_path, write_atomic
+from afkit.campaign.config import DatasetConfig, StorageConfig
 from afkit.errors import InvalidError, NotFoundError
 
 CHUNK = 1 << 20
@@ -28,9 +29,15 @@ def _generate(path: Path, size: int) -> None:
             left -= n
 
 
-def prepare(
-    name: str, spec: dict[str, Any], storage: dict[str, Any], *, output: str, log: str
-) -> dict[str, Any]:
+class Manifest(TypedDict):
+    """``RESULTS/dataset/NAME.json``: the dataset's files on its storage."""
+
+    dataset: str
+    files: list[str]
+    storage: str
+
+
+def prepare(name: str, spec: DatasetConfig, storage: StorageConfig, *, output: str, log: str) -> Manifest:
     root = Path(storage["path"]) if storage.get("path") else None
     if "generate" in spec:
         gen = spec["generate"]
@@ -49,7 +56,7 @@ def prepare(
             missing = [f for f in files if not (root / f).is_file()]
             if missing:
                 raise NotFoundError(f"datasets.{name}: missing under {root}: {', '.join(missing)}")
-    manifest = {"dataset": name, "files": files, "storage": spec["storage"]}
+    manifest = Manifest(dataset=name, files=files, storage=spec["storage"])
     write_atomic(output, json.dumps(manifest, indent=1), mode=0o644)
     Path(log).write_text(f"{len(files)} files\n", encoding="utf-8")
     return manifest

@@ -2,7 +2,9 @@
 
 Writes a campaign with N jobs (a read sweep over repetitions) and a minimal Snakefile with N jobs of
 one rule (expand over N ids), times ``snakemake -n`` on each (best of R) and prints JSON lines and
-the ratio afkit / bare. Goal: afkit plans 10,000 jobs in < 30 s.
+the ratio afkit / bare. Goal: afkit plans 10,000 jobs in < 30 s and at most 1.2x bare Snakemake.
+The first afkit run writes the jobs' specs (afkit.campaign.plan.write_specs); the others find them
+(the digest of the plan): both are printed, the best run is the ratio's.
 """
 
 from __future__ import annotations
@@ -73,11 +75,15 @@ def main() -> int:
         sm = [sys.executable, "-m", "snakemake", "-n", "-q", "rules", "--cores", "1"]
         afkit_cmd = [*sm, "-s", str(REPO / "workflows" / "Snakefile"), "--configfile", "c.yaml"]
         bare_cmd = [*sm, "-s", "Snakefile", "--config", f"njobs={args.jobs}"]
-        afkit_t = min(timed(afkit_cmd, work) for _ in range(args.repeat))
-        bare_t = min(timed(bare_cmd, work) for _ in range(args.repeat))
+        # interleaved (afkit, bare, afkit, bare, ...): the load of a shared machine hits both alike
+        runs = [(timed(afkit_cmd, work), timed(bare_cmd, work)) for _ in range(args.repeat)]
+        afkit_t, bare_t = min(a for a, _ in runs), min(b for _, b in runs)
+        first_t = runs[0][0]
+    ratio = afkit_t / bare_t
     print(json.dumps({"bench": "campaign-planning", "jobs": args.jobs, "afkit_s": round(afkit_t, 2),
-                      "bare_snakemake_s": round(bare_t, 2), "ratio": round(afkit_t / bare_t, 2),
-                      "goal_s": 30, "goal_met": afkit_t < 30}))  # fmt: skip
+                      "afkit_first_run_s": round(first_t, 2), "bare_snakemake_s": round(bare_t, 2),
+                      "ratio": round(ratio, 2), "goal_s": 30, "goal_ratio": 1.2,
+                      "goal_met": afkit_t < 30 and ratio <= 1.2}))  # fmt: skip
     return 0
 
 

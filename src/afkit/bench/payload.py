@@ -27,8 +27,9 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from afkit.bench.intervals import IntervalRecord, Record, sum_series
 from afkit.bench.multi import client_events, client_path, run_threads
@@ -41,6 +42,7 @@ from afkit.errors import AfkitError
 if TYPE_CHECKING:
     from afkit.bench.analysis import AnalysisConfig
     from afkit.bench.rootread import RootReadConfig
+    from afkit.campaign.contract import PayloadSpec
 
 # ROOT's own I/O figures of the root payload's clients (summed), as the job record names them
 ROOT_COUNTS = {
@@ -48,36 +50,51 @@ ROOT_COUNTS = {
     "read_calls": "root_read_calls",
     "vector_reads": "root_vector_reads",
 }
+Interval = dict[str, float]  # {t, time, bytes} (afkit.campaign.contract.INTERVAL_KEYS)
+
+
+@dataclass
+class Processed:
+    """What the processing step measured (the payload's numbers of the job record)."""
+
+    bytes: int
+    events: int
+    intervals: list[Interval]
+    gaps: list[dict[str, object]] | None = None
+    afkit_bench: str | None = None  # the `afkit bench` command's kind (payload afkit-bench)
+    readspeed: dict[str, object] | None = None  # rootreadspeed's figures (payload rootreadspeed)
+    readspeed_verdict: str | None = None  # its verdict: io-bound, decompression-bound, balanced
+    root_bytes_read: int | None = None  # payload root: ROOT's own counts, summed over the clients
+    root_read_calls: int | None = None
+    root_vector_reads: int | None = None
 
 
 def client_config(
-    spec: dict[str, Any], urls: list[str], width: float
+    spec: PayloadSpec, urls: list[str], width: float
 ) -> ReadConfig | AnalysisConfig | RootReadConfig:
-    """What one builtin (or root) client does with URLS (SPEC: the job's spec, afkit.campaign.job)."""
-    if spec.get("payload") == "root":
+    """What one builtin (or root) client does with URLS (SPEC: the job's payload spec, afkit.campaign.job)."""
+    job = spec.job
+    if job.payload == "root":
         from afkit.bench.rootread import RootReadConfig
 
-        opts = spec.get("root") or {}
-        return RootReadConfig(files=urls, branches=list(spec.get("branches") or []), tree=spec["tree"],
-                              reader=opts.get("reader", "ttree"), work=opts.get("work", "read"),
-                              cache_mb=opts.get("cache_mb"), interval=width)  # fmt: skip
-    if spec["type"] == "analysis":
+        opts = spec.root
+        return RootReadConfig(files=urls, branches=list(job.branches), tree=spec.tree, reader=opts.reader,
+                              work=opts.work, cache_mb=opts.cache_mb, interval=width)  # fmt: skip
+    if job.type == "analysis":
         from afkit.bench.analysis import AnalysisConfig
 
-        return AnalysisConfig(files=urls, branches=[], tree=spec["tree"], library="np", interval=width)
-    plan = BlockPlan(
-        block=parse_size(spec["block_size"], what="block size"), stride=parse_stride(spec["stride"])
-    )
-    loop = spec["type"] == "read"
-    duration = float(spec["duration"]) if loop else None
+        return AnalysisConfig(files=urls, branches=[], tree=spec.tree, library="np", interval=width)
+    plan = BlockPlan(block=parse_size(job.block_size, what="block size"), stride=parse_stride(job.stride))
+    loop = job.type == "read"
+    duration = float(job.duration) if loop else None
     return ReadConfig(urls=urls, plan=plan, duration=duration, repeat=loop, interval=width)
 
 
 def builtin(
-    spec: dict[str, Any], inputs: list[str], out_dir: Path, width: float
+    spec: PayloadSpec, inputs: list[str], out_dir: Path, width: float
 ) -> tuple[list[IntervalRecord], Record]:
     """(summed interval records, totals) of the builtin payload's client threads."""
-    n = int(spec["clients"])
+    n = spec.job.clients
     configs = [
         client_config(spec, inputs[k % len(inputs) :] + inputs[: k % len(inputs)], width) for k in range(n)
     ]
@@ -87,23 +104,24 @@ def builtin(
         "bytes": sum(int(s["bytes"]) for s in summaries),
         "events": sum(client_events(s) for s in summaries),
     }
-    if spec.get("payload") == "root":  # the clients are ROOT readers: their summaries are rootread's
+    if spec.job.payload == "root":  # the clients are ROOT readers: their summaries are rootread's
         roots = [cast(Record, s)["root"] for s in summaries]
         totals.update({name: sum(int(r[key]) for r in roots) for key, name in ROOT_COUNTS.items()})
     return series, totals
 
 
-def afkit_bench_command(spec: dict[str, Any], inputs: list[str], out_dir: Path) -> tuple[list[str], Path]:
+def afkit_bench_command(spec: PayloadSpec, inputs: list[str], out_dir: Path) -> tuple[list[str], Path]:
     """(command, JSON-lines file with the interval records and the summary) of `afkit bench`."""
     bench = [sys.executable, "-m", "afkit", "bench"]
-    n = int(spec["clients"])
-    if spec["type"] == "analysis":
+    job = spec.job
+    n = job.clients
+    if job.type == "analysis":
         kind = ["analysis"] if n == 1 else ["multi-analysis", "-n", str(n)]
-        opts = [a for b in spec["branches"] for a in ("-b", b)] + ["-t", spec["tree"]]
+        opts = [a for b in job.branches for a in ("-b", b)] + ["-t", spec.tree]
     else:
         kind = ["read"] if n == 1 else ["multi", "-n", str(n)]
-        opts = ["--block", str(spec["block_size"]), "--stride", str(spec["stride"])]
-        opts += ["--duration", str(spec["duration"])] if spec["type"] == "read" else []
+        opts = ["--block", job.block_size, "--stride", job.stride]
+        opts += ["--duration", str(job.duration)] if job.type == "read" else []
     if n == 1:
         return [
             *bench,
@@ -128,17 +146,22 @@ def ended(returncode: int) -> str:
 
 
 class ProcessingFailed(RuntimeError):
-    """The processing step failed; ``partial``: the intervals and gaps recorded before it did."""
+    """The processing step failed; the intervals and gaps recorded before it did (None: unknown)."""
 
-    def __init__(self, message: str, partial: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        message: str,
+        intervals: list[Interval] | None = None,
+        gaps: list[dict[str, object]] | None = None,
+    ) -> None:
         super().__init__(message)
-        self.partial = partial
+        self.intervals, self.gaps = intervals, gaps
 
 
 def gap_records(out_dir: Path) -> list[Record]:
     """The clients' gap records in OUT_DIR's JSON-lines files (each once), oldest first:
     {t (wall clock of the failure), seconds, url, recovered}."""
-    seen: dict[tuple[Any, Any], Record] = {}
+    seen: dict[tuple[object, object], Record] = {}
     for path in sorted(out_dir.glob("*.jsonl")):
         for rec in read_jsonl(path):
             if rec.get("type") == "gap":
@@ -146,7 +169,7 @@ def gap_records(out_dir: Path) -> list[Record]:
     return sorted(seen.values(), key=lambda g: float(g.get("t", 0)))
 
 
-def afkit_bench(spec: dict[str, Any], inputs: list[str], out_dir: Path) -> tuple[list[Record], Record]:
+def afkit_bench(spec: PayloadSpec, inputs: list[str], out_dir: Path) -> tuple[list[Record], Record]:
     """(interval records, summary) of `afkit bench` run as a command by the image's Python."""
     cmd, out = afkit_bench_command(spec, inputs, out_dir)
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -160,7 +183,7 @@ def afkit_bench(spec: dict[str, Any], inputs: list[str], out_dir: Path) -> tuple
 
 def job_intervals(
     records: list[IntervalRecord] | list[Record], width: float, start: float, end: float
-) -> list[Record]:
+) -> list[Interval]:
     """The job record's intervals from interval records of WIDTH seconds (processing START..END)."""
     out = []
     for rec in records:
@@ -170,49 +193,54 @@ def job_intervals(
     return out
 
 
-def partial_result(out_dir: Path, width: float, start: float) -> dict[str, Any]:
-    """What a failed processing step leaves: the interval records its clients wrote (the first
-    client's, or the files' sum for several) and their gaps; empty when they cannot be read
+def failed_at(message: str, out_dir: Path, width: float, start: float) -> ProcessingFailed:
+    """The failure with what the step leaves: the interval records its clients wrote (the first
+    client's, or the files' sum for several) and their gaps; none when they cannot be read
     (a client killed in the middle of a line)."""
     try:
         series = [read_jsonl(p) for p in sorted(out_dir.glob("*.jsonl")) if p.name != "sum.jsonl"]
         gaps = gap_records(out_dir)
     except (OSError, ValueError, AfkitError):  # read_jsonl: InvalidError on a torn line
-        return {}
+        return ProcessingFailed(message)
     records = sum_series(series, width) if len(series) > 1 else (series[0] if series else [])
-    out: dict[str, Any] = {"intervals": job_intervals(records, width, start, time.time())}
-    if gaps:
-        out["gaps"] = gaps
-    return out
+    return ProcessingFailed(message, job_intervals(records, width, start, time.time()), gaps or None)
 
 
-def process(spec: dict[str, Any], inputs: list[str], out_dir: Path) -> dict[str, Any]:
+def process(spec: PayloadSpec, inputs: list[str], out_dir: Path) -> Processed:
     """The processing step: bytes, events and intervals (and ``afkit_bench``, the command's kind)."""
     os.makedirs(out_dir, exist_ok=True)
     start = time.time()
-    out: dict[str, Any] = {}
-    bench = spec.get("payload") == "afkit-bench"
-    width = 1.0 if bench else float(spec["interval"])
+    kind = None
+    figures: dict[str, object] | None = None
+    bench = spec.job.payload == "afkit-bench"
+    width = 1.0 if bench else spec.job.interval
     records: list[IntervalRecord] | list[Record]
     try:
         if bench:
             records, summary = afkit_bench(spec, inputs, out_dir)
-            out["afkit_bench"] = str(summary.get("kind", ""))
-        elif spec.get("payload") == "rootreadspeed":  # the anchor of analysis benchmarks
+            kind = str(summary.get("kind", ""))
+        elif spec.job.payload == "rootreadspeed":  # the anchor of analysis benchmarks
             from afkit.bench import readspeed
 
-            records, summary = readspeed.payload(spec, inputs)
-            out.update(readspeed=summary["readspeed"], readspeed_verdict=summary["readspeed"]["verdict"])
+            records, summary = readspeed.payload(
+                {"tree": spec.tree, "branches": list(spec.job.branches)}, inputs
+            )
+            figures = summary["readspeed"]
         else:
             records, summary = builtin(spec, inputs, out_dir, width)
     except Exception as err:
-        raise ProcessingFailed(str(err), partial_result(out_dir, width, start)) from err
-    gaps = gap_records(out_dir)
-    if gaps:
-        out["gaps"] = gaps
+        raise failed_at(str(err), out_dir, width, start) from err
     intervals = job_intervals(records, width, start, time.time())
-    out.update({name: int(summary[name]) for name in ROOT_COUNTS.values() if name in summary})
-    out["bytes"] = int(summary.get("bytes", sum(i["bytes"] for i in intervals)))
-    out["events"] = int(summary.get("events", 0))
-    out["intervals"] = intervals
-    return out
+    counts = {name: int(summary[name]) for name in ROOT_COUNTS.values() if name in summary}
+    return Processed(
+        bytes=int(summary.get("bytes", sum(i["bytes"] for i in intervals))),
+        events=int(summary.get("events", 0)),
+        intervals=intervals,
+        gaps=gap_records(out_dir) or None,
+        afkit_bench=kind,
+        readspeed=figures,
+        readspeed_verdict=None if figures is None else str(figures["verdict"]),
+        root_bytes_read=counts.get("root_bytes_read"),
+        root_read_calls=counts.get("root_read_calls"),
+        root_vector_reads=counts.get("root_vector_reads"),
+    )

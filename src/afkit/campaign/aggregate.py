@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import csv
 import io
-import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from afkit.atomic import write_atomic
 from afkit.campaign import record as jobrecord
+from afkit.campaign.contract import Cell, Job, JobRecord, row_from_csv
 from afkit.errors import InvalidError
+
+Row = dict[str, Cell]  # one row of jobs.csv or intervals.csv, each cell its field's type
 
 JOB_COLUMNS = jobrecord.COLUMNS  # derived from the job-record contract (afkit.campaign.record)
 INTERVAL_COLUMNS = jobrecord.INTERVAL_COLUMNS
@@ -27,25 +29,15 @@ STEPS = jobrecord.STEPS
 SKEW_GOAL_S = 2.0
 
 
-def load_records(paths: Iterable[Path]) -> list[dict[str, Any]]:
+def load_records(paths: Iterable[Path]) -> list[JobRecord]:
     """The job records at PATHS, each checked against the job-record contract (an error names the
     job and the file)."""
-    out = []
-    for p in paths:
-        try:
-            rec = json.loads(Path(p).read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as err:
-            raise InvalidError(
-                f"unreadable job record {p}: {err}", hint="delete it and rerun that job"
-            ) from err
-        jobrecord.check(rec, job=Path(p).stem, where=str(p))
-        out.append(rec)
-    return out
+    return [JobRecord.read(Path(p)) for p in paths]
 
 
-def check_not_mixed(records: list[dict[str, Any]]) -> None:
+def check_not_mixed(records: Sequence[JobRecord]) -> None:
     for key, what in (("campaign_hash", "campaign versions"), ("image_sha256", "images")):
-        values = sorted({str(r.get(key, "")) for r in records if r.get("status") != "missing"})
+        values = sorted({str(getattr(r, key) or "") for r in records})
         if len(values) > 1:
             raise InvalidError(
                 f"job records from different {what} ({key}: {', '.join(values)}) would be mixed",
@@ -53,42 +45,46 @@ def check_not_mixed(records: list[dict[str, Any]]) -> None:
             )
 
 
-def job_row(rec: dict[str, Any]) -> dict[str, Any]:
-    row: dict[str, Any] = {c: rec.get(c, "") for c in JOB_COLUMNS}
-    steps = rec.get("steps") or {}
+def _cell(value: object) -> Cell:
+    return value if isinstance(value, str | int | float) else "" if value is None else str(value)
+
+
+def job_row(rec: JobRecord) -> Row:
+    """REC's row of jobs.csv: its column fields and the derived ones."""
+    row: Row = {c: _cell(getattr(rec, c)) for c in JOB_COLUMNS}
+    steps = rec.steps or {}
     for s in STEPS:
         row[f"{s}_s"] = round(float(steps[s]), 4) if s in steps else ""
-    if rec.get("start") and rec.get("end"):
-        row["wall_s"] = round(float(rec["end"]) - float(rec["start"]), 4)
+    if rec.start and rec.end:
+        row["wall_s"] = round(rec.end - rec.start, 4)
     proc = steps.get("processing")
-    if rec.get("status") == "ok" and proc:
-        row["throughput_MBps"] = round(float(rec.get("bytes", 0)) / float(proc) / 1e6, 4)
-        row["events_per_s"] = round(float(rec.get("events", 0)) / float(proc), 3)
-    row["error"] = str(rec.get("error", "")).replace("\n", " ")
+    if rec.status == "ok" and proc:
+        row["throughput_MBps"] = round(float(rec.bytes or 0) / proc / 1e6, 4)
+        row["events_per_s"] = round(float(rec.events or 0) / proc, 3)
+    row["error"] = str(rec.error or "").replace("\n", " ")
     return row
 
 
-def interval_rows(rec: dict[str, Any]) -> list[dict[str, Any]]:
-    base = {c: rec.get(c, "") for c in INTERVAL_COLUMNS if c not in jobrecord.INTERVAL_KEYS}
+def interval_rows(rec: JobRecord) -> list[Row]:
+    base = {c: _cell(getattr(rec, c)) for c in INTERVAL_COLUMNS if c not in jobrecord.INTERVAL_KEYS}
     return [
-        {**base, "time": s.get("time", ""), "t": s["t"], "bytes": s["bytes"]}
-        for s in rec.get("intervals", [])
+        {**base, "time": s.get("time", ""), "t": s["t"], "bytes": s["bytes"]} for s in rec.intervals or []
     ]
 
 
-def missing_records(expected: list[dict[str, Any]], records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Expected jobs (plan dicts) that have no record: rows with status 'missing'."""
-    have = {(r.get("bench"), r.get("id")) for r in records}
+def missing_records(expected: Sequence[Job], records: Sequence[JobRecord]) -> list[JobRecord]:
+    """Expected jobs that have no record: rows with status 'missing'."""
+    have = {(r.bench, r.id) for r in records}
     out = []
     for job in expected:
-        if (job["bench"], job["id"]) not in have:
-            rec = {k: v for k, v in job.items() if k != "urls"}
-            rec.update(status="missing", error="no job record (job not run, killed, or still running)")
+        if (job.bench, job.id) not in have:
+            rec = JobRecord.planned(job)
+            rec.status, rec.error = "missing", "no job record (job not run, killed, or still running)"
             out.append(rec)
     return out
 
 
-def write_csv(path: Path, columns: list[str], rows: Iterable[dict[str, Any]]) -> None:
+def write_csv(path: Path, columns: list[str], rows: Iterable[Mapping[str, object]]) -> None:
     """A CSV table (header COLUMNS; keys of a row beyond them are left out), written atomically."""
     text = io.StringIO()
     w = csv.DictWriter(text, fieldnames=columns, extrasaction="ignore")
@@ -98,17 +94,17 @@ def write_csv(path: Path, columns: list[str], rows: Iterable[dict[str, Any]]) ->
 
 
 def aggregate(
-    records: list[dict[str, Any]],
+    records: Sequence[JobRecord],
     jobs_csv: Path,
     intervals_csv: Path,
     *,
-    expected: list[dict[str, Any]] | None = None,
+    expected: Sequence[Job] | None = None,
     allow_mixed: bool = False,
-) -> list[dict[str, Any]]:
+) -> list[Row]:
     """Write the two tables; return the job rows (with 'missing' rows for expected jobs lacking a record)."""
     if not allow_mixed:
         check_not_mixed(records)
-    all_records = records + (missing_records(expected, records) if expected else [])
+    all_records = [*records, *(missing_records(expected, records) if expected else [])]
     rows = [job_row(r) for r in all_records]
     rows.sort(key=lambda r: (str(r["bench"]), str(r["id"])))
     write_csv(jobs_csv, JOB_COLUMNS, rows)
@@ -116,14 +112,25 @@ def aggregate(
     return rows
 
 
-def wave_skews(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+class WaveSkew(TypedDict):
+    bench: str
+    wave: str
+    site: str
+    dataset: str
+    wave_size: int
+    started: int
+    skew_s: float
+    within_goal: bool
+
+
+def wave_skews(rows: Iterable[Mapping[str, Cell]]) -> list[WaveSkew]:
     """Start skew of each wave of two or more jobs: max(start) - min(start) over its jobs that
     started (failed ones too: they were launched), with ``within_goal`` (<= SKEW_GOAL_S).
 
     ``start`` is when the job wrapper launched the payload on the worker (afkit.campaign.job), so
     the skew covers the batch system's and the executor's release of the wave, not the payload's
     own set-up."""
-    waves: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    waves: dict[tuple[str, str], list[Mapping[str, Cell]]] = {}
     for r in rows:
         if r.get("wave") and int(r.get("wave_size") or 1) > 1 and r.get("start") not in ("", None):
             waves.setdefault((str(r["bench"]), str(r["wave"])), []).append(r)
@@ -132,16 +139,16 @@ def wave_skews(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         starts = [float(r["start"]) for r in rs]
         skew = round(max(starts) - min(starts), 3)
         out.append(
-            {
-                "bench": bench,
-                "wave": wave,
-                "site": rs[0]["site"],
-                "dataset": rs[0]["dataset"],
-                "wave_size": int(rs[0]["wave_size"]),
-                "started": len(rs),
-                "skew_s": skew,
-                "within_goal": skew <= SKEW_GOAL_S,
-            }
+            WaveSkew(
+                bench=bench,
+                wave=wave,
+                site=str(rs[0]["site"]),
+                dataset=str(rs[0]["dataset"]),
+                wave_size=int(rs[0]["wave_size"]),
+                started=len(rs),
+                skew_s=skew,
+                within_goal=skew <= SKEW_GOAL_S,
+            )
         )
     return out
 
@@ -149,3 +156,8 @@ def wave_skews(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 def read_csv(path: Path) -> list[dict[str, str]]:
     with path.open(newline="", encoding="utf-8") as fh:
         return list(csv.DictReader(fh))
+
+
+def read_rows(path: Path) -> list[Row]:
+    """jobs.csv's rows, each cell its field's type (afkit.campaign.contract.row_from_csv)."""
+    return [row_from_csv(r) for r in read_csv(path)]

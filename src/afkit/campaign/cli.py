@@ -1,4 +1,4 @@
-"""``afkit campaign``: validate, show input locations, run, retry, aggregate, report, extrapolate."""
+"""``afkit campaign``: validate, show input locations, run, job, retry, aggregate, report, extrapolate."""
 
 from __future__ import annotations
 
@@ -42,6 +42,16 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     for j in plan.expand(c):
         print(f"{j.bench}/{j.id}")
     return ExitCode.OK
+
+
+def cmd_job(args: argparse.Namespace) -> int:
+    from afkit.campaign import jobcore
+
+    try:
+        return jobcore.run_specs(args.specs, args.output, args.log)
+    except KeyboardInterrupt:
+        print("afkit: interrupted: the job's payload was stopped, no record written", file=sys.stderr)
+        return ExitCode.INTERRUPTED
 
 
 def _snakemake_extra(args: argparse.Namespace) -> list[str]:
@@ -142,13 +152,12 @@ def cmd_retry(args: argparse.Namespace) -> int:
     return _after_run(c, code, always_report=True)
 
 
-def _tables(c: config.Campaign, allow_mixed: bool) -> tuple[Path, Path, list[dict[str, Any]]]:
+def _tables(c: config.Campaign, allow_mixed: bool) -> tuple[Path, Path, list[agg.Row]]:
     jobs_dir = c.results_dir / "job"
     records = agg.load_records(sorted(jobs_dir.glob("*/*.json"))) if jobs_dir.is_dir() else []
-    expected = [j.as_dict() for j in plan.expand(c)]
     out = c.results_dir / "aggregate"
     rows = agg.aggregate(
-        records, out / "jobs.csv", out / "intervals.csv", expected=expected, allow_mixed=allow_mixed
+        records, out / "jobs.csv", out / "intervals.csv", expected=plan.expand(c), allow_mixed=allow_mixed
     )
     return out / "jobs.csv", out / "intervals.csv", rows
 
@@ -281,6 +290,12 @@ def register(sub: Any) -> None:
     _campaign_arg(p)
     _snakemake_args(p)
     p.set_defaults(func=cmd_run)
+    from afkit.campaign import jobcore
+
+    p = cs.add_parser("job", help="run jobs from their specs, write their records (what rule job runs)",
+                      description=jobcore.DESCRIPTION)  # fmt: skip
+    jobcore.add_arguments(p)
+    p.set_defaults(func=cmd_job)
     p = cs.add_parser("retry", help="rerun exactly the failed and/or missing jobs, then the report")
     _campaign_arg(p)
     p.add_argument("--failed", action="store_true", help="the jobs whose record says failed")

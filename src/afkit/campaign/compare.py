@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -183,19 +182,20 @@ def format_table(result: list[CellComparison]) -> str:
     return "\n".join(lines)
 
 
-def write(result: list[CellComparison], out_dir: Path, meta: dict[str, Any]) -> Path:
+def write(result: list[CellComparison], out_dir: Path, meta: dict[str, object]) -> Path:
     """OUT_DIR/compare.csv, compare.json (read by the report) and compare.png; atomically."""
     from afkit.campaign.figures import comparison as figure
 
     out_dir.mkdir(parents=True, exist_ok=True)
     fields = list(asdict(result[0])) if result else ["verdict"]
     write_csv(out_dir / "compare.csv", fields, (asdict(c) for c in result))
-    figure(result, out_dir / "compare.png", meta.get("tolerance"))
+    tolerance = meta.get("tolerance")
+    figure(result, out_dir / "compare.png", float(tolerance) if isinstance(tolerance, int | float) else None)
     cells = {**meta, "cells": [asdict(c) for c in result]}
     return write_atomic(out_dir / "compare.json", json.dumps(cells, indent=1), mode=0o644)
 
 
-def load_section(report_dir: Path) -> dict[str, Any] | None:
+def load_section(report_dir: Path) -> dict[str, object] | None:
     """The comparison the report shows (compare.json + compare.png beside report.html), if any."""
     path = report_dir / "compare.json"
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None

@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict, cast
 
 import jsonschema
 import yaml
@@ -21,7 +21,120 @@ from afkit.errors import AfkitError, InvalidError, NotFoundError
 from afkit.paths import beside, workflow_files
 
 
-def load_schema() -> dict[str, Any]:
+# The validated campaign (schema defaults filled in: keys with a default are always there), as the
+# schema (workflows/schemas/campaign.schema.yaml) describes it.
+class Resources(TypedDict):
+    cores: int
+    mem_mb: int
+    runtime: int
+
+
+class SiteConfig(TypedDict):
+    executor: str
+    storage: str
+    scratch: str
+    nodes: int
+    resources: Resources
+    apptainer_args: list[str]
+    env: dict[str, str]
+    held_grace: int
+    shared_fs: bool
+    link_rate: NotRequired[str]
+    netns: NotRequired[str]
+    requirements: NotRequired[str]
+    partition: NotRequired[str]
+
+
+class StorageConfig(TypedDict):
+    url: str
+    export: str
+    caches: dict[str, str]
+    path: NotRequired[str]
+
+
+class Generate(TypedDict):
+    count: int
+    size_mb: float
+    prefix: str
+    kind: NotRequired[str]  # random (default), ao2d, esd
+    compression: NotRequired[str | int]  # ao2d/esd: ROOT's setting
+
+
+class DatasetConfig(TypedDict):
+    storage: str
+    tree: str
+    branches: list[str]
+    files: NotRequired[list[str]]
+    generate: NotRequired[Generate]
+
+
+class LocationsConfig(TypedDict):
+    default: str | None
+    pairs: dict[str, str]
+
+
+class Sweep(TypedDict):
+    clients: list[int]
+    jobs: list[int]
+    nodes: list[int]
+    block_size: list[str]
+    stride: list[str]
+    scenario: list[str]
+    access: list[str]
+    repetitions: int
+
+
+class RootSettings(TypedDict):
+    """A benchmark's ``root`` key: how payload root's ROOT reads (afkit.bench.rootread)."""
+
+    reader: str
+    work: str
+    cache_mb: NotRequired[float]
+
+
+class BenchmarkConfig(TypedDict):
+    name: str
+    type: str
+    sites: list[str]
+    datasets: list[str]
+    payload: str
+    duration: float
+    interval: float
+    sweep: Sweep
+    root: NotRequired[RootSettings]
+
+
+class ImageBuild(TypedDict):
+    profile: str
+    tag: str
+    base: NotRequired[str]
+    compression: NotRequired[str]  # the SIF's squashfs compression
+
+
+class ImageConfig(TypedDict):
+    python: str
+    sif: NotRequired[str]
+    fingerprint: NotRequired[str]
+    key: NotRequired[str]
+    build: NotRequired[ImageBuild]
+
+
+class CampaignConfig(TypedDict):
+    name: str
+    version: int | str
+    results: str
+    image: ImageConfig
+    sites: dict[str, SiteConfig]
+    storage: dict[str, StorageConfig]
+    datasets: dict[str, DatasetConfig]
+    locations: LocationsConfig
+    benchmarks: list[BenchmarkConfig]
+
+
+Schema = Mapping[str, Any]  # a JSON Schema document (read, never written)
+
+
+def load_schema() -> Schema:
     """The campaign schema with the registered executors (afkit.campaign.executors.REGISTRY):
     ``sites.*.executor`` allows their names, in the registry's order, and each one's own site keys
     are site keys."""
@@ -36,7 +149,7 @@ def load_schema() -> dict[str, Any]:
     return schema
 
 
-def fill_defaults(data: Any, schema: dict[str, Any]) -> Any:
+def fill_defaults(data: Any, schema: Schema) -> Any:
     """Fill in the schema's ``default`` values, recursively (objects, maps and arrays)."""
     if isinstance(data, dict) and schema.get("type", "object") in ("object", ["object"]):
         for key, sub in schema.get("properties", {}).items():
@@ -96,14 +209,15 @@ def _best_errors(errors: list[jsonschema.ValidationError]) -> list[jsonschema.Va
     return out
 
 
-def _check_sizes(where: str, sweep: dict[str, Any]) -> list[str]:
+def _check_sizes(where: str, sweep: Sweep) -> list[str]:
     """Block sizes and strides in the one size grammar the job reads them with (afkit.bench.units)."""
     from afkit.bench.offsets import parse_stride
     from afkit.bench.units import parse_size
 
     problems = []
-    for key, parse in (("block_size", parse_size), ("stride", parse_stride)):
-        for j, text in enumerate(sweep.get(key, [])):
+    for key, texts, parse in (("block_size", sweep["block_size"], parse_size),
+                              ("stride", sweep["stride"], parse_stride)):  # fmt: skip
+        for j, text in enumerate(texts):
             try:
                 value = parse(text)
             except AfkitError as err:
@@ -114,18 +228,19 @@ def _check_sizes(where: str, sweep: dict[str, Any]) -> list[str]:
     return problems
 
 
-def _check_sites(cfg: dict[str, Any]) -> list[str]:
+def _check_sites(cfg: CampaignConfig) -> list[str]:
     """Site keys that fit the site's executor (each executor names the keys only it acts on,
     afkit.campaign.executors); a site without the submit host's files needs an image its jobs can
     pull (docs/federation.md, "Per-site batch workers")."""
     problems = []
     for name, site in cfg["sites"].items():
         executor = site["executor"]
+        keys: Mapping[str, object] = site  # the executors' own keys, named by the registry
         for owner in executors.REGISTRY.values():
             if owner.name == executor:
                 continue
             for key, rule in owner.site_keys.items():
-                if key in site and rule.used(site[key]):
+                if key in keys and rule.used(keys[key]):
                     problems.append(rule.refusal.format(site=name, executor=executor, owner=owner.name))
         if not site["shared_fs"] and not str(cfg["image"].get("sif", "")).startswith("oras://"):
             problems.append(
@@ -135,7 +250,7 @@ def _check_sites(cfg: dict[str, Any]) -> list[str]:
     return problems
 
 
-def _check_references(cfg: dict[str, Any]) -> list[str]:
+def _check_references(cfg: CampaignConfig) -> list[str]:
     """Cross-references the schema cannot express: names that must exist."""
     problems: list[str] = _check_sites(cfg)
     allowed = ", ".join(sorted(cfg["storage"]))
@@ -154,23 +269,23 @@ def _check_references(cfg: dict[str, Any]) -> list[str]:
         if bench["name"] in seen:
             problems.append(f"benchmarks[{i}].name: duplicate benchmark name {bench['name']!r}")
         seen.add(bench["name"])
-        for j, site in enumerate(bench["sites"]):
-            if site not in cfg["sites"]:
+        for j, site_name in enumerate(bench["sites"]):
+            if site_name not in cfg["sites"]:
                 allowed = ", ".join(sorted(cfg["sites"]))
                 problems.append(
-                    f"benchmarks[{i}].sites[{j}]: unknown site {site!r}; allowed values: {allowed}"
+                    f"benchmarks[{i}].sites[{j}]: unknown site {site_name!r}; allowed values: {allowed}"
                 )
-        for j, ds in enumerate(bench["datasets"]):
-            if ds not in cfg["datasets"]:
+        for j, ds_name in enumerate(bench["datasets"]):
+            if ds_name not in cfg["datasets"]:
                 allowed = ", ".join(sorted(cfg["datasets"]))
                 problems.append(
-                    f"benchmarks[{i}].datasets[{j}]: unknown dataset {ds!r}; allowed values: {allowed}"
+                    f"benchmarks[{i}].datasets[{j}]: unknown dataset {ds_name!r}; allowed values: {allowed}"
                 )
         for scen in bench["sweep"]["scenario"]:
             if scen == "origin":
                 continue
-            for ds in bench["datasets"]:
-                store = cfg["datasets"].get(ds, {}).get("storage")
+            for ds_name in bench["datasets"]:
+                store = cfg["datasets"][ds_name]["storage"] if ds_name in cfg["datasets"] else None
                 if store in cfg["storage"] and scen not in cfg["storage"][store]["caches"]:
                     problems.append(
                         f"benchmarks[{i}].sweep.scenario: {scen!r} needs storage.{store}.caches.{scen} "
@@ -184,9 +299,11 @@ def _check_references(cfg: dict[str, Any]) -> list[str]:
                     f"benchmarks[{i}].payload: rootreadspeed runs one client of an analysis benchmark: "
                     "use type: analysis and sweep.clients: [1]"
                 )
-            for ds in bench["datasets"]:
-                if ds in cfg["datasets"] and not cfg["datasets"][ds]["branches"]:
-                    problems.append(f"datasets.{ds}.branches: benchmarks[{i}] runs rootreadspeed: list them")
+            for ds_name in bench["datasets"]:
+                if ds_name in cfg["datasets"] and not cfg["datasets"][ds_name]["branches"]:
+                    problems.append(
+                        f"datasets.{ds_name}.branches: benchmarks[{i}] runs rootreadspeed: list them"
+                    )
         if bench["payload"] == "root" and bench["type"] != "analysis":
             problems.append(
                 f"benchmarks[{i}].payload: root runs analysis benchmarks only, not {bench['type']}"
@@ -194,30 +311,31 @@ def _check_references(cfg: dict[str, Any]) -> list[str]:
         if "root" in bench and bench["payload"] != "root":
             problems.append(f"benchmarks[{i}].root: the ROOT reader's settings need payload: root")
         if bench["payload"] == "afkit-bench" and bench["type"] == "analysis":
-            for ds in bench["datasets"]:
-                if ds in cfg["datasets"] and not cfg["datasets"][ds]["branches"]:
+            for ds_name in bench["datasets"]:
+                if ds_name in cfg["datasets"] and not cfg["datasets"][ds_name]["branches"]:
                     problems.append(
-                        f"datasets.{ds}.branches: benchmarks[{i}] runs afkit bench analysis, which reads "
-                        "named branches: list them"
+                        f"datasets.{ds_name}.branches: benchmarks[{i}] runs afkit bench analysis, which "
+                        "reads named branches: list them"
                     )
     for pair in cfg["locations"]["pairs"]:
-        site, ds = pair.split("/", 1)
-        if site not in cfg["sites"] or ds not in cfg["datasets"]:
+        site_name, ds_name = pair.split("/", 1)
+        if site_name not in cfg["sites"] or ds_name not in cfg["datasets"]:
             problems.append(f"locations.pairs.{pair}: no such (site/dataset) pair; use SITE/DATASET names")
     return problems
 
 
-def validate(raw: Any, *, source: str = "campaign") -> dict[str, Any]:
+def validate(raw: Any, *, source: str = "campaign") -> CampaignConfig:
     """Defaults + schema + cross-reference checks; raise InvalidError listing every problem."""
     if not isinstance(raw, dict):
         raise InvalidError(
             f"{source}: the campaign must be a YAML mapping", hint="see workflows/config/*.yaml"
         )
     schema = load_schema()
-    cfg: dict[str, Any] = fill_defaults(copy.deepcopy(raw), schema)
+    filled = fill_defaults(copy.deepcopy(raw), schema)
     validator_cls = jsonschema.validators.validator_for(schema)
-    errors = sorted(validator_cls(schema).iter_errors(cfg), key=lambda e: list(map(str, e.absolute_path)))
+    errors = sorted(validator_cls(schema).iter_errors(filled), key=lambda e: list(map(str, e.absolute_path)))
     problems = [_describe(e) for e in _best_errors(errors)]
+    cfg = cast(CampaignConfig, filled)  # the schema holds (else the problems say where not)
     if not problems:
         problems = _check_references(cfg)
     if problems:
@@ -232,7 +350,7 @@ def validate(raw: Any, *, source: str = "campaign") -> dict[str, Any]:
 class Campaign:
     """A validated campaign and where it came from."""
 
-    config: dict[str, Any]
+    config: CampaignConfig
     base_dir: Path
 
     @property
@@ -252,7 +370,7 @@ class Campaign:
         return beside(self.base_dir, path)
 
 
-def campaign_hash(cfg: dict[str, Any]) -> str:
+def campaign_hash(cfg: CampaignConfig) -> str:
     """12 hex digits over everything that changes what a job measures (not ``results``)."""
     significant = {k: v for k, v in cfg.items() if k not in ("results",)}
     blob = json.dumps(significant, sort_keys=True, separators=(",", ":"))

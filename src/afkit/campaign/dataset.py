@@ -15,11 +15,14 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from afkit.atomic import atomic_path, write_atomic
 from afkit.bench import rootgen
+from afkit.campaign.config import CampaignConfig, DatasetConfig, Generate, StorageConfig
+from afkit.campaign.contract import ImageInfo
 from afkit.errors import InvalidError, NotFoundError, UnsafeError
 
 ROOT_KINDS = ("ao2d", "esd")  # written by the image's ROOT
@@ -38,7 +41,7 @@ def _generate(path: Path, size: int) -> None:
             left -= n
 
 
-def generated_files(gen: dict[str, Any]) -> list[str]:
+def generated_files(gen: Generate) -> list[str]:
     """The paths (under the storage root) of a ``generate:`` dataset's files."""
     suffix = "root" if gen.get("kind", "random") in ROOT_KINDS else "dat"
     return [f"{gen['prefix']}-{i:04d}.{suffix}" for i in range(gen["count"])]
@@ -51,16 +54,16 @@ def image_root_command(
     from afkit.campaign.job import CONTAINER_PACKAGE, package_dir
     from afkit.image import apptainer
 
-    image = json.loads(Path(image_json).read_text(encoding="utf-8"))
+    image = ImageInfo.read(Path(image_json))
     binds = [f"{package_dir()}:{CONTAINER_PACKAGE}:ro", f"{storage_dir}:{storage_dir}"]
     options = ["--cleanenv", "--no-home", "--contain", "--pwd", "/", *apptainer_args]
     cmd = apptainer.exec_command(
-        image["path"], ["root.exe"], options=options, binds=binds, global_options=["-q"]
+        image.path, ["root.exe"], options=options, binds=binds, global_options=["-q"]
     )
     return cmd, f"{CONTAINER_PACKAGE}/{rootgen.MACRO.relative_to(package_dir())}"
 
 
-def apptainer_args_for(cfg: dict[str, Any], dataset: str) -> list[str]:
+def apptainer_args_for(cfg: CampaignConfig, dataset: str) -> list[str]:
     """The apptainer_args of the first site next to the dataset's storage (else of the first site)."""
     sites = list(cfg["sites"].values())
     near = [s for s in sites if s.get("storage") == cfg["datasets"][dataset]["storage"]]
@@ -68,8 +71,8 @@ def apptainer_args_for(cfg: dict[str, Any], dataset: str) -> list[str]:
 
 
 def _generate_root(
-    name: str, gen: dict[str, Any], root: Path, files: list[str], image_json: str | None, args: list[str]
-) -> list[dict[str, Any]]:
+    name: str, gen: Generate, root: Path, files: list[str], image_json: str | None, args: list[str]
+) -> list[Mapping[str, object]]:
     if not image_json:
         raise InvalidError(f"datasets.{name}.generate: kind {gen['kind']} needs the campaign's image")
     shape = rootgen.SHAPES[gen["kind"]]
@@ -77,36 +80,43 @@ def _generate_root(
     setting = rootgen.parse_compression(str(gen.get("compression", "default")))
     (root / files[0]).parent.mkdir(parents=True, exist_ok=True)
     cmd, macro = image_root_command(image_json, root, args)
-    records = []
+    records: list[Mapping[str, object]] = []
     for i, f in enumerate(files):
-        options: dict[str, Any] = {
-            "compression": setting,
-            "seed": 1 + i,
-            "df_events": max(1, rootgen.DF_BYTES // shape.event_bytes),
-            "progress": rootgen.progress_printer(f),
-            "macro": macro,
-        }
+
+        def write(force: bool, seed: int = 1 + i, name: str = f) -> Mapping[str, object]:
+            return rootgen.write(cmd, shape, root / name, events, compression=setting, seed=seed,
+                                 df_events=max(1, rootgen.DF_BYTES // shape.event_bytes), force=force,
+                                 progress=rootgen.progress_printer(name), macro=macro)  # fmt: skip
+
         try:  # kept when written with these parameters
-            rec = rootgen.write(cmd, shape, root / f, events, force=False, **options)
+            rec = write(force=False)
         except UnsafeError:  # the campaign's own file, written with other parameters: rewritten
-            rec = rootgen.write(cmd, shape, root / f, events, force=True, **options)
+            rec = write(force=True)
         records.append(rec)
         print(json.dumps(rec), file=sys.stderr)
     return records
 
 
+class Manifest(TypedDict):
+    """``RESULTS/dataset/NAME.json``: the dataset's files on its storage."""
+
+    dataset: str
+    files: list[str]
+    storage: str
+
+
 def prepare(
     name: str,
-    spec: dict[str, Any],
-    storage: dict[str, Any],
+    spec: DatasetConfig,
+    storage: StorageConfig,
     *,
     output: str,
     log: str,
     image: str | None = None,
     apptainer_args: list[str] | None = None,
-) -> dict[str, Any]:
+) -> Manifest:
     root = Path(storage["path"]) if storage.get("path") else None
-    generated: list[dict[str, Any]] = []
+    generated: list[Mapping[str, object]] = []
     if "generate" in spec:
         gen = spec["generate"]
         if root is None:
@@ -126,7 +136,7 @@ def prepare(
             missing = [f for f in files if not (root / f).is_file()]
             if missing:
                 raise NotFoundError(f"datasets.{name}: missing under {root}: {', '.join(missing)}")
-    manifest = {"dataset": name, "files": files, "storage": spec["storage"]}
+    manifest = Manifest(dataset=name, files=files, storage=spec["storage"])
     write_atomic(output, json.dumps(manifest, indent=1), mode=0o644)
     lines = [json.dumps(r) for r in generated]
     Path(log).write_text("\n".join([*lines, f"{len(files)} files"]) + "\n", encoding="utf-8")

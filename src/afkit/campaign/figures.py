@@ -222,7 +222,7 @@ def train_scaling(points: list[WavePoint], path: Path) -> Path | None:
     return save(train_scaling_figure(points), path)
 
 
-def step_ranges(rows: list[dict[str, str]]) -> list[dict[str, Any]]:
+def step_ranges(rows: list[dict[str, str]]) -> list[dict[str, object]]:
     """min-max of each step per (WN site, dataset, scenario, access mode, endpoint), over successful
     jobs; ``endpoint`` is where the job read from (direct) or staged its input in from (copy:
     processing then read the local copy)."""
@@ -234,7 +234,7 @@ def step_ranges(rows: list[dict[str, str]]) -> list[dict[str, Any]]:
     out = []
     for (site, ds, scen, access, endpoint), rs in sorted(groups.items()):
         copy = access == "copy"
-        entry: dict[str, Any] = {
+        entry: dict[str, object] = {
             "site": site,
             "dataset": ds,
             "scenario": scen,

@@ -9,11 +9,10 @@ marks the cell and ``afkit campaign retry --failed`` redoes the job.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from afkit.atomic import write_atomic
+from afkit.campaign.contract import ImageInfo, JobSpec
 from afkit.campaign.job import held_record
 
 DEFAULT_GRACE = 120  # seconds; the campaign schema's sites.*.held_grace default
@@ -26,9 +25,9 @@ def write_record(sm_job: Any, batch_job_id: str, reason: str, held_s: float) -> 
     if getattr(sm_job, "is_group", lambda: False)() or getattr(sm_job, "name", "") != JOB_RULE:
         return ""
     output = Path(str(sm_job.output[0]))
-    image = json.loads(Path(str(sm_job.input.image)).read_text(encoding="utf-8"))
-    rec = held_record(sm_job.params.job, campaign=sm_job.params.campaign, image=image,
-                      batch_job_id=batch_job_id, reason=reason, held_s=held_s)  # fmt: skip
+    spec = JobSpec.read(Path(str(sm_job.input.spec)))
+    image = ImageInfo.read(Path(str(sm_job.input.image)))
+    rec = held_record(spec, image=image, batch_job_id=batch_job_id, reason=reason, held_s=held_s)
     output.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(output, json.dumps(rec, indent=1, sort_keys=True) + "\n", mode=0o644)
+    rec.write(output)
     return str(output)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, NotRequired, Protocol, TypedDict
 
 from afkit.atomic import atomic_path, write_atomic
 from afkit.errors import AfkitError, ExitCode, InvalidError, NotFoundError, PrereqError, one_line
@@ -27,8 +27,12 @@ from afkit.image.store import sha256_file
 from afkit.image.workdir import MARKER
 from afkit.paths import beside
 
+if TYPE_CHECKING:  # the job core (a batch worker's python3, standard library only) imports this module
+    from afkit.campaign.config import ImageBuild, ImageConfig
+    from afkit.campaign.contract import ImageInfo
 
-def build_base(build: dict[str, Any], base_dir: str) -> str | None:
+
+def build_base(build: ImageBuild, base_dir: str) -> str | None:
     """The ``--base`` of the build: the campaign's (a relative ``localimage:`` path is relative to
     the campaign file), else ``$AFKIT_BASE_IMAGE``, else None (the profile's default)."""
     base = build.get("base") or os.environ.get("AFKIT_BASE_IMAGE") or None
@@ -39,7 +43,7 @@ def build_base(build: dict[str, Any], base_dir: str) -> str | None:
     return base
 
 
-def build_command(build: dict[str, Any], outdir: Path, base: str | None) -> list[str]:
+def build_command(build: ImageBuild, outdir: Path, base: str | None) -> list[str]:
     """The ``afkit image build`` command line equivalent to the rule's build (the log's first line:
     what to run by hand to see the builder's message)."""
     cmd = [sys.executable, "-m", "afkit", "image", "build", "--profile", build["profile"],
@@ -51,12 +55,23 @@ def build_command(build: dict[str, Any], outdir: Path, base: str | None) -> list
     return [*cmd, "-y"]
 
 
+class BuildArgs(TypedDict):
+    """The builder's arguments (afkit.image.build.build)."""
+
+    profile_name: str
+    tag_text: str
+    output: Path
+    yes: bool
+    base_spec: str | None
+    compression: NotRequired[str]  # image.build.compression (the builder's default when absent)
+
+
 # The builder the rule calls (afkit.image.build.build when None); a test puts a stand-in here.
 Builder = Callable[..., Path]
 BUILDER: Builder | None = None
 
 
-def _build_in_child(builder: Builder | None, kwargs: dict[str, Any], log: str, result: Connection) -> None:
+def _build_in_child(builder: Builder | None, kwargs: BuildArgs, log: str, result: Connection) -> None:
     """In the child process: the builder's stdout and stderr (and its programs') go to LOG; the
     SIF path goes back through RESULT; the exit code is the one ``afkit image build`` would have."""
     from afkit.cli import guarded
@@ -80,7 +95,7 @@ def _build_in_child(builder: Builder | None, kwargs: dict[str, Any], log: str, r
     sys.exit(code)
 
 
-def run_builder(kwargs: dict[str, Any], log: Path) -> tuple[int, Path | None]:
+def run_builder(kwargs: BuildArgs, log: Path) -> tuple[int, Path | None]:
     """Call the builder with KWARGS in a child process (its own main thread: the builder's signal
     handling works; Ctrl-C reaches it with snakemake's process group; its output goes only to LOG,
     which must exist); (exit code, the SIF path it returned)."""
@@ -98,15 +113,15 @@ def run_builder(kwargs: dict[str, Any], log: Path) -> tuple[int, Path | None]:
     return (child.exitcode if child.exitcode is not None else 1), sif
 
 
-def _from_build(build: dict[str, Any], place: Place) -> dict[str, Any]:
+def _from_build(build: ImageBuild, place: Place) -> ImageDescription:
     """The builder (``afkit image build ... --output WORKDIR -y``, as a function): WORKDIR
     (``<results>/image``) is its working directory, so its store is reused by a rebuild. The builder
     cleans WORKDIR, so its output goes to a temporary log beside WORKDIR, moved to LOG afterwards."""
     workdir, log = place.workdir, place.log
     base = build_base(build, str(place.base_dir))
     cmd = build_command(build, workdir, base)
-    kwargs = {"profile_name": build["profile"], "tag_text": build["tag"], "output": workdir.resolve(),
-              "yes": True, "base_spec": base}  # fmt: skip
+    kwargs = BuildArgs(profile_name=build["profile"], tag_text=build["tag"], output=workdir.resolve(),
+                       yes=True, base_spec=base)  # fmt: skip
     if build.get("compression"):
         kwargs["compression"] = build["compression"]
     if not (workdir / MARKER).is_file():
@@ -134,15 +149,15 @@ def _from_build(build: dict[str, Any], place: Place) -> dict[str, Any]:
     sha = manifest.get("sif_sha256")
     if not sha:
         raise InvalidError(f"{manifest_path}: the builder's manifest has no sif_sha256", hint=f"see {log}")
-    return {
-        "path": str(sif.resolve()),
-        "sha256": sha,
-        "tag": manifest.get("tag", build["tag"]),
-        "source": "build",
-        "profile": manifest.get("profile", build["profile"]),
-        "base": manifest.get("base", base or ""),
-        "manifest": str(manifest_path.resolve()),
-    }
+    return ImageDescription(
+        path=str(sif.resolve()),
+        sha256=str(sha),
+        tag=str(manifest.get("tag", build["tag"])),
+        source="build",
+        profile=str(manifest.get("profile", build["profile"])),
+        base=str(manifest.get("base", base or "")),
+        manifest=str(manifest_path.resolve()),
+    )
 
 
 INSECURE_ENV = "AFKIT_REGISTRY_INSECURE"
@@ -156,7 +171,7 @@ def oras_pull_command(ref: str, dest: Path, env: Mapping[str, str] | None = None
     return apptainer.pull_command(ref, dest, insecure=env.get(INSECURE_ENV, "") == "1")
 
 
-def _from_oras(ref: str, workdir: Path, log: Path) -> dict[str, Any]:
+def _from_oras(ref: str, workdir: Path, log: Path) -> ImageDescription:
     """Pull REF once into WORKDIR/image.sif (through a partial file, removed on failure)."""
     if apptainer.command_name() is None:
         raise PrereqError("apptainer not found on PATH (needed to pull the campaign image)")
@@ -180,10 +195,10 @@ def _from_oras(ref: str, workdir: Path, log: Path) -> dict[str, Any]:
                 f"{INSECURE_ENV}=1",
             )
         tmp.replace(sif)
-    return {"path": str(sif.resolve()), "sha256": sha256_file(sif), "tag": "", "source": ref}
+    return ImageDescription(path=str(sif.resolve()), sha256=sha256_file(sif), tag="", source=ref)
 
 
-def _from_sif(image: dict[str, Any], base_dir: Path) -> dict[str, Any]:
+def _from_sif(image: ImageConfig, base_dir: Path) -> ImageDescription:
     """A SIF file (relative to the campaign file): it must exist and be a SIF."""
     sif = beside(base_dir, image.get("sif", ""))
     if not sif.is_file():
@@ -194,8 +209,22 @@ def _from_sif(image: dict[str, Any], base_dir: Path) -> dict[str, Any]:
         head = fh.read(64)
     if b"SIF_MAGIC" not in head:
         raise InvalidError(f"image.sif: {sif} is not a SIF image", hint="give a .sif built by apptainer")
-    tag = image.get("tag", "")
-    return {"path": str(sif.resolve()), "sha256": sha256_file(sif), "tag": tag, "source": "sif"}
+    return ImageDescription(path=str(sif.resolve()), sha256=sha256_file(sif), tag="", source="sif")
+
+
+class ImageDescription(TypedDict):
+    """``RESULTS/image/image.json``: the image every job runs (afkit.campaign.contract.ImageInfo
+    reads it on the worker)."""
+
+    path: str
+    sha256: str
+    tag: str
+    source: str
+    fingerprint: NotRequired[str]
+    python: NotRequired[str]
+    profile: NotRequired[str]  # built from a tag: the builder's manifest
+    base: NotRequired[str]
+    manifest: NotRequired[str]
 
 
 @dataclass(frozen=True)
@@ -212,30 +241,30 @@ class ImageSource(Protocol):
     """One way to get the campaign's image: make the SIF available and return its provenance
     (``path``, ``sha256``, ``tag``, ``source``, and what else the way knows)."""
 
-    def fetch(self, image: dict[str, Any], place: Place) -> dict[str, Any]: ...
+    def fetch(self, image: ImageConfig, place: Place) -> ImageDescription: ...
 
 
 class SifFile:
-    def fetch(self, image: dict[str, Any], place: Place) -> dict[str, Any]:
+    def fetch(self, image: ImageConfig, place: Place) -> ImageDescription:
         place.log.write_text("", encoding="utf-8")
         return _from_sif(image, place.base_dir)
 
 
 class OrasPull:
-    def fetch(self, image: dict[str, Any], place: Place) -> dict[str, Any]:
+    def fetch(self, image: ImageConfig, place: Place) -> ImageDescription:
         place.log.write_text("", encoding="utf-8")
         return _from_oras(image["sif"], place.workdir, place.log)
 
 
 class TagBuild:
-    def fetch(self, image: dict[str, Any], place: Place) -> dict[str, Any]:
+    def fetch(self, image: ImageConfig, place: Place) -> ImageDescription:
         return _from_build(image["build"], place)  # the log is the builder's (written whole)
 
 
 SOURCES: dict[str, ImageSource] = {"sif": SifFile(), "oras": OrasPull(), "build": TagBuild()}
 
 
-def source_of(image: dict[str, Any]) -> str:
+def source_of(image: ImageConfig) -> str:
     """The key in SOURCES of a (validated) campaign ``image``: ``build``, ``oras`` or ``sif``."""
     if "build" in image:
         return "build"
@@ -245,7 +274,7 @@ def source_of(image: dict[str, Any]) -> str:
 REFUSED = "refused.json"
 
 
-def check_signature(image: dict[str, Any], info: dict[str, Any], base_dir: str, workdir: Path) -> str:
+def check_signature(image: ImageConfig, info: ImageDescription, base_dir: str, workdir: Path) -> str:
     """The verified signer fingerprint ('' when the campaign names none). A refusal (InvalidError,
     exit 6) is written to WORKDIR/refused.json first; a pass removes an earlier one."""
     refused = workdir / REFUSED
@@ -281,20 +310,20 @@ def _manifest_tag(sif: Path) -> str:
         return ""
 
 
-def check_root(info: dict[str, Any], benchmarks: list[str], *, output: Path, log: Path) -> None:
+def check_root(info: ImageInfo, benchmarks: list[str], *, output: Path, log: Path) -> None:
     """The image INFO (image.json) must have ROOT for BENCHMARKS (payload: root): ``root.exe``
     on PATH in the image's own environment (a tag's image sets it; ``--cleanenv``, as the jobs
     run). Writes OUTPUT (where ROOT is, its version) or refuses, exit 3 naming the tag, with the
     refusal in refused.json beside OUTPUT."""
-    cmd = apptainer.exec_command(info["path"], ["/bin/sh", "-c", ROOT_PROBE],
+    cmd = apptainer.exec_command(info.path, ["/bin/sh", "-c", ROOT_PROBE],
                                  options=["--cleanenv", "--contain", "--no-home", "--pwd", "/"],
                                  global_options=["-q"])  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     log.write_text("$ " + " ".join(cmd) + "\n" + proc.stdout + proc.stderr, encoding="utf-8")
     lines = proc.stdout.split()
     if proc.returncode != 0 or len(lines) < 2:
-        tag = info.get("tag") or _manifest_tag(Path(info["path"]))
-        what = f"tag {tag}" if tag else str(info["path"])
+        tag = info.tag or _manifest_tag(Path(info.path))
+        what = f"tag {tag}" if tag else info.path
         err = PrereqError(
             f"the image of {what} has no ROOT (no root.exe on PATH in its environment), but "
             f"benchmark(s) {', '.join(benchmarks)} run the image's own ROOT (payload: root); no job ran",
@@ -317,8 +346,8 @@ def refusal(results_dir: Path) -> AfkitError | None:
 
 
 def resolve_image(
-    image: dict[str, Any], *, base_dir: str, workdir: str, output: str, log: str
-) -> dict[str, Any]:
+    image: ImageConfig, *, base_dir: str, workdir: str, output: str, log: str
+) -> ImageDescription:
     """The image rule: fetch the image from its source, check its signature, write OUTPUT."""
     place = Place(Path(base_dir), Path(workdir), Path(log))
     place.workdir.mkdir(parents=True, exist_ok=True)

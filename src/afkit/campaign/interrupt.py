@@ -1,7 +1,9 @@
 """Interrupts of a running campaign (Ctrl-C, SIGTERM) inside the snakemake process.
 
-``install()`` (the workflow's ``onstart``) makes SIGINT and SIGTERM stop the payloads this process
-started (``afkit.campaign.job``, local executor) and raise KeyboardInterrupt, so snakemake cancels
+``install()`` (the workflow's ``onstart``, and ``afkit campaign job``) makes SIGINT and SIGTERM stop
+the payloads this process started (``afkit.campaign.job``) and the job commands snakemake runs
+(the rules' ``exec afkit campaign job``, local executor: each stops its payload) and raise
+KeyboardInterrupt, so snakemake cancels
 its batch jobs at once (condor_rm, scancel) instead of waiting for them (snakemake's own SIGTERM
 handling waits). A job cut off this way leaves no record. ``interrupted()`` tells the workflow's
 ``onerror`` to exit 130.
@@ -32,12 +34,27 @@ def unregister(proc: subprocess.Popen[str]) -> None:
 
 
 def stop_payloads(sig: int = signal.SIGTERM) -> None:
-    """Signal the process groups of the payloads started by this process."""
+    """Signal the process groups of the payloads started by this process, and the job commands of
+    the snakemake running in this process."""
     with _lock:
         procs = list(_running)
     for proc in procs:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, sig)
+    _stop_shell_commands()
+
+
+def _stop_shell_commands() -> None:
+    """SIGTERM to the shell commands snakemake runs in this process (its local jobs; the job rules
+    ``exec`` afkit, so the command is afkit's process, which stops its payload)."""
+    import sys
+
+    shell = getattr(sys.modules.get("snakemake.shell"), "shell", None)  # only inside snakemake
+    if shell is None:
+        return
+    for jobid in list(getattr(shell, "_processes", {})):
+        with contextlib.suppress(ProcessLookupError):
+            shell.terminate(jobid)
 
 
 def _handler(signum: int, frame: FrameType | None) -> None:

@@ -29,13 +29,11 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 import afkit
-from afkit.atomic import write_atomic
 from afkit.bench.monitor import HostMonitor
 from afkit.campaign import bottleneck, executors, interrupt
-from afkit.campaign import record as jobrecord
+from afkit.campaign.contract import ImageInfo, JobRecord, JobSpec, PayloadResult, PayloadSpec, SiteSpec
 from afkit.campaign.executors import htcondor
 from afkit.errors import AfkitError, ExitCode, NotFoundError, PrereqError, one_line
 from afkit.image import apptainer
@@ -56,7 +54,7 @@ AUTO_PYTHON = 'if [ -x /opt/afkit/bin/python3 ]; then exec /opt/afkit/bin/python
 
 def apptainer_command(
     image: str,
-    site: dict[str, Any],
+    site: SiteSpec,
     scratch: Path,
     spec_path: Path,
     binds: list[str] | None = None,
@@ -68,7 +66,7 @@ def apptainer_command(
     # -q: no INFO chatter in the job logs (e.g. "gocryptfs not found"); --pwd /: the submit
     # directory or home does not exist inside the contained image ("chdir ...: no such file"),
     # and `python -m` puts the working directory first on the module path: /afkit is found there
-    options = ["--cleanenv", "--no-home", "--contain", "--pwd", "/", *site.get("apptainer_args", [])]
+    options = ["--cleanenv", "--no-home", "--contain", "--pwd", "/", *site.apptainer_args]
     command = [*interp, "-m", PAYLOAD_MODULE, str(spec_path)]
     return apptainer.exec_command(image, command, options=options, binds=binds, global_options=["-q"])
 
@@ -106,17 +104,17 @@ def worker_address(netns: str = "") -> str:
     return ""
 
 
-def pull_on_worker(image: dict[str, Any], scratch: Path, env: dict[str, str]) -> tuple[str, float]:
+def pull_on_worker(image: ImageInfo, scratch: Path, env: dict[str, str]) -> tuple[str, float]:
     """A site without the submit host's files: pull the campaign's oras:// image into the job's
     SCRATCH with the job's ENV (the same sha256 as the submit host's pull, or the job fails);
     (path, seconds)."""
     from afkit.campaign.image import oras_pull_command
     from afkit.image.store import sha256_file
 
-    ref = str(image.get("source", ""))
+    ref = image.source
     if not ref.startswith("oras://"):
         raise PrereqError(
-            f"this site has no shared filesystem, but the image {image['path']} is not from a registry",
+            f"this site has no shared filesystem, but the image {image.path} is not from a registry",
             hint="give image.sif as an oras:// reference (docs/federation.md)",
         )
     sif = scratch / "image.sif"
@@ -126,7 +124,7 @@ def pull_on_worker(image: dict[str, Any], scratch: Path, env: dict[str, str]) ->
     seconds = time.monotonic() - t0
     if proc.returncode != 0 or not sif.is_file():
         raise NotFoundError(f"cannot pull {ref} on the worker node: {one_line(proc.stderr + proc.stdout)}")
-    if sha256_file(sif) != image["sha256"]:
+    if sha256_file(sif) != image.sha256:
         raise AfkitError(f"{ref} pulled on the worker node is not the image of the campaign (sha256 differs)",
                          hint="the tag was pushed again during the campaign: rerun it")  # fmt: skip
     return str(sif), seconds
@@ -138,21 +136,18 @@ def batch_identity(env: dict[str, str] | None = None) -> tuple[str, str]:
     return executors.identify(dict(os.environ if env is None else env))
 
 
-def job_bottleneck(record: dict[str, Any], monitor: Path, site: dict[str, Any]) -> tuple[str, str]:
+def job_bottleneck(record: JobRecord, monitor: Path, site: SiteSpec) -> tuple[str, str]:
     """The verdict from MONITOR's samples inside the record's processing step."""
-    steps = record.get("steps") or {}
-    start = float(record.get("processing_start") or 0)
-    counters = {
-        "status": record.get("status"),
-        "bytes": record.get("bytes", 0),
-        "processing_s": steps.get("processing", 0),
-    }
-    samples: list[dict[str, Any]] = []
+    steps = record.steps or {}
+    start = float(record.processing_start or 0)
+    processing = float(steps.get("processing", 0))
+    counters = {"status": record.status, "bytes": record.bytes or 0, "processing_s": processing}
+    samples: list[dict[str, object]] = []
     if monitor.is_file():
         lines = monitor.read_text(encoding="utf-8").splitlines()
         samples = [json.loads(ln) for ln in lines if ln.strip()]
-    window = bottleneck.in_window(samples, start, start + float(counters["processing_s"] or 0))
-    return bottleneck.verdict(window, counters, bottleneck.link_rate(site))
+    window = bottleneck.in_window(samples, start, start + processing)
+    return bottleneck.verdict(window, counters, bottleneck.link_rate({"link_rate": site.link_rate}))
 
 
 def _run_payload(cmd: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -168,133 +163,122 @@ def _run_payload(cmd: list[str], env: dict[str, str]) -> subprocess.CompletedPro
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
-def base_record(job: dict[str, Any], campaign: dict[str, Any], image: dict[str, Any]) -> dict[str, Any]:
+def base_record(spec: JobSpec, image: ImageInfo) -> JobRecord:
     """The record's fields known before the job runs: the plan's, the campaign's, the image's."""
-    return {
-        **{k: v for k, v in job.items() if k not in ("urls",)},
-        "url": job["urls"][0] if job["urls"] else "",
-        "files": len(job["urls"]),
-        "campaign": campaign["name"],
-        "campaign_hash": campaign["hash"],
-        "image_path": image["path"],
-        "image_sha256": image["sha256"],
-        "image_tag": image.get("tag", ""),
-        "image_fingerprint": image.get("fingerprint", ""),
-        "submit_host": socket.gethostname(),
-        "wn_site": "",
-        "wn_address": "",
-        "submit_files": "shared" if campaign["site"].get("shared_fs", True) else "transferred",
-    }
+    job = spec.job
+    rec = JobRecord.planned(job)
+    rec.url, rec.files = (job.urls[0] if job.urls else ""), len(job.urls)
+    rec.campaign, rec.campaign_hash = spec.campaign, spec.campaign_hash
+    rec.image_path, rec.image_sha256, rec.image_tag = image.path, image.sha256, image.tag
+    rec.image_fingerprint = image.fingerprint
+    rec.submit_host, rec.wn_site, rec.wn_address = socket.gethostname(), "", ""
+    rec.submit_files = "shared" if spec.site.shared_fs else "transferred"
+    return rec
 
 
 def held_record(
-    job: dict[str, Any],
+    spec: JobSpec,
     *,
-    campaign: dict[str, Any],
-    image: dict[str, Any],
+    image: ImageInfo,
     batch_job_id: str,
     reason: str,
     held_s: float,
     now: float | None = None,
-) -> dict[str, Any]:
+) -> JobRecord:
     """The record of a batch job that was held longer than its grace and removed from the queue
     (snakemake_executor_plugin_afkit_htcondor): failed, with the batch system's hold reason."""
     end = time.time() if now is None else now
-    record = base_record(job, campaign, image)
-    record.update(
-        executor=htcondor.NAME,
-        batch_job_id=batch_job_id,
-        status="failed",
-        error=f"held by HTCondor for {held_s:.0f} s, removed from the queue: {reason}",
-        hold_reason=reason,
-        start=end - held_s,
-        end=end,
-        bottleneck="unknown",
-        bottleneck_reason="the job did not succeed",
-    )
-    jobrecord.check(record, job=str(job.get("id", "")), where="held job")
+    record = base_record(spec, image)
+    record.executor, record.batch_job_id = htcondor.NAME, batch_job_id
+    record.status = "failed"
+    record.error = f"held by HTCondor for {held_s:.0f} s, removed from the queue: {reason}"
+    record.hold_reason = reason
+    record.start, record.end = end - held_s, end
+    record.bottleneck, record.bottleneck_reason = "unknown", "the job did not succeed"
     return record
 
 
-def run(
-    job: dict[str, Any],
-    *,
-    campaign: dict[str, Any],
-    image: dict[str, Any],
-    output: Path,
-    log: Path,
-) -> dict[str, Any]:
-    """Run one job; return (and write to OUTPUT) its record."""
-    site = campaign["site"]
-    # the site's variables for this job's commands only (the local executor runs jobs of several
-    # sites in one process, as threads of a wave)
-    env = {**os.environ, **site.get("env", {})}
+def payload_result(proc: subprocess.CompletedProcess[str], path: Path, job_id: str) -> PayloadResult:
+    """What the payload left at PATH (checked); a failed result naming the cause when it left none."""
+    if path.is_file():
+        return PayloadResult.read(path, job=job_id)
+    return PayloadResult(status="failed", error=f"payload exited {proc.returncode}: {one_line(proc.stderr)}")
+
+
+def run(spec: JobSpec, *, output: Path | None = None, log: Path | None = None) -> JobRecord:
+    """Run the job of SPEC; return (and write to OUTPUT, the spec's record unless given) its record."""
+    output = Path(spec.record) if output is None else output
+    log = Path(spec.log) if log is None else log
+    site, job_id = spec.site, spec.job.id
+    # the site's variables for this job's commands only (a local wave runs jobs of several sites)
+    env = {**os.environ, **site.env}
     if apptainer.command_name() is None:
         raise PrereqError("apptainer not found on PATH on the worker node", hint="install Apptainer there")
-    shared_fs = site.get("shared_fs", True)
-    if shared_fs and not Path(image["path"]).exists():
-        raise NotFoundError(f"image not found on the worker node: {image['path']}")
+    image = ImageInfo.read(Path(spec.image))
+    if site.shared_fs and not Path(image.path).exists():
+        raise NotFoundError(f"image not found on the worker node: {image.path}")
     # without the submit host's files, the job works in its HTCondor sandbox
-    sandbox = "" if shared_fs else os.environ.get("_CONDOR_SCRATCH_DIR", "")
-    scratch_root = Path(sandbox or site.get("scratch") or "/tmp")
+    sandbox = "" if site.shared_fs else os.environ.get("_CONDOR_SCRATCH_DIR", "")
+    scratch_root = Path(sandbox or site.scratch or "/tmp")
     scratch_root.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="afkit-job-", dir=scratch_root))
-    record = base_record(job, campaign, image)
-    record["wn_site"], record["wn_address"] = batch_site(), worker_address(site.get("netns", ""))
-    record["executor"], record["batch_job_id"] = batch_identity()
+    record = base_record(spec, image)
+    record.wn_site, record.wn_address = batch_site(), worker_address(site.netns)
+    record.executor, record.batch_job_id = batch_identity()
     try:
-        image_path = image["path"]
-        if not shared_fs:
-            image_path, record["image_pull_s"] = pull_on_worker(image, scratch, env)
-            record["image_path"] = image_path
-        spec = {
-            **job,
-            "scratch": str(scratch),
-            "tree": campaign.get("tree", "events"),
-            "root": campaign.get("root", {}),  # the ROOT reader's settings (payload: root)
-            "stage_out": str(scratch / "stage-out.json"),
+        image_path = image.path
+        if not site.shared_fs:
+            image_path, record.image_pull_s = pull_on_worker(image, scratch, env)
+            record.image_path = image_path
+        result_path = scratch / "result.json"
+        payload = PayloadSpec(
+            job=spec.job, tree=spec.tree, scratch=str(scratch), stage_out=str(scratch / "stage-out.json"),
+            result=str(result_path), t_launch=time.time(), root=spec.root,
             # apptainer runs the payload with --cleanenv: pass the XRootD client settings through
-            "env": {k: v for k, v in os.environ.items() if k.startswith("XRD_")},
-        }
+            env={k: v for k, v in os.environ.items() if k.startswith("XRD_")},
+        )  # fmt: skip
         spec_path = scratch / "spec.json"
-        spec["t_launch"] = time.time()
-        spec_path.write_text(json.dumps(spec), encoding="utf-8")
-        binds = [p for p in campaign.get("binds", []) if Path(p).is_dir()]
-        cmd = apptainer_command(image_path, site, scratch, spec_path, binds, image.get("python", "auto"))
-        cmd = in_netns(site.get("netns", ""), cmd)  # a federation site: the job's network is the site's
-        record["start"] = spec["t_launch"]
+        spec_path.write_text(payload.to_json(), encoding="utf-8")
+        binds = [p for p in spec.binds if Path(p).is_dir()]
+        cmd = apptainer_command(image_path, site, scratch, spec_path, binds, image.python)
+        cmd = in_netns(site.netns, cmd)  # a federation site: the job's network is the site's
+        record.start = payload.t_launch
         with HostMonitor(scratch / "monitor.jsonl"):
             proc = _run_payload(cmd, env)
-        record["end"] = time.time()
+        record.end = time.time()
         log.parent.mkdir(parents=True, exist_ok=True)
         with log.open("a", encoding="utf-8") as fh:
             fh.write("$ " + " ".join(cmd) + "\n" + proc.stderr)
         if proc.returncode in KILLED or interrupt.interrupted():
             raise JobInterrupted(
-                f"job {job.get('id', '')}: payload cut off (exit {proc.returncode}): no record written",
+                f"job {job_id}: payload cut off (exit {proc.returncode}): no record written",
                 hint="rerun the campaign (or afkit campaign retry --missing) to redo it",
             )
-        payload: dict[str, Any] = {}
-        for line in reversed(proc.stdout.strip().splitlines()):
-            try:
-                payload = json.loads(line)
-                break
-            except json.JSONDecodeError:
-                continue
-        if not payload:
-            payload = {
-                "status": "failed",
-                "error": f"payload exited {proc.returncode}: {one_line(proc.stderr)}",
-            }
-        jobrecord.check(payload, part="payload", job=str(job.get("id", "")), where="its payload's output")
-        record.update(payload)
-        if record["status"] == "ok" and proc.returncode != 0:
-            record.update(status="failed", error=f"payload exited {proc.returncode}: {one_line(proc.stderr)}")
-        record["bottleneck"], record["bottleneck_reason"] = job_bottleneck(
-            record, scratch / "monitor.jsonl", site
-        )
+        for key, value in payload_result(proc, result_path, job_id).to_dict().items():
+            setattr(record, key, value)
+        if record.status == "ok" and proc.returncode != 0:
+            record.status = "failed"
+            record.error = f"payload exited {proc.returncode}: {one_line(proc.stderr)}"
+        record.bottleneck, record.bottleneck_reason = job_bottleneck(record, scratch / "monitor.jsonl", site)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)  # the directory mkdtemp made for this job
-    jobrecord.check(record, where=str(output))
-    write_atomic(output, json.dumps(record, indent=1, sort_keys=True) + "\n", mode=0o644)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    record.write(output)
     return record
+
+
+def run_all(specs: list[JobSpec], outputs: list[Path], logs: list[Path]) -> list[JobRecord]:
+    """The jobs of SPECS started together, one thread each (a wave at a local site); every job
+    ends before the first error (if any) is raised."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if len(specs) == 1:
+        return [run(specs[0], output=outputs[0], log=logs[0])]
+    with ThreadPoolExecutor(max_workers=len(specs)) as pool:
+        futures = [
+            pool.submit(run, s, output=o, log=lg) for s, o, lg in zip(specs, outputs, logs, strict=True)
+        ]
+    errors = [err for err in (f.exception() for f in futures) if err is not None]
+    if errors:
+        raise errors[0]
+    return [f.result() for f in futures]

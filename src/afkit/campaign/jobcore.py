@@ -1,8 +1,10 @@
 """afkit's job core: a benchmark job run on a batch worker without snakemake.
 
-Every batch job of rule ``job`` (HTCondor and SLURM sites) runs ``python -m afkit.campaign.jobcore
-SPEC`` instead of a snakemake on the worker (afkit's executors submit :func:`batch_command`); the
-spec is made on the submit host by the local rule ``jobspec``, an input of the job. On a site with
+Every job of rule ``job`` runs one command on its spec, ``afkit campaign job SPEC -o RECORD``
+(the rule's ``shell:``); batch jobs (HTCondor and SLURM sites) run the same command as ``python -m
+afkit.campaign.jobcore SPEC -o RECORD --log LOG`` instead of a snakemake on the worker (afkit's
+executors submit :func:`batch_command`). The spec (afkit.campaign.contract.JobSpec) is written by
+planning (afkit.campaign.plan.write_specs), an input of the job. On a site with
 the submit host's files the python is the submit host's (snakemake's own, shared software) and the
 paths are relative to the submit directory, the job's working directory.
 
@@ -12,8 +14,9 @@ the workflow makes, on the submit host, for each such job
 
 - the **core**, ``RESULTS/jobcore/afkit.zip``: afkit's package (its ``.py`` files and the package
   data a job needs, e.g. ROOT macros; not the workflow's ``afkit/data``) as a zip; and
-- the job's **spec**, ``RESULTS/jobspec/BENCH/ID.json``: the job, its campaign context, the image
-  (``image.json``) and the paths of its record and log (relative to the submit directory),
+- the job's **spec**, ``RESULTS/jobspec/BENCH/ID.json``: the job, its site, tree and binds, and the
+  paths of the image's description (``image.json``, also an input), its record and its log
+  (relative to the submit directory),
 
 both inputs of the job's rule, so HTCondor transfers them with the job's other inputs
 (snakemake-executor-plugin-htcondor lists a job's inputs as ``transfer_input_files``). The job
@@ -26,7 +29,7 @@ The payload inside the image runs on the same unpacked package (bound into the c
 
 from __future__ import annotations
 
-import json
+import argparse
 import os
 import shlex
 import sys
@@ -34,7 +37,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from afkit.atomic import atomic_path, write_atomic
+from afkit.atomic import atomic_path
 from afkit.errors import AfkitError, ExitCode
 
 CORE_NAME = "afkit.zip"
@@ -43,7 +46,7 @@ JOB_RULE = "job"  # the workflow's rule of a benchmark job (workflows/rules/jobs
 
 def batch_command(job: Any, python: str) -> str | None:
     """The command of a batch job that runs JOB (a snakemake job) without snakemake: its job core
-    on its spec (the rule's input ``jobspec``) with PYTHON, in the submit directory. None for any
+    on its spec (the rule's input ``spec``) with PYTHON, in the submit directory. None for any
     other job (another rule, a group, a job without a spec): it runs snakemake as usual.
 
     afkit's executors (src/snakemake_executor_plugin_afkit_{htcondor,slurm}) submit this instead
@@ -51,10 +54,11 @@ def batch_command(job: Any, python: str) -> str | None:
     ``RealExecutor.format_job_exec``): the worker then starts no snakemake (seconds per job)."""
     if job.is_group() or job.name != JOB_RULE:
         return None
-    spec = getattr(job.input, "jobspec", None)
+    spec = getattr(job.input, "spec", None)
     if not spec:
         return None
-    return f"{python} -m afkit.campaign.jobcore {shlex.quote(str(spec))}"
+    args = [str(spec), "-o", str(job.output[0]), "--log", str(job.log[0])]
+    return f"{python} -m afkit.campaign.jobcore {shlex.join(args)}"
 
 
 def core_files(pkg: Path) -> list[Path]:
@@ -84,42 +88,65 @@ def pack(output: Path) -> None:
             zf.writestr(info, path.read_bytes())
 
 
-def write_spec(
-    output: Path, *, job: dict[str, Any], campaign: dict[str, Any], image: Path, record: str, log: str
-) -> None:
-    """The job's spec: everything ``run`` needs, the image's description read from IMAGE."""
-    spec = {
-        "job": job,
-        "campaign": campaign,
-        "image": json.loads(image.read_text(encoding="utf-8")),
-        "record": record,
-        "log": log,
-    }
-    write_atomic(output, json.dumps(spec, indent=1, sort_keys=True) + "\n")
+DESCRIPTION = (
+    "Run campaign jobs from their specs (RESULTS/jobspec/BENCH/ID.json, written by planning) and write "
+    "their records; several specs run together (a wave at a local site). Exit 0 when every record is "
+    "written (status ok or failed), 1 on an error (no record), 130 when interrupted (no record)."
+)
+
+
+def parser() -> argparse.ArgumentParser:
+    """The arguments of ``python -m afkit.campaign.jobcore``: those of ``afkit campaign job``."""
+    p = argparse.ArgumentParser(prog="python3 -m afkit.campaign.jobcore", description=DESCRIPTION)
+    add_arguments(p)
+    return p
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("specs", nargs="+", type=Path, metavar="SPEC", help="a job's spec (JSON)")
+    p.add_argument("-o", "--output", nargs="+", type=Path, metavar="RECORD",
+                   help="where each job's record goes (default: the path its spec names)")  # fmt: skip
+    p.add_argument("--log", nargs="+", type=Path, metavar="LOG",
+                   help="each job's log (default: beside its record, .log)")  # fmt: skip
+
+
+def run_specs(specs: list[Path], outputs: list[Path] | None, logs: list[Path] | None) -> int:
+    """Run the jobs of SPECS (together when several); 0 when every record is written."""
+    from afkit.campaign import interrupt
+    from afkit.campaign.contract import JobSpec
+    from afkit.campaign.job import run_all
+    from afkit.errors import UsageError
+
+    for given, what in ((outputs, "-o RECORD"), (logs, "--log LOG")):
+        if given is not None and len(given) != len(specs):
+            raise UsageError(f"{len(specs)} spec(s) but {len(given)} {what}: give one per spec")
+    jobs = [JobSpec.read(p) for p in specs]
+    outs = outputs or [Path(j.record) for j in jobs]
+    logs = logs or [o.with_suffix(".log") for o in outs]
+    for p in (*outs, *logs):
+        p.parent.mkdir(parents=True, exist_ok=True)
+    interrupt.install()  # Ctrl-C, SIGTERM: the payloads are stopped, no record is written
+    run_all(jobs, outs, logs)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python3 -m afkit.campaign.jobcore SPEC.json``: run the job of SPEC (paths relative to the
-    working directory, the job's sandbox); exit 0 when its record is written (status ok or failed)."""
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python3 -m afkit.campaign.jobcore SPEC.json", file=sys.stderr)
-        return int(ExitCode.USAGE)
-    from afkit.campaign.job import run
+    """``python3 -m afkit.campaign.jobcore SPEC... [-o RECORD...] [--log LOG...]``: the jobs of the
+    specs (paths relative to the working directory, the job's sandbox on a site without the submit
+    host's files); exit 0 when their records are written (status ok or failed)."""
     from afkit.cli import print_error
 
+    args = parser().parse_args(sys.argv[1:] if argv is None else argv)
     try:
-        spec = json.loads(Path(args[0]).read_text(encoding="utf-8"))
-        record, log = Path(spec["record"]), Path(spec["log"])
-        for p in (record, log):
-            p.parent.mkdir(parents=True, exist_ok=True)
-        run(spec["job"], campaign=spec["campaign"], image=spec["image"], output=record, log=log)
+        return run_specs(args.specs, args.output, args.log)
     except AfkitError as err:
         return print_error(err)
-    except (OSError, KeyError, json.JSONDecodeError) as err:
-        print(f"afkit: error: job spec {args[0]}: {err!r} (cwd {os.getcwd()})", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("afkit: interrupted: the job's payload was stopped, no record written", file=sys.stderr)
+        return int(ExitCode.INTERRUPTED)
+    except OSError as err:
+        print(f"afkit: error: {err} (cwd {os.getcwd()})", file=sys.stderr)
         return int(ExitCode.FAILURE)
-    return 0
 
 
 if __name__ == "__main__":

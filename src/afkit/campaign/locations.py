@@ -7,10 +7,10 @@ The location comes from a Jinja2 template in ``templates/input-locations/`` (the
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 import jinja2
 
@@ -84,21 +84,21 @@ def render(
         )
     ds = cfg["datasets"][dataset]
     store_name = ds["storage"]
-    store = dict(cfg["storage"][store_name], name=store_name)
-    store["path"] = store.get("path", "").rstrip("/") if store.get("path") else ""
-    cache_url = "" if scenario == "origin" else store["caches"].get(scenario, "")
-    wn = dict(cfg["sites"][site], name=site)
-    ctx: dict[str, Any] = {
-        "wn": wn,
+    st = cfg["storage"][store_name]
+    store = {**st, "name": store_name, "path": st.get("path", "").rstrip("/")}
+    cache_url = "" if scenario == "origin" else st["caches"].get(scenario, "")
+    wn_cfg = cfg["sites"][site]
+    ctx: Mapping[str, object] = {
+        "wn": {**wn_cfg, "name": site},
         # the worker-node site's own storage (sites.SITE.storage), e.g. {{ wn_storage.url }}
-        "wn_storage": dict(cfg["storage"][wn["storage"]], name=wn["storage"]),
-        "dataset": dict(ds, name=dataset),
+        "wn_storage": {**cfg["storage"][wn_cfg["storage"]], "name": wn_cfg["storage"]},
+        "dataset": {**ds, "name": dataset},
         "storage": store,
         "scenario": scenario,
         "access": access,
         "cache": cache_url,
         "file": file,
-        "export_path": posixpath.normpath(posixpath.join("/", store["export"], file)),
+        "export_path": posixpath.normpath(posixpath.join("/", st["export"], file)),
     }
     try:
         out = _compile(path).render(ctx).strip()

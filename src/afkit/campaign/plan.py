@@ -8,86 +8,51 @@ released together, and the next wave waits until the previous one has finished.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
-from dataclasses import asdict, dataclass, field
-from typing import Any
+import os
+from pathlib import Path
+from typing import TypedDict
 
-from afkit.campaign.config import Campaign
-from afkit.campaign.locations import resolve
+from afkit.atomic import write_atomic
+from afkit.campaign.config import BenchmarkConfig, Campaign
+from afkit.campaign.contract import Job, JobSpec, RootOptions, SiteSpec
+from afkit.campaign.locations import Location, resolve
+
+__all__ = ["Job", "JobSpec", "by_id", "expand", "previous_waves", "specs", "wave_members", "write_specs"]
 
 
-@dataclass(frozen=True)
-class Job:
-    bench: str
-    type: str
-    site: str
-    dataset: str
+class SweepPoint(TypedDict):
+    """One point of a benchmark's sweep: the Job fields it sets."""
+
     scenario: str
     access: str
     clients: int
+    wave_size: int
     block_size: str
     stride: str
     repetition: int
-    wave_size: int = 1  # jobs released together (train: concurrent jobs; analysis: nodes)
-    index: int = 0  # this job's number inside its wave
-    duration: float = 10.0
-    interval: float = 1.0
-    payload: str = "builtin"
-    branches: tuple[str, ...] = ()
-    urls: tuple[str, ...] = field(default=(), compare=False)
-    template: str = field(default="", compare=False)
-
-    @property
-    def wave(self) -> str:
-        # block size and stride are read parameters: an analysis job reads whole baskets (uproot)
-        reads = "" if self.type == "analysis" else f".b{self.block_size}.s{self.stride}"
-        return (
-            f"{self.site}.{self.dataset}.{self.scenario}.{self.access}.c{self.clients}"
-            f"{reads}.w{self.wave_size}.r{self.repetition}"
-        )
-
-    @property
-    def id(self) -> str:
-        return f"{self.wave}.i{self.index}"
-
-    def as_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["urls"] = list(self.urls)
-        d["branches"] = list(self.branches)
-        d["id"] = self.id
-        d["wave"] = self.wave
-        return d
 
 
-def _sweep_points(bench: dict[str, Any]) -> list[dict[str, Any]]:
+def _sweep_points(bench: BenchmarkConfig) -> list[SweepPoint]:
     sw = bench["sweep"]
     kind = bench["type"]
     clients = sw["clients"] if kind in ("read", "analysis") else [1]
     waves = sw["jobs"] if kind == "train" else sw["nodes"] if kind == "analysis" else [1]
     blocks = sw["block_size"] if kind == "read" else [sw["block_size"][0]]
     strides = sw["stride"] if kind == "read" else ["0"]
-    points = []
-    for scen, access, c, w, b, s, r in itertools.product(
-        sw["scenario"], sw["access"], clients, waves, blocks, strides, range(sw["repetitions"])
-    ):
-        points.append(
-            {
-                "scenario": scen,
-                "access": access,
-                "clients": c,
-                "wave_size": w,
-                "block_size": b,
-                "stride": s,
-                "repetition": r,
-            }
+    return [
+        SweepPoint(scenario=scen, access=access, clients=c, wave_size=w, block_size=b, stride=s, repetition=r)
+        for scen, access, c, w, b, s, r in itertools.product(
+            sw["scenario"], sw["access"], clients, waves, blocks, strides, range(sw["repetitions"])
         )
-    return points
+    ]
 
 
 def expand(campaign: Campaign) -> list[Job]:
     """All jobs of the campaign, in a stable order."""
     jobs: list[Job] = []
-    loc_cache: dict[tuple[str, str, str, str], Any] = {}
+    loc_cache: dict[tuple[str, str, str, str], Location] = {}
     for bench in campaign.config["benchmarks"]:
         for site in bench["sites"]:
             for ds in bench["datasets"]:
@@ -147,3 +112,82 @@ def previous_waves(jobs: list[Job]) -> dict[tuple[str, str], str]:
         for prev, w in itertools.pairwise(waves):
             out[(bench, w)] = prev
     return out
+
+
+def record_path(results: str, job: Job) -> str:
+    """Where JOB's record goes (the workflow's rule ``job``); its log is beside it (``.log``)."""
+    return f"{results}/job/{job.bench}/{job.id}.json"
+
+
+def spec_path(results: str, job: Job) -> str:
+    return f"{results}/jobspec/{job.bench}/{job.id}.json"
+
+
+def specs(campaign: Campaign, jobs: list[Job], results: str | None = None) -> list[JobSpec]:
+    """Each job's spec: the job, its site, tree, binds, where its image description, record and
+    log are (RESULTS: the campaign's results directory as the workflow names it)."""
+    cfg = campaign.config
+    results = str(campaign.results_dir) if results is None else results
+    sites = {name: SiteSpec.from_config(name, site) for name, site in cfg["sites"].items()}
+    binds = tuple(sorted({s["path"] for s in cfg["storage"].values() if s.get("path")}))
+    name, digest = campaign.name, campaign.hash
+    image = f"{results}/image/image.json"
+    # payload root: how its ROOT reads (the benchmark's root key, schema defaults filled in)
+    roots = {b["name"]: RootOptions.from_dict(b.get("root", {})) for b in cfg["benchmarks"]
+             if b["payload"] == "root"}  # fmt: skip
+    out = []
+    for j in jobs:
+        record = record_path(results, j)
+        out.append(JobSpec(job=j, campaign=name, campaign_hash=digest, site=sites[j.site],
+                           tree=str(cfg["datasets"][j.dataset]["tree"]), binds=binds, image=image,
+                           record=record, log=record[: -len(".json")] + ".log",
+                           root=roots.get(j.bench, RootOptions())))  # fmt: skip
+    return out
+
+
+def write_specs(campaign: Campaign, jobs: list[Job], results: str) -> int:
+    """Write each job's spec to RESULTS/jobspec/BENCH/ID.json unless the file already holds it (an
+    unchanged spec keeps its time: its job does not rerun); return how many were written.
+
+    ``RESULTS/jobspec/.plan.sha256`` is a digest of what the specs are made from (the jobs, the
+    campaign, this contract): when it matches and every spec is there, nothing is made, read or
+    written (planning a large campaign again costs no file reads)."""
+    root = Path(results) / "jobspec"
+    made_by = hashlib.sha256(Path(__file__).with_name("contract.py").read_bytes()).hexdigest()
+    key = repr((made_by, campaign.hash, campaign.config, results, jobs))
+    digest = hashlib.sha256(key.encode()).hexdigest()
+    stamp = root / ".plan.sha256"
+    names = [spec_path(results, j) for j in jobs]
+    if _stamp_holds(stamp, digest) and _all_there(root, names):
+        return 0
+    written = 0
+    for name, spec in zip(names, specs(campaign, jobs, results), strict=True):
+        path, text = Path(name), spec.to_json()
+        try:
+            if path.read_text(encoding="utf-8") == text:
+                continue
+        except OSError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, text, mode=0o644)
+        written += 1
+    write_atomic(stamp, digest + "\n", mode=0o644)
+    return written
+
+
+def _stamp_holds(stamp: Path, digest: str) -> bool:
+    try:
+        return stamp.read_text(encoding="utf-8").strip() == digest
+    except OSError:
+        return False
+
+
+def _all_there(root: Path, names: list[str]) -> bool:
+    """Every spec file exists (one directory listing per benchmark, not a stat per file)."""
+    there: set[str] = set()
+    try:
+        for bench in os.scandir(root):
+            if bench.is_dir():
+                there.update(f"{bench.path}/{e.name}" for e in os.scandir(bench.path))
+    except OSError:
+        return False
+    return all(p in there or str(Path(p)) in there for p in names)

@@ -8,7 +8,6 @@ import datetime as dt
 import shutil
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
 
 import jinja2
 
@@ -22,7 +21,7 @@ from afkit.paths import workflow_files
 CELL_KEYS = ("bench", "site", "dataset", "scenario", "access", "clients", "wave_size")
 
 
-def cells(rows: list[dict[str, str]]) -> list[dict[str, Any]]:
+def cells(rows: list[dict[str, str]]) -> list[dict[str, object]]:
     groups: dict[tuple[str, ...], list[dict[str, str]]] = defaultdict(list)
     for r in rows:
         groups[tuple(r[k] for k in CELL_KEYS)].append(r)
@@ -31,7 +30,7 @@ def cells(rows: list[dict[str, str]]) -> list[dict[str, Any]]:
         ok = [r for r in rs if r["status"] == "ok"]
         bad = [r for r in rs if r["status"] != "ok"]
         status = "ok" if not bad else ("missing" if all(r["status"] == "missing" for r in bad) else "failed")
-        cell: dict[str, Any] = dict(zip(CELL_KEYS, key, strict=True))
+        cell: dict[str, object] = dict(zip(CELL_KEYS, key, strict=True))
         cell.update(
             status=status,
             label=f"{len(ok)}/{len(rs)} ok" if bad else "ok",
@@ -84,7 +83,7 @@ def bottlenecks(rows: list[dict[str, str]]) -> list[dict[str, str]]:
     ]
 
 
-def compare_section(out_dir: Path) -> dict[str, Any] | None:
+def compare_section(out_dir: Path) -> dict[str, object] | None:
     """``afkit campaign compare``'s result beside the report (compare.json, compare.png), if any."""
     from afkit.campaign.compare import load_section
 

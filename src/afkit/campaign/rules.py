@@ -5,12 +5,14 @@ Each takes Snakemake's ``input``/``output``/``params``/``log`` objects.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from afkit.errors import AfkitError, ExitCode
+
+if TYPE_CHECKING:
+    from afkit.campaign.config import CampaignConfig
 
 
 def exit_with(err: AfkitError) -> NoReturn:
@@ -61,24 +63,24 @@ def image(output: Any, params: Any, log: Any) -> None:
     resolve_image(params.image, base_dir=params.base_dir, workdir=workdir, output=out, log=log[0])
 
 
-def dataset_needs_image(cfg: dict[str, Any], name: str) -> bool:
+def dataset_needs_image(cfg: CampaignConfig, name: str) -> bool:
     """Whether dataset NAME is written by the image's ROOT (generate.kind ao2d or esd)."""
     from afkit.campaign.dataset import ROOT_KINDS
 
     return cfg["datasets"][name].get("generate", {}).get("kind") in ROOT_KINDS
 
 
-def dataset_apptainer_args(cfg: dict[str, Any], name: str) -> list[str]:
+def dataset_apptainer_args(cfg: CampaignConfig, name: str) -> list[str]:
     from afkit.campaign.dataset import apptainer_args_for
 
     return apptainer_args_for(cfg, name)
 
 
 def image_root(input: Any, output: Any, params: Any, log: Any) -> None:
+    from afkit.campaign.contract import ImageInfo
     from afkit.campaign.image import check_root
 
-    info = json.loads(Path(input[0]).read_text(encoding="utf-8"))
-    check_root(info, params.benchmarks, output=Path(output[0]), log=Path(log[0]))
+    check_root(ImageInfo.read(Path(input[0])), params.benchmarks, output=Path(output[0]), log=Path(log[0]))
 
 
 def dataset(wildcards: Any, input: Any, output: Any, params: Any, log: Any) -> None:
@@ -89,53 +91,11 @@ def dataset(wildcards: Any, input: Any, output: Any, params: Any, log: Any) -> N
             image=str(image) if image else None, apptainer_args=params.apptainer_args)  # fmt: skip
 
 
-def job(input: Any, output: Any, params: Any, log: Any) -> None:
-    from afkit.campaign.job import run
-
-    image_info = json.loads(Path(input.image).read_text(encoding="utf-8"))
-    run(params.job, campaign=params.campaign, image=image_info, output=Path(output[0]), log=Path(log[0]))
-
-
 def jobcore(output: Any, log: Any) -> None:
     from afkit.campaign import jobcore as core
 
     core.pack(Path(output[0]))
     Path(log[0]).write_text(f"packed {core.__name__.split('.')[0]} into {output[0]}\n", encoding="utf-8")
-
-
-def jobspec(input: Any, output: Any, params: Any, log: Any) -> None:
-    from afkit.campaign import jobcore as core
-
-    core.write_spec(Path(output[0]), job=params.job, campaign=params.campaign, image=Path(input.image),
-                    record=params.record, log=params.log)  # fmt: skip
-    Path(log[0]).write_text(f"wrote {output[0]}\n", encoding="utf-8")
-
-
-def wave(input: Any, output: Any, params: Any, log: Any) -> None:
-    """A wave at a local site: its jobs' payloads started together, one thread each (the rule has
-    the threads of all of them); the first error of a job (after all have ended) is raised."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from afkit.campaign.job import run
-
-    image_info = json.loads(Path(input.image).read_text(encoding="utf-8"))
-    outputs = {Path(p).stem: Path(p) for p in output}  # job id -> its record, its log
-    logs = {Path(p).stem: Path(p) for p in log}
-    with ThreadPoolExecutor(max_workers=len(params.jobs)) as pool:
-        futures = [
-            pool.submit(
-                run,
-                job,
-                campaign=params.campaign,
-                image=image_info,
-                output=outputs[job["id"]],
-                log=logs[job["id"]],
-            )
-            for job in params.jobs
-        ]
-    errors = [err for err in (f.exception() for f in futures) if err is not None]
-    if errors:
-        raise errors[0]
 
 
 def aggregate(input: Any, output: Any, log: Any) -> None:

@@ -24,10 +24,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any
+from typing import IO
 
 from afkit.campaign import executors, watchdog
-from afkit.campaign.config import Campaign
+from afkit.campaign.config import Campaign, SiteConfig
 from afkit.errors import ExitCode
 from afkit.paths import workflow_files
 
@@ -58,7 +58,7 @@ def snakemake_cmd(
     return cmd
 
 
-def site_options(site: dict[str, Any]) -> list[str]:
+def site_options(site: SiteConfig) -> list[str]:
     """Snakemake options of a site's own call, from its executor (afkit.campaign.executors): where
     its batch jobs go (HTCondor requirements, the SLURM partition) and, for a site without the
     submit host's files, HTCondor file transfer."""
@@ -66,7 +66,7 @@ def site_options(site: dict[str, Any]) -> list[str]:
     return (["--set-resources", *resources] if resources else []) + options
 
 
-def executor_options(executor: str, sites: list[dict[str, Any]]) -> list[str]:
+def executor_options(executor: str, sites: list[SiteConfig]) -> list[str]:
     """Options of the executor for a call running SITES (HTCondor's held-job grace: the shortest
     of the sites' held_grace)."""
     return executors.get(executor).call_options(sites)

@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlsplit
 
+from afkit.campaign.contract import Cell
 from afkit.errors import InvalidError
 
 GROUPINGS = ("target", "server", "all")
@@ -61,11 +62,11 @@ def best_wave(points: list[WavePoint]) -> WavePoint:
     return max(points, key=lambda p: p.throughput_98)
 
 
-def _f(row: dict[str, Any], key: str) -> float:
+def _f(row: Mapping[str, Cell], key: str) -> float:
     return float(row[key])
 
 
-def bytes_until(job: dict[str, Any], t_end: float, samples: list[dict[str, Any]] | None) -> float:
+def bytes_until(job: Mapping[str, Cell], t_end: float, samples: Sequence[Mapping[str, Cell]] | None) -> float:
     """Bytes JOB had read by absolute time T_END (from its interval samples, else a uniform rate)."""
     if samples:
         return sum(float(s["bytes"]) for s in samples if float(s["time"]) <= t_end + 1e-9)
@@ -80,9 +81,9 @@ def bytes_until(job: dict[str, Any], t_end: float, samples: list[dict[str, Any]]
 
 
 def wave_point(
-    jobs: list[dict[str, Any]],
+    jobs: Sequence[Mapping[str, Cell]],
     *,
-    samples: dict[str, list[dict[str, Any]]] | None = None,
+    samples: Mapping[str, Sequence[Mapping[str, Cell]]] | None = None,
     first_window: float = 60.0,
     fraction: float = 0.98,
     key: tuple[str, ...] = (),
@@ -96,7 +97,7 @@ def wave_point(
     k = max(1, math.ceil(fraction * len(ends)))
     t98 = ends[k - 1]
     samples = samples or {}
-    sel_bytes = sum(bytes_until(j, t98, samples.get(j["id"])) for j in selected)
+    sel_bytes = sum(bytes_until(j, t98, samples.get(str(j["id"]))) for j in selected)
     all_bytes = sum(_f(j, "bytes") for j in ok)
     t_all = max(_f(j, "end") for j in ok) - t0
     span = max(t98 - t0, 1e-9)
@@ -104,7 +105,7 @@ def wave_point(
     # merged waves (grouping server/all): the sum of their sizes; a wave is one (site, dataset) of them
     sizes = {(j.get("site"), j.get("dataset")): int(j.get("wave_size") or 0) for j in jobs}
     concurrent = sum(sizes.values()) or len(jobs)
-    servers = len({server_of(j.get("url", "")) for j in ok})
+    servers = len({server_of(str(j.get("url", ""))) for j in ok})
     return WavePoint(key, concurrent, len(selected), round(span, 3), tp98, all_bytes / max(t_all, 1e-9),
                      tp98 / len(selected), servers)  # fmt: skip
 
@@ -122,14 +123,14 @@ def server_of(url: str) -> str:
     return f"{host}:{port}"
 
 
-def series_key(row: dict[str, Any], grouping: str = "target") -> tuple[str, ...]:
+def series_key(row: Mapping[str, Cell], grouping: str = "target") -> tuple[str, ...]:
     """The series a train job belongs to: (bench, site, dataset, scenario, access) for ``target``;
     (bench, "server", HOST:PORT, scenario, access) and (bench, "all", "all targets", scenario,
     access) otherwise, so that fields 3.. name the series in the figure as for targets."""
     if grouping == "target":
         return tuple(str(row[k]) for k in TARGET_KEYS)
     if grouping == "server":
-        return (str(row["bench"]), "server", server_of(row.get("url", "")), str(row["scenario"]),
+        return (str(row["bench"]), "server", server_of(str(row.get("url", ""))), str(row["scenario"]),
                 str(row["access"]))  # fmt: skip
     if grouping == "all":
         return (str(row["bench"]), "all", "all targets", str(row["scenario"]), str(row["access"]))
@@ -140,8 +141,8 @@ def series_key(row: dict[str, Any], grouping: str = "target") -> tuple[str, ...]
 
 
 def scaling_series(
-    rows: list[dict[str, Any]],
-    intervals: list[dict[str, Any]] | None = None,
+    rows: Sequence[Mapping[str, Cell]],
+    intervals: Sequence[Mapping[str, Cell]] | None = None,
     *,
     grouping: str = "target",
     first_window: float = 60.0,
@@ -151,10 +152,10 @@ def scaling_series(
     (``target``, ``server`` or ``all``; module docstring)."""
     if grouping not in GROUPINGS:
         series_key({}, grouping)  # raises the InvalidError naming the allowed values
-    samples: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    samples: dict[str, list[Mapping[str, Cell]]] = defaultdict(list)
     for s in intervals or []:
-        samples[s["id"]].append(s)
-    waves: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
+        samples[str(s["id"])].append(s)
+    waves: dict[tuple[str, ...], list[Mapping[str, Cell]]] = defaultdict(list)
     for r in rows:
         if r.get("type") != "train" or r.get("status") == "missing":
             continue

@@ -8,9 +8,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from afkit.campaign.config import load_schema
+from afkit.campaign.config import Schema, load_schema
 from afkit.paths import workflow_files
 
 HEADER = """\
@@ -42,7 +41,7 @@ class Key:
     description: str
 
 
-def _type(node: dict[str, Any]) -> str:
+def _type(node: Schema) -> str:
     if "enum" in node:
         return " \\| ".join(json.dumps(v) for v in node["enum"])
     t = node.get("type", "")
@@ -57,7 +56,7 @@ def _text(s: str) -> str:
     return " ".join(s.split()).replace("|", "\\|")
 
 
-def keys(node: dict[str, Any], prefix: str = "", required: bool = True) -> list[Key]:
+def keys(node: Schema, prefix: str = "", required: bool = True) -> list[Key]:
     """Every key under NODE, depth first in schema order (NAME/item placeholders for maps/lists)."""
     out: list[Key] = []
     if prefix:
@@ -78,7 +77,7 @@ def keys(node: dict[str, Any], prefix: str = "", required: bool = True) -> list[
     return out
 
 
-def render(schema: dict[str, Any]) -> str:
+def render(schema: Schema) -> str:
     rows = [
         "| key | type | required | default | description |",
         "|-----|------|----------|---------|-------------|",

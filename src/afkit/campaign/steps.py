@@ -7,10 +7,10 @@ start + the software environment: the imports the processing needs), ``stage_in`
 inputs copied to the job's scratch; 0 in direct mode), ``processing`` (afkit.bench.payload: N
 clients of afkit's benchmark engine) and ``stage_out`` (the job's output written back).
 
-Prints the payload's part of the job record (afkit.campaign.record) as one JSON line; exit 1 when
-the job failed (the record says why). Standard library only, plus the image's XRootD bindings for
-``root://`` inputs and uproot for analysis jobs (payload root: the image's ROOT, ``root.exe`` on
-PATH, and neither of them).
+Writes the payload's part of the job record (afkit.campaign.contract.PayloadResult) to the file the
+spec names (``result``, in the job's scratch); exit 1 when the job failed (the result says why).
+Standard library only, plus the image's XRootD bindings for ``root://`` inputs and uproot for
+analysis jobs (payload root: the image's ROOT, ``root.exe`` on PATH, and neither of them).
 """
 
 from __future__ import annotations
@@ -23,14 +23,13 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any
 
 import afkit
 from afkit.atomic import atomic_path
 from afkit.bench import payload
 from afkit.bench.rootread import find_root
 from afkit.bench.sources import fetch, import_xrootd_client, is_xrootd_url
-from afkit.campaign import record
+from afkit.campaign.contract import PayloadResult, PayloadSpec
 from afkit.errors import one_line
 from afkit.image.model import INFO_PATH, EnvVar
 
@@ -44,7 +43,7 @@ def describe(err: BaseException) -> str:
     return text
 
 
-def software_env(info_path: str = INFO_PATH) -> dict[str, Any]:
+def software_env(info_path: str = INFO_PATH) -> dict[str, object]:
     """The tag environment of an image built by `afkit image build`, as the job sees it: the tag,
     how many of its variables there are, those the job's environment lacks (or has with another
     value: the check of `afkit image validate`) and the values of the profile's required ones.
@@ -62,76 +61,76 @@ def software_env(info_path: str = INFO_PATH) -> dict[str, Any]:
     }
 
 
-def stage_in(spec: dict[str, Any]) -> tuple[list[str], int]:
+def stage_in(spec: PayloadSpec) -> tuple[list[str], int]:
     """(the inputs to process, bytes copied): copy mode copies them into the job's scratch."""
-    if spec["access"] != "copy":
-        return list(spec["urls"]), 0
-    dest_dir = os.path.join(spec["scratch"], "input")
+    urls = spec.job.urls
+    if spec.job.access != "copy":
+        return list(urls), 0
+    dest_dir = os.path.join(spec.scratch, "input")
     os.makedirs(dest_dir, exist_ok=True)
-    local = [
-        os.path.join(dest_dir, f"{i:04d}-{os.path.basename(u.rstrip('/'))}")
-        for i, u in enumerate(spec["urls"])
-    ]
-    return local, sum(fetch(url, local[i]) for i, url in enumerate(spec["urls"]))
+    local = [os.path.join(dest_dir, f"{i:04d}-{os.path.basename(u.rstrip('/'))}") for i, u in enumerate(urls)]
+    return local, sum(fetch(url, local[i]) for i, url in enumerate(urls))
 
 
-def stage_out(spec: dict[str, Any], result: dict[str, Any]) -> int:
-    src = os.path.join(spec["scratch"], "output.json")
+def stage_out(spec: PayloadSpec, result: dict[str, int]) -> int:
+    src = os.path.join(spec.scratch, "output.json")
     with open(src, "w", encoding="utf-8") as fh:
         json.dump(result, fh)
-    dest = spec["stage_out"]
-    with atomic_path(dest) as tmp:
+    with atomic_path(spec.stage_out) as tmp:
         shutil.copyfile(src, tmp)
-    return os.path.getsize(dest)
+    return os.path.getsize(spec.stage_out)
 
 
-def run_steps(spec: dict[str, Any], steps: dict[str, float]) -> dict[str, Any]:
-    """Set up, stage in, process, stage out; STEPS gets each step's seconds as it ends."""
-    root = spec.get("payload") == "root"  # the image's ROOT reads (its own XRootD client, TNetXNG)
+def run_steps(spec: PayloadSpec, steps: dict[str, float], rec: PayloadResult) -> None:
+    """Set up, stage in, process, stage out; STEPS gets each step's seconds as it ends, REC the
+    processing's numbers."""
+    root = spec.job.payload == "root"  # the image's ROOT reads (its own XRootD client, TNetXNG)
     if root:
         find_root()
-    elif spec["type"] == "analysis":
+    elif spec.job.type == "analysis":
         importlib.import_module("uproot")
-    if any(is_xrootd_url(u) for u in spec["urls"]) and (not root or spec["access"] == "copy"):
+    if any(is_xrootd_url(u) for u in spec.job.urls) and (not root or spec.job.access == "copy"):
         import_xrootd_client()  # with afkit's XRootD client settings (afkit.bench.sources)
     t = time.time()
-    steps["setup"] = t - float(spec["t_launch"])
+    steps["setup"] = t - spec.t_launch
     inputs, staged = stage_in(spec)
     steps["stage_in"] = time.time() - t
     start = time.time()
-    out = payload.process(spec, inputs, Path(spec["scratch"]) / "bench")
+    out = payload.process(spec, inputs, Path(spec.scratch) / "bench")
     steps["processing"] = time.time() - start
     t = time.time()
-    out["bytes_out"] = stage_out(spec, {"bytes": out["bytes"], "events": out["events"]})
+    rec.bytes_out = stage_out(spec, {"bytes": out.bytes, "events": out.events})
     steps["stage_out"] = time.time() - t
-    return {**out, "bytes_staged": staged, "processing_start": start}
+    rec.bytes, rec.events, rec.intervals, rec.gaps = out.bytes, out.events, out.intervals, out.gaps
+    rec.afkit_bench, rec.readspeed = out.afkit_bench, out.readspeed
+    rec.readspeed_verdict = out.readspeed_verdict
+    rec.root_bytes_read, rec.root_read_calls = out.root_bytes_read, out.root_read_calls
+    rec.root_vector_reads = out.root_vector_reads
+    rec.bytes_staged, rec.processing_start = staged, start
 
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1 or argv[0] in ("-h", "--help"):
         print(f"usage: python -m afkit.campaign.steps SPEC.json\n{__doc__}", file=sys.stderr)
         return 0 if argv in (["-h"], ["--help"]) else 2
-    spec = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
+    spec = PayloadSpec.read(Path(argv[0]))
     engine = f"afkit {afkit.__version__} ({os.path.dirname(afkit.__file__ or '')})"
-    rec: dict[str, Any] = {"host": os.uname().nodename, "container_start": time.time(), "engine": engine}
-    software = software_env()  # before the job's own settings change the environment
-    if software:
-        rec["software_env"] = software
-    os.environ.update({k: str(v) for k, v in spec.get("env", {}).items()})  # XRD_* of the job's
     steps: dict[str, float] = {}
+    rec = PayloadResult(host=os.uname().nodename, container_start=time.time(), status="ok", steps=steps,
+                        engine=engine, software_env=software_env() or None)  # fmt: skip
+    # software_env before the job's own settings change the environment
+    os.environ.update(spec.env)  # XRD_* of the job's
     try:
-        rec.update(run_steps(spec, steps), status="ok")
-    except Exception as err:  # the record carries the failure; the wrapper decides what it means
+        run_steps(spec, steps, rec)
+    except Exception as err:  # the result carries the failure; the wrapper decides what it means
         traceback.print_exc(file=sys.stderr)  # the whole story goes to the job's log
         shown: BaseException = err
         if isinstance(err, payload.ProcessingFailed):  # its intervals and gaps until the failure
-            rec.update(err.partial)
+            rec.intervals, rec.gaps = err.intervals, err.gaps
             shown = err.__cause__ or err  # the message is the real error's
-        rec.update(status="failed", error=one_line(describe(shown), marks=(), first=True))
-    rec["steps"] = steps
-    record.check(rec, part="payload", job=str(spec.get("id", "")))
-    print(json.dumps(rec))
-    return 0 if rec["status"] == "ok" else 1
+        rec.status, rec.error = "failed", one_line(describe(shown), marks=(), first=True)
+    rec.write(Path(spec.result))
+    return 0 if rec.status == "ok" else 1
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import afkit
+from afkit.campaign.contract import Job, PayloadSpec
 
 PACKAGE = Path(afkit.__file__).resolve().parent
 
@@ -28,12 +29,15 @@ def run_job(tmp_path: Path, **spec_kw: object) -> tuple[dict[str, object], list[
     data.write_bytes(b"x" * 300_000)
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    spec = {"id": "j0", "type": "steps", "access": "copy", "urls": [str(data)], "clients": 2,
-            "payload": "builtin", "block_size": "64k", "stride": "0", "duration": 1.0, "interval": 0.5,
-            "scratch": str(scratch), "stage_out": str(scratch / "out.json"),
-            "t_launch": time.time()}  # fmt: skip
-    spec.update(spec_kw)
-    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    job = {"type": "steps", "access": "copy", "urls": [str(data)], "clients": 2, "payload": "builtin",
+           "block_size": "64k", "stride": "0", "duration": 1.0, "interval": 0.5}  # fmt: skip
+    job.update(spec_kw)
+    job = Job.from_dict({"bench": "b", "site": "here", "dataset": "d", "scenario": "origin", "repetition": 0,
+                         **job})  # fmt: skip
+    result = scratch / "result.json"
+    spec = PayloadSpec(job=job, tree="events", scratch=str(scratch), stage_out=str(scratch / "out.json"),
+                       result=str(result), t_launch=time.time())  # fmt: skip
+    (tmp_path / "spec.json").write_text(spec.to_json())
     code = "import runpy; runpy.run_module('afkit.campaign.steps', run_name='__main__', alter_sys=True)"
     # -S: no site-packages (only the standard library and the working directory); -E: no PYTHON*
     probe = "import atexit, sys; atexit.register(lambda: print('MODULES', *sys.modules, file=sys.stderr))"
@@ -41,7 +45,7 @@ def run_job(tmp_path: Path, **spec_kw: object) -> tuple[dict[str, object], list[
                           cwd=root, capture_output=True, text=True, check=False, timeout=60)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     modules = proc.stderr.rsplit("MODULES ", 1)[1].split()
-    return json.loads(proc.stdout.strip().splitlines()[-1]), modules
+    return json.loads(result.read_text()), modules
 
 
 def test_a_job_runs_with_the_standard_library_alone(tmp_path: Path) -> None:
@@ -58,7 +62,7 @@ def test_the_core_parses_as_python_3_9(tmp_path: Path) -> None:
     """The images' Python may be old (AlmaLinux 9: 3.9): the modules the job loads use 3.9 syntax."""
     _rec, modules = run_job(tmp_path, type="read", access="direct")
     loaded = sorted(m for m in modules if m.startswith("afkit"))
-    assert "afkit.bench.readbench" in loaded and "afkit.campaign.record" in loaded
+    assert "afkit.bench.readbench" in loaded and "afkit.campaign.contract" in loaded
     for name in loaded:
         path = PACKAGE.parent / (name.replace(".", "/") + ".py")
         if not path.is_file():

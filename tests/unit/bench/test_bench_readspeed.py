@@ -170,14 +170,20 @@ def test_the_jobs_processing_step_with_payload_rootreadspeed_matches_the_record_
     """afkit.bench.payload.process as a campaign job runs it (the real ROOT 6.40 on PATH)."""
     from afkit.bench import payload
     from afkit.campaign import record
+    from afkit.campaign.contract import Job, PayloadResult, PayloadSpec
 
     monkeypatch.setenv("PATH", _real_root_env()["PATH"])
     data = Path(__file__).resolve().parents[2] / "data" / "uproot-HZZ.root"
-    spec = {"payload": "rootreadspeed", "type": "analysis", "tree": "events",
-            "branches": ["Muon_Px", "Muon_Py"], "clients": 1, "interval": 1.0}  # fmt: skip
+    job = Job(bench="b", type="analysis", site="s", dataset="d", scenario="origin", access="direct",
+              clients=1, block_size="1M", stride="0", repetition=0, payload="rootreadspeed",
+              branches=("Muon_Px", "Muon_Py"))  # fmt: skip
+    spec = PayloadSpec(job=job, tree="events", scratch=str(tmp_path), stage_out="", result="", t_launch=0.0)
     out = payload.process(spec, [str(data)], tmp_path / "bench")
-    rec = {"host": "wn", "container_start": 1.0, "status": "ok", "steps": {"processing": 0.5},
-           "processing_start": 1.0, "bytes_staged": 0, "bytes_out": 0, **out}  # fmt: skip
-    assert record.problems(rec, part="payload") == []
-    assert out["events"] == 2421 and out["readspeed_verdict"] == out["readspeed"]["verdict"]
-    assert out["bytes"] == out["readspeed"]["compressed_bytes"] > 0
+    rec = PayloadResult(host="wn", container_start=1.0, status="ok", steps={"processing": 0.5},
+                        processing_start=1.0, bytes_staged=0, bytes_out=0, bytes=out.bytes, events=out.events,
+                        intervals=out.intervals, gaps=out.gaps, readspeed=out.readspeed,
+                        readspeed_verdict=out.readspeed_verdict)  # fmt: skip
+    assert record.problems(rec.to_dict(), part="payload") == []
+    assert out.readspeed is not None
+    assert out.events == 2421 and out.readspeed_verdict == out.readspeed["verdict"]
+    assert out.bytes == out.readspeed["compressed_bytes"] > 0

@@ -9,7 +9,14 @@ from typing import Any
 import pytest
 
 from afkit.campaign import aggregate as agg
+from afkit.campaign import plan
+from afkit.campaign.contract import JobRecord
 from afkit.errors import InvalidError
+
+
+def typed(records: list[dict[str, Any]]) -> list[JobRecord]:
+    """The records as the aggregator reads them (afkit.campaign.contract.JobRecord)."""
+    return [JobRecord(**r) for r in records]
 
 
 def record(i: int, **kw: Any) -> dict[str, Any]:
@@ -48,7 +55,7 @@ def record(i: int, **kw: Any) -> dict[str, Any]:
 
 
 def test_rows_carry_provenance_and_rates(tmp_path: Path) -> None:
-    rows = agg.aggregate([record(0)], tmp_path / "jobs.csv", tmp_path / "intervals.csv")
+    rows = agg.aggregate(typed([record(0)]), tmp_path / "jobs.csv", tmp_path / "intervals.csv")
     assert rows[0]["throughput_MBps"] == pytest.approx(5.0)
     assert rows[0]["events_per_s"] == pytest.approx(200.0)
     assert rows[0]["wall_s"] == pytest.approx(12.0)
@@ -65,15 +72,17 @@ def test_rows_carry_provenance_and_rates(tmp_path: Path) -> None:
 
 def test_different_campaign_hashes_are_refused(tmp_path: Path) -> None:
     with pytest.raises(InvalidError, match="campaign_hash: abc, zzz"):
-        agg.aggregate([record(0), record(1, campaign_hash="zzz")], tmp_path / "j.csv", tmp_path / "i.csv")
+        agg.aggregate(
+            typed([record(0), record(1, campaign_hash="zzz")]), tmp_path / "j.csv", tmp_path / "i.csv"
+        )
     assert not (tmp_path / "j.csv").exists()
 
 
 def test_different_images_are_refused_unless_allowed(tmp_path: Path) -> None:
     recs = [record(0), record(1, image_sha256="bee")]
     with pytest.raises(InvalidError, match="different images"):
-        agg.aggregate(recs, tmp_path / "j.csv", tmp_path / "i.csv")
-    rows = agg.aggregate(recs, tmp_path / "j.csv", tmp_path / "i.csv", allow_mixed=True)
+        agg.aggregate(typed(recs), tmp_path / "j.csv", tmp_path / "i.csv")
+    rows = agg.aggregate(typed(recs), tmp_path / "j.csv", tmp_path / "i.csv", allow_mixed=True)
     assert {r["image_sha256"] for r in rows} == {"f00", "bee"}
 
 
@@ -81,16 +90,19 @@ def test_failed_and_missing_jobs(tmp_path: Path) -> None:
     failed = record(
         1, status="failed", error="OSError: cannot open root://x//f: connection refused", steps={}
     )
-    expected = [
-        {"bench": "read", "id": f"j{i}", "type": "read", "site": "here", "urls": ["u"]} for i in range(3)
-    ]
-    rows = agg.aggregate([record(0), failed], tmp_path / "j.csv", tmp_path / "i.csv", expected=expected)
-    by_id = {r["id"]: r for r in rows}
-    assert by_id["j0"]["status"] == "ok"
-    assert by_id["j1"]["status"] == "failed"
-    assert "connection refused" in by_id["j1"]["error"]
-    assert by_id["j1"]["throughput_MBps"] == ""
-    assert by_id["j2"]["status"] == "missing"
+    expected = [plan.Job(bench="read", type="read", site="here", dataset="d", scenario="origin",
+                         access="direct", clients=1, block_size="8M", stride="0", repetition=i,
+                         urls=("u",)) for i in range(3)]  # fmt: skip
+    ok = record(0, id=expected[0].id)
+    failed["id"] = expected[1].id
+    rows = agg.aggregate(typed([ok, failed]), tmp_path / "j.csv", tmp_path / "i.csv", expected=expected)
+    status = {r["id"]: r for r in rows}
+    j0, j1, j2 = (status[j.id] for j in expected)
+    assert j0["status"] == "ok"
+    assert j1["status"] == "failed"
+    assert "connection refused" in str(j1["error"])
+    assert j1["throughput_MBps"] == ""
+    assert j2["status"] == "missing"
 
 
 def test_unreadable_record(tmp_path: Path) -> None:

@@ -12,6 +12,13 @@ from matplotlib.figure import Figure
 from afkit.campaign import aggregate as agg
 from afkit.campaign import compare, figures
 from afkit.campaign.aggregate import read_csv
+from afkit.campaign.contract import JobRecord
+
+
+def typed(records: list[dict[str, Any]]) -> list[JobRecord]:
+    """The records as the aggregator reads them (afkit.campaign.contract.JobRecord)."""
+    return [JobRecord(**r) for r in records]
+
 
 FIX = Path(__file__).parent / "fixtures" / "compare"
 TextsOutside = Callable[[Figure], list[str]]
@@ -34,7 +41,9 @@ def rec(i: int, gbps: float, **kw: Any) -> dict[str, Any]:
 
 
 def tables(recs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    return [agg.job_row(r) for r in recs], [i for r in recs for i in agg.interval_rows(r)]
+    return [agg.job_row(JobRecord(**r)) for r in recs], [
+        i for r in recs for i in agg.interval_rows(JobRecord(**r))
+    ]
 
 
 def test_the_text_check_finds_a_cut_label(texts_outside: TextsOutside) -> None:
@@ -83,7 +92,7 @@ def test_the_report_step_table_shows_the_stage_in_endpoint(tmp_path: Path) -> No
     from afkit.campaign import report
 
     recs = wan_and_local()
-    agg.aggregate(recs, tmp_path / "jobs.csv", tmp_path / "intervals.csv")
+    agg.aggregate(typed(recs), tmp_path / "jobs.csv", tmp_path / "intervals.csv")
     html = report.render(agg.read_csv(tmp_path / "jobs.csv"), agg.read_csv(tmp_path / "intervals.csv"),
                          tmp_path / "r").read_text()  # fmt: skip
     assert "<th>read from</th><th>stage-in from</th>" in html

@@ -7,6 +7,7 @@ integration tests.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -15,29 +16,25 @@ from typing import Any
 import pytest
 
 from afkit.campaign import job, plan
+from afkit.campaign.contract import ImageInfo, JobRecord, JobSpec, SiteSpec
 from afkit.errors import one_line
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ROOT_DATA = Path(__file__).resolve().parents[2] / "data"
 
 
+def spec_of(c: Any, j: plan.Job, sif: Path, tmp_path: Path, sha256: str = "0" * 64) -> JobSpec:
+    """J's spec as planning makes it, its image described in TMP_PATH/image.json."""
+    image = tmp_path / "image.json"
+    image.write_text(json.dumps({"path": str(sif), "sha256": sha256, "tag": "T"}), encoding="utf-8")
+    return dataclasses.replace(plan.specs(c, [j], results=str(tmp_path / "results"))[0], image=str(image))
+
+
 def run_one(c: Any, bench: str, sif: Path, tmp_path: Path, n: int = 0) -> dict[str, Any]:
     j = [x for x in plan.expand(c) if x.bench == bench][n]
-    ctx = {
-        "name": c.name,
-        "hash": c.hash,
-        "site": dict(c.config["sites"][j.site], name=j.site),
-        "tree": "events",
-        "binds": [c.config["storage"]["disk"]["path"]],
-    }
-    image = {"path": str(sif), "sha256": "0" * 64, "tag": "T"}
-    return job.run(
-        j.as_dict(),
-        campaign=ctx,
-        image=image,
-        output=tmp_path / "out" / f"{j.id}.json",
-        log=tmp_path / "out" / f"{j.id}.log",
-    )
+    spec = spec_of(c, j, sif, tmp_path)
+    rec = job.run(spec, output=tmp_path / "out" / f"{j.id}.json", log=tmp_path / "out" / f"{j.id}.log")
+    return rec.to_dict()
 
 
 def steps_campaign(raw: dict[str, Any], access: list[str]) -> dict[str, Any]:
@@ -125,10 +122,11 @@ def test_the_verdict_reads_only_the_samples_of_the_processing_step(tmp_path: Pat
     times = (101.0, 102.0, 201.0, 202.0)
     lines = [dict(busy, t=t, disk_busy_percent=99.0 if t > 200 else 1.0) for t in times]
     mon.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
-    rec = {"status": "ok", "bytes": 10, "processing_start": 100.2, "steps": {"processing": 2.0}}
-    assert job.job_bottleneck(rec, mon, {"link_rate": "125MB/s"})[0] == "none"
-    rec["processing_start"] = 200.2
-    assert job.job_bottleneck(rec, mon, {"link_rate": "125MB/s"})[0] == "disk"
+    rec = JobRecord(status="ok", bytes=10, processing_start=100.2, steps={"processing": 2.0})
+    site = SiteSpec(name="here", executor="local", link_rate="125MB/s")
+    assert job.job_bottleneck(rec, mon, site)[0] == "none"
+    rec.processing_start = 200.2
+    assert job.job_bottleneck(rec, mon, site)[0] == "disk"
 
 
 def test_missing_image_is_a_failed_record_with_apptainer_message(
@@ -136,16 +134,10 @@ def test_missing_image_is_a_failed_record_with_apptainer_message(
 ) -> None:
     c = make(steps_campaign(raw, ["direct"]))
     j = plan.expand(c)[0]
-    ctx = {"name": c.name, "hash": c.hash, "site": dict(c.config["sites"]["here"], name="here"), "binds": []}
+    spec = spec_of(c, j, fake_apptainer, tmp_path, sha256="x")
     fake_apptainer.unlink()
     with pytest.raises(Exception, match="image not found"):
-        job.run(
-            j.as_dict(),
-            campaign=ctx,
-            image={"path": str(fake_apptainer), "sha256": "x"},
-            output=tmp_path / "o.json",
-            log=tmp_path / "o.log",
-        )
+        job.run(spec, output=tmp_path / "o.json", log=tmp_path / "o.log")
     assert not (tmp_path / "o.json").exists()
 
 
@@ -261,13 +253,17 @@ def test_read_intervals_have_the_campaigns_interval(
     assert all(0 < s["t"] <= rec["steps"]["processing"] + 1e-3 for s in rec["intervals"])
 
 
-def test_a_payload_output_that_breaks_the_record_contract_is_an_error_naming_the_job(
+def test_a_payload_result_that_breaks_the_record_contract_is_an_error_naming_the_job(
     raw: dict[str, Any], make: Any, fake_apptainer: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import subprocess
 
-    out = json.dumps({"status": "ok", "bytes": "many"})
-    monkeypatch.setattr(job, "_run_payload", lambda cmd, env: subprocess.CompletedProcess(cmd, 0, out, ""))
+    def payload(cmd: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        result = json.loads(Path(cmd[-1]).read_text(encoding="utf-8"))["result"]  # the payload's spec
+        Path(result).write_text(json.dumps({"status": "ok", "bytes": "many"}), encoding="utf-8")
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(job, "_run_payload", payload)
     c = make(steps_campaign(raw, ["direct"]))
     with pytest.raises(job.AfkitError, match=r"job here\.hzz\.origin\.direct.*bytes: 'many' is not int"):
         run_one(c, "s", fake_apptainer, tmp_path)
@@ -307,17 +303,18 @@ def test_a_failed_processing_step_keeps_the_intervals_and_gaps_its_clients_wrote
         {"type": "gap", "t": 104.5, "seconds": 10.0, "url": "root://h//f", "recovered": False},
     ]
     (tmp_path / "bench.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
-    part = payload.partial_result(tmp_path, 1.0, 100.0)
-    assert [(i["t"], i["bytes"]) for i in part["intervals"]] == [(1.0, 5), (2.0, 0)]
-    assert [(g["t"], g["recovered"]) for g in part["gaps"]] == [(101.2, True), (104.5, False)]
-    assert all("type" not in g for g in part["gaps"])
+    part = payload.failed_at("reset", tmp_path, 1.0, 100.0)
+    assert [(i["t"], i["bytes"]) for i in part.intervals or []] == [(1.0, 5), (2.0, 0)]
+    assert [(g["t"], g["recovered"]) for g in part.gaps or []] == [(101.2, True), (104.5, False)]
+    assert all("type" not in g for g in part.gaps or [])
 
 
 def test_a_torn_client_file_leaves_no_partial_result(tmp_path: Path) -> None:
     from afkit.bench import payload
 
     (tmp_path / "bench.jsonl").write_text('{"type": "interval", "t": 1', encoding="utf-8")
-    assert payload.partial_result(tmp_path, 1.0, 0.0) == {}
+    part = payload.failed_at("torn", tmp_path, 1.0, 0.0)
+    assert (part.intervals, part.gaps) == (None, None)
 
 
 def test_a_held_job_gets_a_failed_record_with_the_hold_reason(raw: dict[str, Any], make: Any) -> None:
@@ -325,10 +322,10 @@ def test_a_held_job_gets_a_failed_record_with_the_hold_reason(raw: dict[str, Any
 
     c = make(raw)
     j = plan.expand(c)[0]
-    ctx = {"name": c.name, "hash": c.hash, "site": dict(c.config["sites"][j.site], name=j.site)}
-    rec = job.held_record(j.as_dict(), campaign=ctx, image={"path": "/i.sif", "sha256": "0" * 64},
-                          batch_job_id="7.0", reason="via condor_hold (by user afkit)", held_s=121,
-                          now=1000.0)  # fmt: skip
+    spec = plan.specs(c, [j])[0]
+    held = job.held_record(spec, image=ImageInfo(path="/i.sif", sha256="0" * 64), batch_job_id="7.0",
+                           reason="via condor_hold (by user afkit)", held_s=121, now=1000.0)  # fmt: skip
+    rec = held.to_dict()
     assert jobrecord.problems(rec) == []
     assert (rec["status"], rec["hold_reason"], rec["batch_job_id"]) == (
         "failed",

@@ -38,14 +38,13 @@ def test_a_spec_runs_without_site_packages_and_writes_the_record(
 ) -> None:
     c = make(steps_campaign(raw, ["direct"]))
     j = next(x for x in plan.expand(c) if x.bench == "s")
-    image = tmp_path / "image.json"
-    image.write_text(json.dumps({"path": str(fake_apptainer), "sha256": "0" * 64, "tag": "T"}))
     sandbox = tmp_path / "sandbox"
-    ctx = {"name": c.name, "hash": c.hash, "site": dict(c.config["sites"][j.site], name=j.site),
-           "tree": "events", "binds": [c.config["storage"]["disk"]["path"]]}  # fmt: skip
+    image = sandbox / "results" / "image" / "image.json"
+    image.parent.mkdir(parents=True)
+    image.write_text(json.dumps({"path": str(fake_apptainer), "sha256": "0" * 64, "tag": "T"}))
     spec = sandbox / "results" / "jobspec" / "s" / f"{j.id}.json"
-    jobcore.write_spec(spec, job=j.as_dict(), campaign=ctx, image=image,
-                       record=f"results/job/s/{j.id}.json", log=f"results/job/s/{j.id}.log")  # fmt: skip
+    (sandbox / "results" / "jobspec" / "s").mkdir(parents=True)
+    spec.write_text(plan.specs(c, [j], results="results")[0].to_json())
     jobcore.pack(sandbox / "afkit.zip")
     subprocess.run([sys.executable, "-m", "zipfile", "-e", "afkit.zip", "core"], cwd=sandbox, check=True)
     env = {**os.environ, "PYTHONPATH": str(sandbox / "core")}
@@ -57,15 +56,28 @@ def test_a_spec_runs_without_site_packages_and_writes_the_record(
     assert rec["id"] == j.id and rec["bottleneck"]  # the host monitor ran (standard library only)
 
 
-def test_a_spec_that_is_not_there_is_one_line_and_exit_1(tmp_path: Path) -> None:
+def test_the_modules_a_batch_job_may_import_load_without_site_packages(tmp_path: Path) -> None:
+    """A worker without the submit host's files pulls the image itself (afkit.campaign.job
+    .pull_on_worker imports afkit.campaign.image): nothing the job core reaches needs more than
+    the standard library (a campaign's config module needs jsonschema and yaml)."""
+    jobcore.pack(tmp_path / "afkit.zip")
+    subprocess.run([sys.executable, "-m", "zipfile", "-e", "afkit.zip", "core"], cwd=tmp_path, check=True)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "core")}
+    modules = "afkit.campaign.jobcore, afkit.campaign.job, afkit.campaign.image, afkit.campaign.held"
+    proc = subprocess.run([sys.executable, "-S", "-c", f"import {modules}"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_a_spec_that_is_not_there_is_one_line_and_exit_5(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "afkit.campaign.jobcore", "nope.json"], cwd=tmp_path,
                           capture_output=True, text=True, check=False)  # fmt: skip
-    assert proc.returncode == 1
+    assert proc.returncode == 5
     assert proc.stderr.startswith("afkit: error: job spec nope.json:")
 
 
 class _Input(list[str]):
-    jobspec = "results/jobspec/s/j1.json"
+    spec = "results/jobspec/s/j1.json"
 
 
 class _Job:
@@ -74,6 +86,7 @@ class _Job:
     def __init__(self, name: str = "job", group: bool = False, spec: bool = True) -> None:
         self.name, self._group = name, group
         self.input = _Input() if spec else []
+        self.output, self.log = ["results/job/s/j1.json"], ["results/job/s/j1.log"]
 
     def is_group(self) -> bool:
         return self._group
@@ -81,7 +94,8 @@ class _Job:
 
 def test_a_batch_job_of_rule_job_runs_the_job_core_on_its_spec() -> None:
     assert jobcore.batch_command(_Job(), "/v/bin/python") == (
-        "/v/bin/python -m afkit.campaign.jobcore results/jobspec/s/j1.json"
+        "/v/bin/python -m afkit.campaign.jobcore results/jobspec/s/j1.json -o results/job/s/j1.json"
+        " --log results/job/s/j1.log"
     )
 
 
@@ -97,4 +111,7 @@ def test_both_executors_submit_the_job_core_for_rule_job() -> None:
     for executor in (htc.Executor, slurm.Executor):
         ex = executor.__new__(executor)  # format_job_exec reads only the python executable here
         ex.get_python_executable = lambda: "/v/bin/python"
-        assert ex.format_job_exec(_Job()).endswith("-m afkit.campaign.jobcore results/jobspec/s/j1.json")
+        assert ex.format_job_exec(_Job()).endswith(
+            "-m afkit.campaign.jobcore results/jobspec/s/j1.json -o results/job/s/j1.json"
+            " --log results/job/s/j1.log"
+        )

@@ -10,6 +10,12 @@ import pytest
 
 from afkit.campaign import aggregate as agg
 from afkit.campaign import report
+from afkit.campaign.contract import JobRecord
+
+
+def typed(records: list[dict[str, Any]]) -> list[JobRecord]:
+    """The records as the aggregator reads them (afkit.campaign.contract.JobRecord)."""
+    return [JobRecord(**r) for r in records]
 
 
 def rec(i: int, **kw: Any) -> dict[str, Any]:
@@ -60,7 +66,7 @@ def test_report_renders_figures_and_marks_cells(tmp_path: Path) -> None:
             for i in range(2)
         ],
     ]
-    agg.aggregate(records, tmp_path / "jobs.csv", tmp_path / "intervals.csv")
+    agg.aggregate(typed(records), tmp_path / "jobs.csv", tmp_path / "intervals.csv")
     rows, intervals = agg.read_csv(tmp_path / "jobs.csv"), agg.read_csv(tmp_path / "intervals.csv")
     html_path = report.render(rows, intervals, tmp_path / "report")
     html = html_path.read_text()
@@ -77,7 +83,7 @@ def test_report_renders_figures_and_marks_cells(tmp_path: Path) -> None:
 
 def test_every_report_has_the_figures_directory_snakemake_report_needs(tmp_path: Path) -> None:
     """afkit campaign report (not the workflow's rule) also fills report/figures, exactly."""
-    agg.aggregate([rec(0), rec(1, clients=2)], tmp_path / "jobs.csv", tmp_path / "intervals.csv")
+    agg.aggregate(typed([rec(0), rec(1, clients=2)]), tmp_path / "jobs.csv", tmp_path / "intervals.csv")
     rows, intervals = agg.read_csv(tmp_path / "jobs.csv"), agg.read_csv(tmp_path / "intervals.csv")
     (tmp_path / "report" / "figures").mkdir(parents=True)
     (tmp_path / "report" / "figures" / "train_scaling.png").write_bytes(b"from an earlier report")
@@ -89,7 +95,7 @@ def test_every_report_has_the_figures_directory_snakemake_report_needs(tmp_path:
 
 def test_report_without_any_successful_job(tmp_path: Path) -> None:
     records = [rec(0, status="failed", error="boom", steps={}, intervals=[])]
-    agg.aggregate(records, tmp_path / "jobs.csv", tmp_path / "intervals.csv")
+    agg.aggregate(typed(records), tmp_path / "jobs.csv", tmp_path / "intervals.csv")
     html = report.render(agg.read_csv(tmp_path / "jobs.csv"), [], tmp_path / "r").read_text()
     assert "data:image/png" not in html
     assert "0 ok, 1 failed, 0 missing" in html
@@ -99,8 +105,14 @@ def test_figures_keep_sites_and_endpoints_apart() -> None:
     from afkit.campaign import figures
 
     rows = [
-        agg.job_row(rec(0, bench="ana", type="analysis", id="a", site="condor", url="root://se-a:1094//f")),
-        agg.job_row(rec(1, bench="ana", type="analysis", id="b", site="slurm", url="root://se-b:1094//f")),
+        agg.job_row(
+            JobRecord(
+                **rec(0, bench="ana", type="analysis", id="a", site="condor", url="root://se-a:1094//f")
+            )
+        ),
+        agg.job_row(
+            JobRecord(**rec(1, bench="ana", type="analysis", id="b", site="slurm", url="root://se-b:1094//f"))
+        ),
     ]
     lines = figures.client_lines(rows, "analysis")
     assert set(lines) == {
@@ -114,8 +126,8 @@ def test_read_time_series_keep_sites_apart() -> None:
     from afkit.campaign import figures
 
     recs = [rec(0, site="condor", url="/mnt/f"), rec(1, site="slurm", url="root://se:1094//f")]
-    rows = [agg.job_row(r) for r in recs]
-    intervals = [i for r in recs for i in agg.interval_rows(r)]
+    rows = [agg.job_row(JobRecord(**r)) for r in recs]
+    intervals = [i for r in recs for i in agg.interval_rows(JobRecord(**r))]
     series = figures.rate_series(rows, intervals)
     assert {k[0] for k in series} == {"condor <- local", "slurm <- se:1094"}
     assert all(v == 0.8 for pts in series.values() for v in pts.values())  # 1e8 B/s each = 0.8 Gbit/s
@@ -133,7 +145,7 @@ def test_the_demo_campaign_report_has_a_bottleneck_per_job(tmp_path: Path) -> No
             bottleneck=verdicts[i % 4], bottleneck_reason=f"reason {i}")
         for i, j in enumerate(jobs)
     ]  # fmt: skip
-    agg.aggregate(records, tmp_path / "jobs.csv", tmp_path / "intervals.csv")
+    agg.aggregate(typed(records), tmp_path / "jobs.csv", tmp_path / "intervals.csv")
     rows = agg.read_csv(tmp_path / "jobs.csv")
     assert sorted(r["bottleneck"] for r in rows) == sorted(verdicts[i % 4] for i in range(len(jobs)))
     html = report.render(rows, agg.read_csv(tmp_path / "intervals.csv"), tmp_path / "r").read_text()
@@ -143,7 +155,7 @@ def test_the_demo_campaign_report_has_a_bottleneck_per_job(tmp_path: Path) -> No
 
 
 def test_a_jobs_table_without_the_bottleneck_column_reports_unknown(tmp_path: Path) -> None:
-    agg.aggregate([rec(0)], tmp_path / "jobs.csv", tmp_path / "intervals.csv")
+    agg.aggregate(typed([rec(0)]), tmp_path / "jobs.csv", tmp_path / "intervals.csv")
     rows = agg.read_csv(tmp_path / "jobs.csv")
     rows = [{k: v for k, v in r.items() if not k.startswith("bottleneck")} for r in rows]
     html = report.render(rows, [], tmp_path / "r").read_text()
@@ -158,7 +170,7 @@ def test_report_shows_the_start_skew_of_each_wave_against_the_goal(tmp_path: Pat
         rec(20 + i, bench="t", type="train", id=f"u{i}", wave="w2.r1", wave_size=2, start=s, end=s + 10)
         for i, s in enumerate((200.0, 203.5))
     ]
-    agg.aggregate(records, tmp_path / "jobs.csv", tmp_path / "intervals.csv")
+    agg.aggregate(typed(records), tmp_path / "jobs.csv", tmp_path / "intervals.csv")
     rows, intervals = agg.read_csv(tmp_path / "jobs.csv"), agg.read_csv(tmp_path / "intervals.csv")
     html = report.render(rows, intervals, tmp_path / "report").read_text()
     assert "Wave start skew" in html and "Goal: at most 2 s" in html
@@ -172,7 +184,7 @@ def test_the_cells_table_says_how_many_repetitions_each_cell_had(tmp_path: Path)
         *[rec(10 + i, clients=2, repetition=i) for i in range(2)],
         rec(12, clients=2, repetition=2, status="failed", error="boom", steps={}, intervals=[]),
     ]
-    agg.aggregate(records, tmp_path / "jobs.csv", tmp_path / "intervals.csv")
+    agg.aggregate(typed(records), tmp_path / "jobs.csv", tmp_path / "intervals.csv")
     html = report.render(agg.read_csv(tmp_path / "jobs.csv"), [], tmp_path / "r").read_text()
     assert "<th>repetitions</th>" in html
     assert re.search(r"<td>1</td><td>1</td><td>3</td>\s*<td class=\"ok\">ok</td>", html)
@@ -192,7 +204,7 @@ def test_payload_section_sets_each_payload_against_rootreadspeed(tmp_path: Path)
         _ana(3, "afkit-bench", 3000, bottleneck="cpu"),
         _ana(4, "afkit-bench", 3000, clients=4),  # several clients: not in the one-thread comparison
     ]
-    agg.aggregate(records, tmp_path / "jobs.csv", tmp_path / "intervals.csv")
+    agg.aggregate(typed(records), tmp_path / "jobs.csv", tmp_path / "intervals.csv")
     lines = report.payloads.section(agg.read_csv(tmp_path / "jobs.csv"))
     by = {ln["payload"]: ln for ln in lines}
     assert [ln["payload"] for ln in lines] == ["rootreadspeed", "afkit-bench", "root"]
@@ -205,7 +217,7 @@ def test_payload_section_sets_each_payload_against_rootreadspeed(tmp_path: Path)
 
 def test_payload_section_is_rendered_in_the_report(tmp_path: Path) -> None:
     records = [_ana(0, "rootreadspeed", 6000, readspeed_verdict="io-bound"), _ana(1, "root", 5700)]
-    agg.aggregate(records, tmp_path / "jobs.csv", tmp_path / "intervals.csv")
+    agg.aggregate(typed(records), tmp_path / "jobs.csv", tmp_path / "intervals.csv")
     rows, intervals = agg.read_csv(tmp_path / "jobs.csv"), agg.read_csv(tmp_path / "intervals.csv")
     html = report.render(rows, intervals, tmp_path / "report").read_text()
     assert "Analysis payloads side by side" in html
@@ -216,6 +228,8 @@ def test_payload_section_is_rendered_in_the_report(tmp_path: Path) -> None:
 
 
 def test_no_payload_section_with_one_payload(tmp_path: Path) -> None:
-    agg.aggregate([_ana(0, "root", 5700), _ana(1, "root", 5000)], tmp_path / "jobs.csv", tmp_path / "i.csv")
+    agg.aggregate(
+        typed([_ana(0, "root", 5700), _ana(1, "root", 5000)]), tmp_path / "jobs.csv", tmp_path / "i.csv"
+    )
     rows, intervals = agg.read_csv(tmp_path / "jobs.csv"), agg.read_csv(tmp_path / "i.csv")
     assert "Analysis payloads side by side" not in report.render(rows, intervals, tmp_path / "r").read_text()

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from afkit.campaign import config, image, jobcore, record
+from afkit.campaign.contract import ImageInfo
 from afkit.errors import ExitCode, InvalidError, PrereqError
 
 REPO = Path(__file__).resolve().parents[3]
@@ -28,6 +29,30 @@ def analysis(raw: dict[str, Any], **bench: Any) -> dict[str, Any]:
 def test_payload_root_and_its_reader_settings_validate(raw: dict[str, Any]) -> None:
     cfg = config.validate(analysis(raw, payload="root", root={"reader": "rdataframe", "cache_mb": 0}))
     assert cfg["benchmarks"][0]["root"] == {"reader": "rdataframe", "work": "read", "cache_mb": 0}
+
+
+def test_the_reader_settings_reach_the_jobs_spec_and_its_root_client(raw: dict[str, Any], make: Any) -> None:
+    """Planning puts the benchmark's root key into each job's spec; the payload's spec carries it
+    into the image, where each client is a ROOT reader with those settings."""
+    from afkit.bench import payload
+    from afkit.bench.rootread import RootReadConfig
+    from afkit.campaign import plan
+    from afkit.campaign.contract import JobSpec, PayloadSpec
+
+    c = make(analysis(raw, payload="root", root={"reader": "rdataframe", "work": "histogram", "cache_mb": 8}))
+    spec = JobSpec.from_json(plan.specs(c, plan.expand(c)[:1])[0].to_json())
+    assert (spec.root.reader, spec.root.work, spec.root.cache_mb) == ("rdataframe", "histogram", 8.0)
+    inside = PayloadSpec(job=spec.job, tree="DF_*/O2track", scratch="/tmp", stage_out="", result="",
+                         t_launch=0.0, root=spec.root)  # fmt: skip
+    client = payload.client_config(inside, ["f.root"], 1.0)
+    assert isinstance(client, RootReadConfig)
+    assert (client.reader, client.work, client.cache_mb, client.tree) == (
+        "rdataframe",
+        "histogram",
+        8.0,
+        "DF_*/O2track",
+    )
+    assert client.branches == list(spec.job.branches)
 
 
 def test_payload_root_is_for_analysis_benchmarks_only(raw: dict[str, Any]) -> None:
@@ -73,7 +98,7 @@ def root_json(tmp_path: Path) -> Path:
 
 def check(fake_sif: Path, out: Path) -> None:
     """check_root on the fake image: the stand-in apptainer runs the probe on this host."""
-    info = {"path": str(fake_sif), "sha256": "0" * 64, "tag": "O2Physics/daily-x"}
+    info = ImageInfo(path=str(fake_sif), sha256="0" * 64, tag="O2Physics/daily-x")
     image.check_root(info, ["ao2d"], output=out, log=out.with_suffix(".log"))
 
 

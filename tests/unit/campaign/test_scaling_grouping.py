@@ -11,8 +11,15 @@ import pytest
 from afkit import cli
 from afkit.campaign import aggregate as agg
 from afkit.campaign import report
+from afkit.campaign.contract import JobRecord
 from afkit.campaign.scaling import scaling_series, server_of
 from afkit.errors import ExitCode, InvalidError
+
+
+def typed(records: list[dict[str, Any]]) -> list[JobRecord]:
+    """The records as the aggregator reads them (afkit.campaign.contract.JobRecord)."""
+    return [JobRecord(**r) for r in records]
+
 
 MB = 1e6
 
@@ -119,7 +126,7 @@ def test_unknown_grouping_is_invalid() -> None:
 
 
 def _tables(tmp_path: Path) -> Path:
-    agg.aggregate(JOBS, tmp_path / "jobs.csv", tmp_path / "intervals.csv")
+    agg.aggregate(typed(JOBS), tmp_path / "jobs.csv", tmp_path / "intervals.csv")
     return tmp_path / "jobs.csv"
 
 

@@ -158,7 +158,8 @@ def test_a_missing_dataset_file_stops_before_anything_runs(
     proc = snakemake("--configfile", str(write(raw)), "--profile", LOCAL, cwd=tmp_path, env=fake_env())
     assert proc.returncode == 5, proc.stderr[-2000:]
     assert "hzz/gone.root" in proc.stderr and "on disk" in proc.stderr
-    assert not list(tmp_path.glob("results/*/*"))  # nothing written
+    # nothing made: only the plan (the jobs' specs, written by planning), no image, dataset or record
+    assert [p.name for p in tmp_path.glob("results/*/*")] == ["jobspec"]
 
 
 def test_a_deleted_record_is_redone_by_the_same_command(
@@ -175,6 +176,48 @@ def test_a_deleted_record_is_redone_by_the_same_command(
     assert again.returncode == 0, again.stderr[-2000:]
     assert gone.is_file() and kept.stat().st_mtime_ns == kept_mtime  # exactly that job
     assert {r["status"] for r in agg.read_csv(results / "aggregate" / "jobs.csv")} == {"ok"}
+
+
+def test_any_job_reruns_by_hand_from_its_spec(tmp_path: Path, raw: dict[str, Any], write: Any) -> None:
+    """Rule job is one command on the job's spec (written by planning): typed by hand, the same
+    command runs the job again and writes a record of the same shape."""
+    import json
+    import shlex
+    import shutil
+
+    campaign = write(two_jobs(raw, tmp_path))
+    proc = snakemake("--configfile", str(campaign), "--profile", LOCAL, cwd=tmp_path, env=fake_env())
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    [spec] = tmp_path.glob("results/*/jobspec/steps/*.direct.*.json")
+    shutil.copyfile(spec, tmp_path / "spec.json")
+    env = {**fake_env(), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{fake_env()['PATH']}"}
+    again = subprocess.run(shlex.split("afkit campaign job spec.json -o record.json"), cwd=tmp_path, env=env,
+                           capture_output=True, text=True, check=False, timeout=120)  # fmt: skip
+    assert again.returncode == 0, again.stderr[-2000:]
+    first = json.loads(next(tmp_path.glob(f"results/*/job/steps/{spec.name}")).read_text())
+    rerun = json.loads((tmp_path / "record.json").read_text())
+    assert (rerun["id"], rerun["status"], rerun["campaign_hash"]) == (
+        first["id"],
+        "ok",
+        first["campaign_hash"],
+    )
+    assert set(rerun) == set(first)
+    assert (tmp_path / "record.log").is_file()  # the log beside the record
+
+
+def test_a_finished_campaign_started_by_another_path_of_the_same_python_has_nothing_to_do(
+    tmp_path: Path, raw: dict[str, Any], write: Any
+) -> None:
+    """The job rules' command names afkit's python by a variable: a `snakemake` on PATH and a
+    `python -m snakemake` of the same venv see the same rule code (no rerun of every job)."""
+    args = ["-s", str(SNAKEFILE), "--configfile", str(write(two_jobs(raw, tmp_path))), "--profile", LOCAL]
+    first, second = (Path(sys.executable).parent / name for name in ("python", "python3"))
+    assert first.resolve() == second.resolve()
+    for python in (first, second):
+        proc = subprocess.run([str(python), "-m", "snakemake", *args], cwd=tmp_path, env=fake_env(),
+                              capture_output=True, text=True, check=False, timeout=600)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Nothing to be done" in proc.stdout + proc.stderr
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])

@@ -3,6 +3,7 @@ and a site with ``netns`` runs its jobs in that network namespace."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -55,18 +56,22 @@ def test_a_netns_site_runs_its_job_in_that_namespace(
         calls.append(cmd)
         out = {"status": "ok", "host": "wn", "container_start": 1.0, "processing_start": 1.5, "bytes": 1,
                "bytes_staged": 0, "events": 0, "bytes_out": 2, "steps": {"processing": 0.5},
-               "intervals": []}  # fmt: skip  # a payload's part of the job record (afkit.campaign.record)
-        return subprocess.CompletedProcess(cmd, 0, json.dumps(out) + "\n", "")
+               "intervals": []}  # fmt: skip  # a payload's result (afkit.campaign.contract.PayloadResult)
+        spec = json.loads(Path(cmd[-1]).read_text(encoding="utf-8"))  # the payload's spec, last argument
+        Path(spec["result"]).write_text(json.dumps(out), encoding="utf-8")
+        return subprocess.CompletedProcess(cmd, 0, "", "")
 
     monkeypatch.setattr(job, "_run_payload", fake_run)
     monkeypatch.setattr(shutil, "which", lambda _name: "/usr/bin/apptainer")
     sif = tmp_path / "bench.sif"
     sif.write_bytes(b"SIF")
     j = next(x for x in plan.expand(campaign) if x.site == "alpes")
-    site = dict(campaign.config["sites"]["alpes"], name="alpes", scratch=str(tmp_path))
-    ctx = {"name": campaign.name, "hash": campaign.hash, "site": site, "tree": "events", "binds": []}
-    rec = job.run(j.as_dict(), campaign=ctx, image={"path": str(sif), "sha256": "0" * 64},
-                  output=tmp_path / "r.json", log=tmp_path / "r.log")  # fmt: skip
-    assert rec["status"] == "ok"
+    spec = plan.specs(campaign, [j])[0]
+    image = tmp_path / "image.json"
+    image.write_text(json.dumps({"path": str(sif), "sha256": "0" * 64}), encoding="utf-8")
+    spec = dataclasses.replace(spec, image=str(image), binds=(),
+                               site=dataclasses.replace(spec.site, scratch=str(tmp_path)))  # fmt: skip
+    rec = job.run(spec, output=tmp_path / "r.json", log=tmp_path / "r.log")
+    assert rec.status == "ok"
     assert calls[0][:3] == ["nsenter", "--net=/run/netns/alpes", "--"]
     assert calls[0][3] == "apptainer"

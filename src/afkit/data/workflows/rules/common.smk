@@ -1,6 +1,7 @@
 # Helpers shared by the rules: campaign validation (afkit's, once: defaults, schema, references),
-# the job plan, input functions.
-import json
+# the job plan and each job's spec (written once, here), input functions.
+import shlex
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -55,13 +56,23 @@ if SITE_FILTER is not None and SITE_FILTER not in CFG["sites"]:
             f"--config afkit_site={SITE_FILTER}: unknown site; allowed: {', '.join(CFG['sites'])}"
         )
     )
+# each job's spec (afkit.campaign.contract.JobSpec), the one input its command reads: written by
+# planning, here, once (an unchanged spec is not rewritten: its job does not rerun)
+if workflow.is_main_process:
+    afkit_plan.write_specs(CAMPAIGN, JOBS, RESULTS)
+# the rules' command: this snakemake's python runs afkit (the same installation), named by a
+# variable set in the shell's prefix: the rule's code (a rerun trigger) stays the same whichever
+# path of the interpreter started snakemake
+shell.prefix(f"set -euo pipefail; export AFKIT_PYTHON={shlex.quote(sys.executable)}; ")
+AFKIT = '"$AFKIT_PYTHON" -m afkit'
+
 JOB_BY_ID = afkit_plan.by_id(JOBS)
 PREVIOUS = afkit_plan.previous_waves(JOBS)
 WAVES = afkit_plan.wave_members(JOBS)
 
 
 def job_record(job):
-    return f"{RESULTS}/job/{job.bench}/{job.id}.json"
+    return afkit_plan.record_path(RESULTS, job)
 
 
 def wave_done(bench, wave):
@@ -136,7 +147,11 @@ def wave_first(wildcards):
 
 
 def wave_inputs(wildcards):
-    return job_inputs(wave_first(wildcards))
+    """The inputs of a wave's first job (shared), and every job's spec (in index order)."""
+    inputs = job_inputs(wave_first(wildcards))
+    del inputs["spec"]
+    inputs["specs"] = [job_spec(j.bench, j.id) for j in wave_jobs(wildcards)]
+    return inputs
 
 
 JOBCORE = f"{RESULTS}/jobcore/{afkit_jobcore.CORE_NAME}"
@@ -152,6 +167,7 @@ def job_spec(bench, job_id):
 def job_inputs(wildcards):
     job = the_job(wildcards)
     inputs = {
+        "spec": job_spec(job.bench, job.id),
         "image": f"{RESULTS}/image/image.json",
         "dataset": f"{RESULTS}/dataset/{job.dataset}.json",
         # ancient: a wave redone later (retry) does not make the waves after it rerun
@@ -165,10 +181,6 @@ def job_inputs(wildcards):
         # the image's ROOT is checked before any job of the campaign runs (rule image_root)
         inputs["image_root"] = f"{RESULTS}/image/root.json"
     site = CFG["sites"][job.site]
-    if afkit_executors.get(site["executor"]).batch:
-        # a batch job runs no snakemake on the worker: afkit's executors submit the job core on
-        # the job's spec (afkit.campaign.jobcore.batch_command)
-        inputs["jobspec"] = job_spec(job.bench, job.id)
     if not site.get("shared_fs", True):
         # a site without the submit host's files: afkit's package goes with the job too (HTCondor
         # file transfer of the inputs; workflows/scripts/htcondor-sandbox-job)
@@ -180,23 +192,36 @@ def job_site(wildcards):
     return CFG["sites"][the_job(wildcards).site]
 
 
-def job_context(wildcards):
-    job = the_job(wildcards)
-    site = dict(CFG["sites"][job.site], name=job.site)
-    ds = CFG["datasets"][job.dataset]
-    binds = sorted({s["path"] for s in CFG["storage"].values() if s.get("path")})
-    return {
-        "name": CAMPAIGN.name,
-        "hash": CAMPAIGN.hash,
-        "site": site,
-        "tree": ds["tree"],
-        "binds": binds,
-        **(
-            {"root": BENCHES[job.bench].get("root", {})}
-            if BENCHES[job.bench]["payload"] == "root"
-            else {}
-        ),
-    }
+# Rule job's inputs and resources: a constant where every job of this call has the same (one
+# dataset, no waves, sites alike), else a function of the job. Snakemake calls a function once
+# per job and more (planning 10,000 jobs: seconds; bench/campaign.sh).
+JOB_SITES = {j.site for j in JOBS if SITE_FILTER in (None, j.site)}
+
+
+def _constant_or(values, function):
+    return values.pop() if len(values) == 1 else function
+
+
+def job_resource(key):
+    """The site's resources[KEY] of a job of rule job."""
+    return _constant_or(
+        {CFG["sites"][s]["resources"][key] for s in JOB_SITES},
+        lambda wc: job_site(wc)["resources"][key],
+    )
+
+
+JOB_DATASET = _constant_or(
+    {f"{RESULTS}/dataset/{j.dataset}.json" for j in JOBS},
+    lambda wc: f"{RESULTS}/dataset/{the_job(wc).dataset}.json",
+)
+JOB_PREVIOUS_WAVE = (lambda wc: job_inputs(wc)["previous_wave"]) if PREVIOUS else []
+# the image's ROOT is checked before any job of the campaign runs (rule image_root)
+JOB_IMAGE_ROOT = f"{RESULTS}/image/root.json" if ROOT_PAYLOAD else []
+JOB_CORE = (
+    (lambda wc: job_inputs(wc).get("jobcore", []))
+    if any(not s.get("shared_fs", True) for s in CFG["sites"].values())
+    else []
+)
 
 
 # Before anything is made or submitted (not on dry runs): the sites' executors must be the one this

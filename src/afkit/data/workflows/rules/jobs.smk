@@ -1,4 +1,7 @@
-# One rule for every benchmark job: the payload runs inside the image on the site's executor.
+# One rule for every benchmark job: one command on the job's spec (written by planning,
+# RESULTS/jobspec/BENCH/ID.json), `afkit campaign job SPEC -o RECORD`, which runs the payload inside
+# the image; any job can be rerun by hand with the same command. `exec`: the command is the job's
+# process, which an interrupt stops (afkit.campaign.interrupt; it stops its payload, no record).
 # A job whose payload fails writes a record with status "failed" (the report marks the cell);
 # a job that is killed or evicted leaves no record and is retried (retries: in the profiles).
 
@@ -13,7 +16,12 @@ wildcard_constraints:
 
 rule job:
     input:
-        unpack(job_inputs),
+        spec=job_spec("{bench}", "{job}"),
+        image=f"{RESULTS}/image/image.json",
+        dataset=JOB_DATASET,
+        previous_wave=JOB_PREVIOUS_WAVE,
+        jobcore=JOB_CORE,
+        image_root=JOB_IMAGE_ROOT,
     output:
         f"{RESULTS}/job/{{bench}}/{{job}}.json",
     log:
@@ -21,15 +29,14 @@ rule job:
     wildcard_constraints:
         # not a job of a wave at a local site: rule wave_local_N runs those
         job=not_a_local_wave_job(),
-    threads: lambda wc: job_site(wc)["resources"]["cores"]
+    conda:
+        "../envs/afkit-job.yaml"
+    threads: job_resource("cores")
     resources:
-        mem_mb=lambda wc: job_site(wc)["resources"]["mem_mb"],
-        runtime=lambda wc: job_site(wc)["resources"]["runtime"],
-    params:
-        job=lambda wc: the_job(wc).as_dict(),
-        campaign=job_context,
-    run:
-        afkit_rules.job(input, output, params, log)
+        mem_mb=job_resource("mem_mb"),
+        runtime=job_resource("runtime"),
+    shell:
+        f"exec {AFKIT} campaign job {{input.spec}} -o {{output}} --log {{log}}"
 
 
 # A wave of N jobs at a local-executor site is one snakemake job of N jobs' threads: it starts
@@ -49,27 +56,25 @@ for _size in LOCAL_WAVE_SIZES:
             [f"{RESULTS}/job/{{bench}}/{{wave}}.i{i}.log" for i in range(_size)],
         wildcard_constraints:
             wave=local_wave_pattern(_size),
+        conda:
+            "../envs/afkit-job.yaml"
         threads: lambda wc: len(wave_jobs(wc)) * job_site(wave_first(wc))["resources"]["cores"]
         resources:
             mem_mb=lambda wc: len(wave_jobs(wc))
             * job_site(wave_first(wc))["resources"]["mem_mb"],
             runtime=lambda wc: job_site(wave_first(wc))["resources"]["runtime"],
-        params:
-            jobs=lambda wc: [j.as_dict() for j in wave_jobs(wc)],
-            campaign=lambda wc: job_context(wave_first(wc)),
-        run:
-            afkit_rules.wave(input, output, params, log)
+        shell:
+            f"exec {AFKIT} campaign job {{input.specs}} -o {{output}} --log {{log}}"
 
 
 localrules:
     wave_done,
     jobcore,
-    jobspec,
 
 
-# A site without the submit host's files (shared_fs: false): the job takes afkit's package and its
-# spec along (inputs of its rule, transferred by HTCondor) and the job wrapper runs it without
-# snakemake (afkit.campaign.jobcore, workflows/scripts/htcondor-sandbox-job).
+# A site without the submit host's files (shared_fs: false): the job takes afkit's package, its
+# spec and the image's description along (inputs of its rule, transferred by HTCondor) and the job
+# wrapper runs it without snakemake (afkit.campaign.jobcore, workflows/scripts/htcondor-sandbox-job).
 rule jobcore:
     output:
         JOBCORE,
@@ -77,22 +82,6 @@ rule jobcore:
         f"{RESULTS}/jobcore/jobcore.log",
     run:
         afkit_rules.jobcore(output, log)
-
-
-rule jobspec:
-    input:
-        image=f"{RESULTS}/image/image.json",
-    output:
-        job_spec("{bench}", "{job}"),
-    log:
-        f"{RESULTS}/jobspec/{{bench}}/{{job}}.log",
-    params:
-        job=lambda wc: the_job(wc).as_dict(),
-        campaign=job_context,
-        record=lambda wc: job_record(the_job(wc)),
-        log=lambda wc: f"{RESULTS}/job/{wc.bench}/{wc.job}.log",
-    run:
-        afkit_rules.jobspec(input, output, params, log)
 
 
 # train and analysis sweeps: the jobs of a wave are released together, the next wave waits for it

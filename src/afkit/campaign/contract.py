@@ -1,0 +1,627 @@
+"""The campaign job's typed contract: what planning gives a job, what the job leaves behind.
+
+One line of typed hops (docs/campaigns.md, "The job path"):
+
+    campaign YAML → afkit.campaign.plan → :class:`JobSpec` (``RESULTS/jobspec/BENCH/ID.json``, made once
+    by planning) → ``afkit campaign job SPEC -o RECORD`` (afkit.campaign.job) → :class:`PayloadSpec`
+    → ``python -m afkit.campaign.steps`` in the image → :class:`PayloadResult` (a file the payload
+    writes) → :class:`JobRecord` (``ID.json``) → jobs.csv → typed rows (:func:`row_from_csv`).
+
+:class:`JobRecord`'s fields carry the field table as metadata (who writes the field, when it is
+needed, whether it is a column of ``jobs.csv``, its unit and meaning); ``jobs.csv``'s columns are
+its column fields in declaration order. A record is checked when it is written
+(:meth:`JobRecord.write`) and when it is read (:meth:`JobRecord.read`), nowhere else.
+
+Standard library only: the job core on a batch worker and the payload inside the image import it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Union, cast
+
+from afkit.errors import InvalidError
+
+STATUSES = ("ok", "failed")
+STEPS = ("setup", "stage_in", "processing", "stage_out")
+INTERVAL_KEYS = ("t", "time", "bytes")  # one interval: seconds since processing start, wall clock, bytes
+STR, INT, NUM, LIST, DICT = (str,), (int,), (int, float), (list,), (dict,)
+
+
+def _type_ok(value: object, types: tuple[type, ...]) -> bool:
+    return isinstance(value, types) and not isinstance(value, bool)
+
+
+def _load(path: Path, what: str) -> dict[str, object]:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as err:
+        raise InvalidError(f"unreadable {what} {path}: {err}", hint="delete it and rerun that job") from err
+    if not isinstance(data, dict):
+        raise InvalidError(f"{what} {path}: not a JSON object but {type(data).__name__}")
+    return data
+
+
+def _need(data: Mapping[str, object], key: str, types: tuple[type, ...], what: str) -> object:
+    value = data.get(key)
+    if not _type_ok(value, types):
+        want = " or ".join(t.__name__ for t in types)
+        raise InvalidError(f"{what}: {key}: {value!r} is not {want}",
+                           hint="make the spec again (afkit campaign run)")  # fmt: skip
+    return value
+
+
+def _str(data: Mapping[str, object], key: str, what: str) -> str:
+    return str(_need(data, key, STR, what))
+
+
+def _dict(data: Mapping[str, object], key: str, what: str) -> dict[str, object]:
+    return cast("dict[str, object]", _need(data, key, DICT, what))
+
+
+def _list(data: Mapping[str, object], key: str, what: str) -> list[object]:
+    return cast("list[object]", _need(data, key, LIST, what))
+
+
+# ---------------------------------------------------------------------------------------- the plan
+
+
+@dataclass(frozen=True)
+class Job:
+    """One planned job (afkit.campaign.plan): its sweep point and the inputs it reads."""
+
+    bench: str
+    type: str
+    site: str
+    dataset: str
+    scenario: str
+    access: str
+    clients: int
+    block_size: str
+    stride: str
+    repetition: int
+    wave_size: int = 1  # jobs released together (train: concurrent jobs; analysis: nodes)
+    index: int = 0  # this job's number inside its wave
+    duration: float = 10.0
+    interval: float = 1.0
+    payload: str = "builtin"
+    branches: tuple[str, ...] = ()
+    urls: tuple[str, ...] = field(default=(), compare=False)
+    template: str = field(default="", compare=False)
+
+    @property
+    def wave(self) -> str:
+        # block size and stride are read parameters: an analysis job reads whole baskets (uproot)
+        reads = "" if self.type == "analysis" else f".b{self.block_size}.s{self.stride}"
+        return (
+            f"{self.site}.{self.dataset}.{self.scenario}.{self.access}.c{self.clients}"
+            f"{reads}.w{self.wave_size}.r{self.repetition}"
+        )
+
+    @property
+    def id(self) -> str:
+        return f"{self.wave}.i{self.index}"
+
+    def as_dict(self) -> dict[str, object]:
+        """The job as JSON (with its id and wave)."""
+        d: dict[str, object] = {name: getattr(self, name) for name in _JOB_FIELDS}
+        d["urls"] = list(self.urls)
+        d["branches"] = list(self.branches)
+        d["id"] = self.id
+        d["wave"] = self.wave
+        return d
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> Job:
+        """The job DATA (as :meth:`as_dict` wrote it), each field checked."""
+        what = f"job {data.get('id', '?')}"
+        kw: dict[str, object] = {}
+        for f in dataclasses.fields(cls):
+            if f.name in ("urls", "branches"):
+                kw[f.name] = tuple(str(u) for u in _list(data, f.name, what)) if f.name in data else ()
+            elif f.name in data:
+                want = {"str": STR, "int": INT, "float": NUM}[str(f.type)]
+                kw[f.name] = _need(data, f.name, want, what)
+        checked: Mapping[str, Any] = kw  # each value checked above
+        try:
+            return cls(**checked)
+        except TypeError as err:
+            raise InvalidError(f"{what}: {err}", hint="make the spec again (afkit campaign run)") from err
+
+
+_JOB_FIELDS = tuple(f.name for f in dataclasses.fields(Job))
+
+
+@dataclass(frozen=True)
+class SiteSpec:
+    """What a job needs of its site (the campaign's ``sites.NAME``, resolved by planning)."""
+
+    name: str
+    executor: str
+    shared_fs: bool = True
+    scratch: str = "/tmp"
+    netns: str = ""
+    link_rate: str = ""
+    env: Mapping[str, str] = field(default_factory=dict)
+    apptainer_args: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, object]:
+        return {"name": self.name, "executor": self.executor, "shared_fs": self.shared_fs,
+                "scratch": self.scratch, "netns": self.netns, "link_rate": self.link_rate,
+                "env": dict(self.env), "apptainer_args": list(self.apptainer_args)}  # fmt: skip
+
+    @classmethod
+    def from_config(cls, name: str, site: Mapping[str, object]) -> SiteSpec:
+        return cls(
+            name=name,
+            executor=str(site["executor"]),
+            shared_fs=bool(site.get("shared_fs", True)),
+            scratch=str(site.get("scratch") or "/tmp"),
+            netns=str(site.get("netns") or ""),
+            link_rate=str(site.get("link_rate") or ""),
+            env={str(k): str(v) for k, v in cast("dict[str, object]", site.get("env") or {}).items()},
+            apptainer_args=tuple(str(a) for a in cast("list[object]", site.get("apptainer_args") or [])),
+        )
+
+
+@dataclass(frozen=True)
+class ImageInfo:
+    """The campaign's image as the ``image`` rule resolved it (``RESULTS/image/image.json``)."""
+
+    path: str
+    sha256: str
+    tag: str = ""
+    fingerprint: str = ""
+    source: str = ""
+    python: str = "auto"
+
+    @classmethod
+    def read(cls, path: Path) -> ImageInfo:
+        data = _load(path, "image description")
+        what = f"image description {path}"
+        return cls(
+            path=_str(data, "path", what),
+            sha256=_str(data, "sha256", what),
+            tag=str(data.get("tag") or ""),
+            fingerprint=str(data.get("fingerprint") or ""),
+            source=str(data.get("source") or ""),
+            python=str(data.get("python") or "auto"),
+        )
+
+
+@dataclass(frozen=True)
+class RootOptions:
+    """How payload root's ROOT reads (the benchmark's ``root`` key; afkit.bench.rootread)."""
+
+    reader: str = "ttree"  # ttree (TTree + TTreeCache) or rdataframe
+    work: str = "read"  # read, or histogram: also fill a histogram of the first numeric branch
+    cache_mb: float | None = None  # TTreeCache size in MiB (None: ROOT's own; 0: no cache)
+
+    def as_dict(self) -> dict[str, object]:
+        d: dict[str, object] = {"reader": self.reader, "work": self.work}
+        if self.cache_mb is not None:
+            d["cache_mb"] = self.cache_mb
+        return d
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object], what: str = "root options") -> RootOptions:
+        cache = data.get("cache_mb")
+        return cls(
+            reader=str(data.get("reader") or "ttree"),
+            work=str(data.get("work") or "read"),
+            cache_mb=None if cache is None else float(cast("float", _need(data, "cache_mb", NUM, what))),
+        )
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """Everything one job needs, made once by planning: ``afkit campaign job SPEC`` reruns it.
+
+    Paths are as the workflow names them (relative to the submit directory when ``results`` is):
+    ``image`` is the image rule's ``image.json``, ``record`` and ``log`` where the job writes."""
+
+    job: Job
+    campaign: str
+    campaign_hash: str
+    site: SiteSpec
+    tree: str
+    binds: tuple[str, ...]
+    image: str
+    record: str
+    log: str
+    root: RootOptions = field(default_factory=RootOptions)  # payload root: how ROOT reads
+
+    def to_json(self) -> str:
+        data: dict[str, object] = {
+            "job": self.job.as_dict(),
+            "campaign": self.campaign,
+            "campaign_hash": self.campaign_hash,
+            "site": self.site.as_dict(),
+            "tree": self.tree,
+            "binds": list(self.binds),
+            "image": self.image,
+            "record": self.record,
+            "log": self.log,
+        }
+        if self.job.payload == "root":
+            data["root"] = self.root.as_dict()
+        return json.dumps(data, indent=1, sort_keys=True) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str, *, source: str = "job spec") -> JobSpec:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise InvalidError(
+                f"{source}: not JSON: {err}", hint="make the spec again (afkit campaign run)"
+            ) from err
+        if (
+            not isinstance(data, dict)
+            or not isinstance(data.get("job"), dict)
+            or not isinstance(data.get("site"), dict)
+        ):
+            raise InvalidError(f"{source}: not a job spec (needs job and site objects)",
+                               hint="a spec is RESULTS/jobspec/BENCH/ID.json, made by planning")  # fmt: skip
+        site = data["site"]
+        return cls(
+            job=Job.from_dict(data["job"]),
+            campaign=_str(data, "campaign", source),
+            campaign_hash=_str(data, "campaign_hash", source),
+            site=SiteSpec.from_config(_str(site, "name", source), site),
+            tree=_str(data, "tree", source),
+            binds=tuple(str(b) for b in _list(data, "binds", source)),
+            image=_str(data, "image", source),
+            record=_str(data, "record", source),
+            log=_str(data, "log", source),
+            root=RootOptions.from_dict(_dict(data, "root", source) if "root" in data else {}, source),
+        )
+
+    @classmethod
+    def read(cls, path: Path) -> JobSpec:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as err:
+            from afkit.errors import NotFoundError
+
+            hint = "specs are RESULTS/jobspec/BENCH/ID.json (afkit campaign run writes them)"
+            raise NotFoundError(f"job spec {path}: {err.strerror}", hint=hint) from err
+        return cls.from_json(text, source=f"job spec {path}")
+
+
+# ------------------------------------------------------------------------- the payload in the image
+
+
+@dataclass(frozen=True)
+class PayloadSpec:
+    """What the job wrapper hands the payload inside the image (``scratch/spec.json``)."""
+
+    job: Job
+    tree: str
+    scratch: str
+    stage_out: str
+    result: str  # where the payload writes its PayloadResult (JSON)
+    t_launch: float
+    env: Mapping[str, str] = field(default_factory=dict)  # XRD_* of the job (apptainer --cleanenv)
+    root: RootOptions = field(default_factory=RootOptions)  # payload root: how ROOT reads
+
+    def to_json(self) -> str:
+        return json.dumps({**dataclasses.asdict(self), "job": self.job.as_dict(), "env": dict(self.env),
+                           "root": self.root.as_dict()})  # fmt: skip
+
+    @classmethod
+    def read(cls, path: Path) -> PayloadSpec:
+        data = _load(path, "payload spec")
+        what = f"payload spec {path}"
+        return cls(
+            job=Job.from_dict(_dict(data, "job", what)),
+            tree=_str(data, "tree", what),
+            scratch=_str(data, "scratch", what),
+            stage_out=_str(data, "stage_out", what),
+            result=_str(data, "result", what),
+            t_launch=float(cast("float", _need(data, "t_launch", NUM, what))),
+            env={str(k): str(v) for k, v in _dict(data, "env", what).items()},
+            root=RootOptions.from_dict(_dict(data, "root", what) if "root" in data else {}, what),
+        )
+
+
+# --------------------------------------------------------------------------------- the job record
+
+
+def _f(by: str, doc: str, *, need: str = "always", column: bool = True, unit: str = "") -> Any:
+    """A record field's metadata. BY: plan | payload | wrapper | derived (computed for jobs.csv,
+    never in a record); NEED: always | ok (when status is ok) | failed | optional."""
+    return field(default=None, metadata={"by": by, "need": need, "column": column, "unit": unit, "doc": doc})
+
+
+def _plan(doc: str, *, column: bool = True, unit: str = "") -> Any:
+    return _f("plan", doc, column=column, unit=unit)
+
+
+def _wrap(doc: str, *, column: bool = True, unit: str = "", need: str = "always") -> Any:
+    return _f("wrapper", doc, column=column, unit=unit, need=need)
+
+
+def _pay(doc: str, *, need: str = "ok", column: bool = True, unit: str = "") -> Any:
+    return _f("payload", doc, need=need, column=column, unit=unit)
+
+
+def _derived(doc: str, unit: str) -> Any:
+    return _f("derived", doc, need="optional", unit=unit)
+
+
+@dataclass
+class JobRecord:
+    """One job's record (``RESULTS/job/BENCH/ID.json``); the order of the fields is jobs.csv's.
+
+    Three writers fill it: the plan (the job's parameters), the payload in the image (steps, bytes,
+    events, intervals) and the wrapper on the worker node (provenance, start and end, the
+    bottleneck verdict). ``derived`` fields are computed for jobs.csv (afkit.campaign.aggregate)."""
+
+    campaign: str | None = _wrap("the campaign's name")
+    campaign_hash: str | None = _wrap("12 hex digits over the campaign (what a job measures)")
+    image_sha256: str | None = _wrap("the image's SHA-256")
+    image_tag: str | None = _wrap("the software tag the image was built from")
+    image_path: str | None = _wrap("the SIF the job ran")
+    bench: str | None = _plan("the benchmark's name")
+    type: str | None = _plan("read, train, steps or analysis")
+    id: str | None = _plan("the job's id (its parameters)")
+    wave: str | None = _plan("the wave's id (jobs released together)")
+    site: str | None = _plan("the campaign's site")
+    executor: str | None = _wrap("local, htcondor or slurm: the one that really ran the job")
+    batch_job_id: str | None = _wrap("the batch system's job id (empty for local)")
+    host: str | None = _pay("the worker node's host name")
+    dataset: str | None = _plan("the dataset's name")
+    scenario: str | None = _plan("origin or a cache's name")
+    access: str | None = _plan("direct or copy")
+    clients: int | None = _plan("reading clients of the job")
+    block_size: str | None = _plan("read block size", unit="bytes (with suffix)")
+    stride: str | None = _plan("read stride")
+    wave_size: int | None = _plan("jobs of the wave")
+    index: int | None = _plan("the job's number inside its wave")
+    repetition: int | None = _plan("the repetition of the sweep point")
+    duration: float | None = _plan("how long a read job reads", unit="s")
+    interval: float | None = _plan("width of an interval sample", unit="s")
+    template: str | None = _plan("the input location's URL template")
+    url: str | None = _wrap("the first input URL")
+    files: int | None = _wrap("input files")
+    status: str | None = _pay("ok or failed", need="always")
+    error: str | None = _pay("one line: why the job failed", need="failed")
+    start: float | None = _wrap("the payload's launch (wall clock)", unit="s since the epoch")
+    end: float | None = _wrap("the payload's end (wall clock)", unit="s since the epoch")
+    processing_start: float | None = _pay(
+        "start of the processing step (wall clock)", unit="s since the epoch"
+    )
+    setup_s: float | None = _derived("container start and software set-up", "s")
+    stage_in_s: float | None = _derived("copying the inputs (copy mode)", "s")
+    processing_s: float | None = _derived("the processing step", "s")
+    stage_out_s: float | None = _derived("writing the output back", "s")
+    wall_s: float | None = _derived("end - start", "s")
+    bytes: int | None = _pay("bytes read", unit="bytes")
+    bytes_staged: int | None = _pay("bytes copied in (copy mode)", unit="bytes")
+    events: int | None = _pay("events read (analysis)")
+    throughput_MBps: float | None = _derived("bytes / processing_s", "MB/s")
+    events_per_s: float | None = _derived("events / processing_s", "1/s")
+    image_fingerprint: str | None = _wrap("the image signer's fingerprint")
+    bottleneck: str | None = _wrap("what bounded the job (afkit.campaign.bottleneck)")
+    bottleneck_reason: str | None = _wrap("one line: why")
+    wn_site: str | None = _wrap("the batch worker's site (machine ad AFKIT_SITE, SLURM partition)")
+    wn_address: str | None = _wrap("the worker node's IPv4 address (in the site's namespace)")
+    submit_files: str | None = _wrap("shared (the submit host's filesystem) or transferred")
+    image_pull_s: float | None = _wrap("the image's pull on the worker (shared_fs: false)", need="optional",
+                                       unit="s")  # fmt: skip
+    payload: str | None = _plan("who read: builtin, afkit-bench, root or rootreadspeed (the report's "
+                                "payload section)")  # fmt: skip
+    readspeed_verdict: str | None = _pay("rootreadspeed's own verdict: io-bound, decompression-bound or "
+                                         "balanced (payload rootreadspeed)", need="optional")  # fmt: skip
+    # payload root: ROOT's own counts (TFile::GetFileBytesRead, GetFileReadCalls; the tree caches'
+    # transactions, each one TFile::ReadBuffers: an XRootD vector read over root://)
+    root_bytes_read: int | None = _pay("bytes ROOT read (payload root)", need="optional", unit="bytes")
+    root_read_calls: int | None = _pay("ROOT's read calls (payload root)", need="optional")
+    root_vector_reads: int | None = _pay("the tree caches' vector reads (payload root)", need="optional")
+    # in the record only
+    readspeed: dict[str, object] | None = _pay("rootreadspeed's figures (afkit.bench.readspeed)",  # noqa: RUF009
+                                               need="optional", column=False)  # fmt: skip
+    branches: list[str] | None = _plan("branches an analysis job reads", column=False)  # noqa: RUF009
+    submit_host: str | None = _wrap("the submit host's name", column=False)
+    hold_reason: str | None = _wrap("HTCondor's HoldReason of a job held past its grace", column=False,
+                                    need="optional")  # fmt: skip
+    container_start: float | None = _pay("the payload's start inside the container",
+                                         column=False, unit="s since the epoch")  # fmt: skip
+    steps: dict[str, float] | None = _pay("seconds of each step (setup, stage_in, processing, stage_out)",  # noqa: RUF009
+                                          column=False, unit="s")  # fmt: skip
+    intervals: list[dict[str, float]] | None = _pay("{t, time, bytes} samples (also until a failure)",  # noqa: RUF009
+                                                    column=False)  # fmt: skip
+    gaps: list[dict[str, object]] | None = _pay("failed reads: {t, seconds, url, recovered}",  # noqa: RUF009
+                                                need="optional", column=False)  # fmt: skip
+    bytes_out: int | None = _pay("bytes written back", column=False, unit="bytes")
+    engine: str | None = _pay("afkit VERSION (where the job imported it)", need="optional", column=False)
+    software_env: dict[str, object] | None = _pay("the image's tag environment as the job saw it",  # noqa: RUF009
+                                                need="optional", column=False)  # fmt: skip
+    afkit_bench: str | None = _pay("the afkit bench command's kind", need="optional", column=False)
+
+    @classmethod
+    def planned(cls, job: Job) -> JobRecord:
+        """The fields the plan writes: JOB's parameters."""
+        return cls(bench=job.bench, type=job.type, id=job.id, wave=job.wave, site=job.site,
+                   dataset=job.dataset, scenario=job.scenario, access=job.access, clients=job.clients,
+                   block_size=job.block_size, stride=job.stride, wave_size=job.wave_size, index=job.index,
+                   repetition=job.repetition, duration=job.duration, interval=job.interval,
+                   template=job.template, payload=job.payload, branches=list(job.branches))  # fmt: skip
+
+    def to_dict(self) -> dict[str, object]:
+        """The record as JSON: the fields that are set, derived ones left out."""
+        return {f.name: v for f in RECORD_FIELDS if (v := getattr(self, f.name)) is not None}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object], *, job: str = "", where: str = "") -> JobRecord:
+        """The record DATA, checked against the contract (InvalidError naming JOB and WHERE)."""
+        check(data, job=job, where=where)
+        checked: Mapping[str, Any] = data  # the check above proved the types
+        return cls(**checked)
+
+    @classmethod
+    def read(cls, path: Path) -> JobRecord:
+        """A record file, checked (an error names the job and the file)."""
+        return cls.from_dict(_load(path, "job record"), job=Path(path).stem, where=str(path))
+
+    def write(self, path: Path, *, where: str = "") -> None:
+        """Check the record, then write it atomically (mode 0644)."""
+        from afkit.atomic import write_atomic
+
+        data = self.to_dict()
+        check(data, where=where or str(path))
+        write_atomic(Path(path), json.dumps(data, indent=1, sort_keys=True) + "\n", mode=0o644)
+
+
+@dataclass
+class PayloadResult:
+    """What the payload (afkit.campaign.steps) gives back: its fields of the job record."""
+
+    status: str
+    host: str | None = None
+    container_start: float | None = None
+    steps: dict[str, float] | None = None
+    engine: str | None = None
+    software_env: dict[str, object] | None = None
+    error: str | None = None
+    processing_start: float | None = None
+    bytes: int | None = None
+    bytes_staged: int | None = None
+    events: int | None = None
+    bytes_out: int | None = None
+    intervals: list[dict[str, float]] | None = None
+    gaps: list[dict[str, object]] | None = None
+    afkit_bench: str | None = None
+    readspeed: dict[str, object] | None = None
+    readspeed_verdict: str | None = None
+    root_bytes_read: int | None = None
+    root_read_calls: int | None = None
+    root_vector_reads: int | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+
+    def write(self, path: Path) -> None:
+        """Check the result, then write it atomically."""
+        from afkit.atomic import write_atomic
+
+        data = self.to_dict()
+        check(data, part="payload", where=f"the payload's result {path}")
+        write_atomic(Path(path), json.dumps(data) + "\n")
+
+    @classmethod
+    def read(cls, path: Path, *, job: str = "") -> PayloadResult:
+        data = _load(path, "payload result")
+        check(data, part="payload", job=job, where=f"its payload's result {path}")
+        checked: Mapping[str, Any] = data  # the check above proved the types
+        return cls(**checked)
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field of the table (docs/campaigns.md, "The job record")."""
+
+    name: str
+    types: tuple[type, ...]
+    by: str
+    need: str
+    column: bool
+    unit: str
+    doc: str
+
+
+def _types(annotation: str) -> tuple[type, ...]:
+    head = annotation.split("|", 1)[0].strip()
+    return {"str": STR, "int": INT, "float": NUM}.get(head, LIST if head.startswith("list") else DICT)
+
+
+FIELDS: tuple[Field, ...] = tuple(
+    Field(f.name, _types(str(f.type)), **{k: f.metadata[k] for k in ("by", "need", "column", "unit", "doc")})
+    for f in dataclasses.fields(JobRecord)
+)
+RECORD_FIELDS = tuple(f for f in FIELDS if f.by != "derived")
+COLUMNS = [f.name for f in FIELDS if f.column]  # jobs.csv, in this order
+# intervals.csv: one row per interval sample, with the job's fields that tell the series apart
+INTERVAL_COLUMNS = ["campaign_hash", "bench", "id", "site", "dataset", "scenario", "access", "clients",
+                    "repetition", "time", "t", "bytes"]  # fmt: skip
+_BY_NAME = {f.name: f for f in FIELDS}
+
+
+def _sample_ok(sample: object) -> bool:
+    return isinstance(sample, dict) and all(_type_ok(sample.get(k), NUM) for k in INTERVAL_KEYS)
+
+
+def _shape(rec: Mapping[str, object]) -> list[str]:
+    """What the typed fields cannot say: the status values, the steps, the interval samples."""
+    out = []
+    if "status" in rec and rec["status"] not in STATUSES:
+        out.append(f"status: {rec['status']!r} is not allowed; allowed values: {', '.join(STATUSES)}")
+    steps = rec.get("steps")
+    if isinstance(steps, dict):
+        out += [f"steps.{k}: not a step or not a number" for k, v in steps.items()
+                if k not in STEPS or not _type_ok(v, NUM)]  # fmt: skip
+    intervals = rec.get("intervals")
+    if isinstance(intervals, list):
+        bad = [i for i, s in enumerate(intervals) if not _sample_ok(s)]
+        if bad:
+            out.append(f"intervals[{bad[0]}]: needs numbers {', '.join(INTERVAL_KEYS)}")
+    return out
+
+
+def problems(rec: object, *, part: str = "record") -> list[str]:
+    """What is wrong with REC: a whole job record (``part="record"``) or the payload's result
+    (``part="payload"``: only the payload's fields)."""
+    if not isinstance(rec, dict):
+        return [f"not a JSON object but {type(rec).__name__}"]
+    mine = [f for f in RECORD_FIELDS if part == "record" or f.by == "payload"]
+    names = {f.name for f in mine}
+    out = [f"{k}: unknown field" for k in rec if k not in names]
+    for f in mine:
+        if f.name not in rec:
+            if f.need == "always" or f.need == rec.get("status"):
+                out.append(f"{f.name}: missing")
+        elif not _type_ok(rec[f.name], f.types):
+            want = " or ".join(t.__name__ for t in f.types)
+            out.append(f"{f.name}: {rec[f.name]!r} is not {want}")
+    return out + _shape(cast("Mapping[str, object]", rec))
+
+
+def check(rec: object, *, part: str = "record", job: str = "", where: str = "") -> None:
+    """Raise InvalidError naming the job (REC's id unless JOB) and WHERE REC came from when REC
+    does not match the contract."""
+    found = problems(rec, part=part)
+    if not found:
+        return
+    job = job or (str(rec.get("id", "?")) if isinstance(rec, dict) else "?")
+    origin = f" ({where})" if where else ""
+    raise InvalidError(
+        f"job {job}{origin}: the {part} does not match the job-record contract: " + "; ".join(found),
+        hint="afkit.campaign.contract lists the fields; delete the record and rerun the job "
+        "(afkit campaign retry --failed)",
+    )
+
+
+# ------------------------------------------------------------------------------ jobs.csv, typed
+
+
+Cell = Union[str, int, float]  # noqa: UP007 (evaluated at run time: Python 3.9 in the image)
+
+
+def parse_cell(column: str, text: str) -> Cell:
+    """A jobs.csv cell as its field's type ("" stays "": an empty cell, e.g. a failed job's bytes)."""
+    f = _BY_NAME.get(column)
+    if f is None or text == "" or f.types == STR:
+        return text
+    try:
+        return int(text) if f.types == INT else float(text)
+    except ValueError:
+        return text
+
+
+def row_from_csv(row: Mapping[str, str]) -> dict[str, Cell]:
+    """One row of jobs.csv with each cell its field's type."""
+    return {k: parse_cell(k, v) for k, v in row.items()}

@@ -209,12 +209,13 @@ def job_reading(scratch: Path, dataset: str) -> bool:
     record (bytes are flowing)?"""
     for spec in scratch.glob("afkit-job-*/spec.json"):
         try:
-            if json.loads(spec.read_text(encoding="utf-8"))["dataset"] != dataset:
+            # the payload's spec (afkit.campaign.contract.PayloadSpec): the job under "job"
+            if json.loads(spec.read_text(encoding="utf-8"))["job"]["dataset"] != dataset:
                 continue
             # afkit bench writes its records, flushed, to .bench.jsonl.PID.part until it ends
             parts = (spec.parent / "bench").glob(".bench.jsonl.*.part")
             return any('"interval"' in part.read_text(encoding="utf-8") for part in parts)
-        except (OSError, ValueError):
+        except (OSError, ValueError, KeyError):
             continue
     return False
 

@@ -116,15 +116,17 @@ def test_partitioned_site_fails_its_job_only_and_retry_redoes_just_that_job(
 @pytest.fixture(scope="module")
 def documented_run() -> Iterator[Path]:
     """The results directory of docs/federation.md's campaign, run once as written from a working
-    directory with the repository's workflows/ in it; the data the campaign generates into the
-    federation's storage is removed afterwards when this run made it."""
+    directory with the repository's workflows/ and build/ in it; the data the campaign generates
+    into the federation's storage is removed afterwards when this run made it."""
     if afkit("federation", "urls").returncode != 0:
         pytest.fail("the federation is not up (run: scripts/testbed federation up)")
     raw: dict[str, Any] = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
     made = [Path(s["path"]) / "campaign" for s in raw["storage"].values()]
     made = [p for p in made if not p.exists()]
     d = Path(tempfile.mkdtemp(prefix="afkit-fed-doc-", dir="/tmp"))
+    # the checkout's workflows/ and build/ (the example's ../../build/bench.sif, taken by name)
     (d / "workflows").symlink_to(REPO / "workflows")
+    (d / "build").symlink_to(REPO / "build")
     try:
         link = subprocess.run(["bash", "-c", 'ln -sf "$(scripts/mkbase bench)" build/bench.sif'], cwd=REPO,
                               capture_output=True, text=True, check=False)  # fmt: skip

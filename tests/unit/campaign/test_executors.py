@@ -147,8 +147,8 @@ def test_a_killed_snakemake_leaves_its_batch_jobs_to_the_executor_to_cancel(
 ) -> None:
     monkeypatch.setattr(runner, "STOP_WAIT_S", 0.2)
     deaf = (
-        "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); "
-        "print('up', flush=True); time.sleep(60)"
+        "import signal; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+        "print('up', flush=True); signal.pause()"  # until the SIGKILL
     )
     proc = subprocess.Popen([sys.executable, "-c", deaf], process_group=0, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stdout.readline() == "up\n"  # SIGINT ignored from here on

@@ -17,10 +17,11 @@ from typing import TypedDict
 
 from afkit.atomic import write_atomic
 from afkit.campaign import record as jobrecord
-from afkit.campaign.contract import Cell, Job, JobRecord, row_from_csv
+from afkit.campaign.contract import Cell, Job, JobRecord
+from afkit.campaign.rows import JobRow
 from afkit.errors import InvalidError
 
-Row = dict[str, Cell]  # one row of jobs.csv or intervals.csv, each cell its field's type
+Row = dict[str, Cell]  # one row of jobs.csv or intervals.csv as written (read back: afkit.campaign.rows)
 
 JOB_COLUMNS = jobrecord.COLUMNS  # derived from the job-record contract (afkit.campaign.record)
 INTERVAL_COLUMNS = jobrecord.INTERVAL_COLUMNS
@@ -123,29 +124,30 @@ class WaveSkew(TypedDict):
     within_goal: bool
 
 
-def wave_skews(rows: Iterable[Mapping[str, Cell]]) -> list[WaveSkew]:
+def wave_skews(rows: Iterable[JobRow]) -> list[WaveSkew]:
     """Start skew of each wave of two or more jobs: max(start) - min(start) over its jobs that
     started (failed ones too: they were launched), with ``within_goal`` (<= SKEW_GOAL_S).
 
     ``start`` is when the job wrapper launched the payload on the worker (afkit.campaign.job), so
     the skew covers the batch system's and the executor's release of the wave, not the payload's
     own set-up."""
-    waves: dict[tuple[str, str], list[Mapping[str, Cell]]] = {}
+    waves: dict[tuple[str, str], list[tuple[float, JobRow]]] = {}
     for r in rows:
-        if r.get("wave") and int(r.get("wave_size") or 1) > 1 and r.get("start") not in ("", None):
-            waves.setdefault((str(r["bench"]), str(r["wave"])), []).append(r)
+        if r.wave and r.wave_size > 1 and r.start is not None:
+            waves.setdefault((r.bench, r.wave), []).append((r.start, r))
     out = []
-    for (bench, wave), rs in sorted(waves.items()):
-        starts = [float(r["start"]) for r in rs]
+    for (bench, wave), started in sorted(waves.items()):
+        starts = [start for start, _ in started]
+        first = started[0][1]
         skew = round(max(starts) - min(starts), 3)
         out.append(
             WaveSkew(
                 bench=bench,
                 wave=wave,
-                site=str(rs[0]["site"]),
-                dataset=str(rs[0]["dataset"]),
-                wave_size=int(rs[0]["wave_size"]),
-                started=len(rs),
+                site=first.site,
+                dataset=first.dataset,
+                wave_size=first.wave_size,
+                started=len(started),
                 skew_s=skew,
                 within_goal=skew <= SKEW_GOAL_S,
             )
@@ -154,10 +156,6 @@ def wave_skews(rows: Iterable[Mapping[str, Cell]]) -> list[WaveSkew]:
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:
+    """A CSV table's rows as text (the typed rows of jobs.csv: afkit.campaign.rows.read_jobs)."""
     with path.open(newline="", encoding="utf-8") as fh:
         return list(csv.DictReader(fh))
-
-
-def read_rows(path: Path) -> list[Row]:
-    """jobs.csv's rows, each cell its field's type (afkit.campaign.contract.row_from_csv)."""
-    return [row_from_csv(r) for r in read_csv(path)]

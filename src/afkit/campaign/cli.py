@@ -9,6 +9,7 @@ from typing import Any
 
 from afkit.campaign import aggregate as agg
 from afkit.campaign import config, extrapolate, image, locations, plan, report, retry, runner, scaling
+from afkit.campaign.rows import read_intervals, read_jobs
 from afkit.errors import AfkitError, ExitCode, NotFoundError, UsageError
 
 
@@ -172,8 +173,7 @@ def cmd_aggregate(args: argparse.Namespace) -> int:
 
 def _report(c: config.Campaign, *, allow_mixed: bool, grouping: str) -> Path:
     jobs_csv, intervals_csv, _ = _tables(c, allow_mixed)
-    return report.render(agg.read_csv(jobs_csv), agg.read_csv(intervals_csv), c.results_dir / "report",
-                         grouping=grouping)  # fmt: skip
+    return report.render_tables(jobs_csv, intervals_csv, c.results_dir / "report", grouping=grouping)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -189,11 +189,9 @@ def cmd_extrapolate(args: argparse.Namespace) -> int:
     if args.from_csv:
         if not args.from_csv.is_file():
             raise NotFoundError(f"no such table: {args.from_csv}", hint="give RESULTS/aggregate/jobs.csv")
-        rows = agg.read_csv(args.from_csv)
-        inter = args.from_csv.with_name("intervals.csv")
-        points = scaling.scaling_series(
-            rows, agg.read_csv(inter) if inter.is_file() else [], grouping=args.grouping
-        )
+        rows = read_jobs(args.from_csv)
+        intervals = read_intervals(args.from_csv.with_name("intervals.csv"))
+        points = scaling.scaling_series(rows, intervals, grouping=args.grouping)
         if not points:
             raise UsageError(f"{args.from_csv} has no successful train waves", hint="give --per-job instead")
         best = scaling.best_wave(points)
@@ -209,16 +207,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from afkit.campaign import compare
 
     base_csv, new_csv = compare.jobs_table(args.base), compare.jobs_table(args.new)
-    result = compare.compare(agg.read_csv(base_csv), agg.read_csv(new_csv), tolerance=args.tolerance,
+    result = compare.compare(read_jobs(base_csv), read_jobs(new_csv), tolerance=args.tolerance,
                              base_name=str(base_csv), new_name=str(new_csv))  # fmt: skip
     print(compare.format_table(result))
     if new_csv.parent.name == "aggregate":  # a results directory: the comparison goes into its report
         report_dir = new_csv.parent.parent / "report"
         meta = {"base": str(base_csv), "new": str(new_csv), "tolerance": args.tolerance}
         compare.write(result, report_dir, meta)
-        intervals = new_csv.with_name("intervals.csv")
-        html = report.render(agg.read_csv(new_csv), agg.read_csv(intervals) if intervals.is_file() else [],
-                             report_dir)  # fmt: skip
+        html = report.render_tables(new_csv, new_csv.with_name("intervals.csv"), report_dir)
         print(f"report: {html}")
     unsure = compare.inconclusive(result)
     if unsure:

@@ -31,10 +31,12 @@ import numpy as np
 
 from afkit.atomic import write_atomic
 from afkit.campaign.aggregate import write_csv
+from afkit.campaign.rows import JobRow
 from afkit.errors import InvalidError, NotFoundError
 
 CELL = ("bench", "site", "dataset", "scenario", "access", "clients")
-METRIC = "throughput_MBps"
+METRIC = "throughput_MBps"  # JobRow.throughput_MBps
+Key = tuple[str, str, str, str, str, int]  # a cell: CELL's values
 RESAMPLES = 2000
 SEED = 20261123
 TOLERANCE = 0.10
@@ -80,25 +82,29 @@ def jobs_table(path: Path) -> Path:
     )
 
 
-def samples(rows: list[dict[str, str]], source: str) -> dict[tuple[str, ...], list[float]]:
+def cell_of(r: JobRow) -> Key:
+    return (r.bench, r.site, r.dataset, r.scenario, r.access, r.clients)
+
+
+def samples(rows: list[JobRow]) -> dict[Key, list[float]]:
     """Successful-job throughputs per cell (a cell whose jobs all failed has an empty list)."""
-    return {key: [v for v, _ in vals] for key, vals in _tagged(rows, source).items()}
+    return {key: [v for v, _ in vals] for key, vals in _tagged(rows).items()}
 
 
-def repetitions(rows: list[dict[str, str]], source: str) -> dict[tuple[str, ...], int]:
+def repetitions(rows: list[JobRow]) -> dict[Key, int]:
     """Per cell, how many repetitions have a successful job (the jobs of one wave are one
     repetition: they ran at the same time and are not independent runs)."""
-    return {key: len({rep for _, rep in vals}) for key, vals in _tagged(rows, source).items()}
+    return {key: len({rep for _, rep in vals}) for key, vals in _tagged(rows).items()}
 
 
-def _tagged(rows: list[dict[str, str]], source: str) -> dict[tuple[str, ...], list[tuple[float, str]]]:
-    if rows and any(c not in rows[0] for c in (*CELL, METRIC, "status")):
-        raise InvalidError(f"{source}: not a jobs.csv (needs columns {', '.join((*CELL, METRIC, 'status'))})")
-    out: dict[tuple[str, ...], list[tuple[float, str]]] = {}
+def _tagged(rows: list[JobRow]) -> dict[Key, list[tuple[float, str]]]:
+    """Per cell, (throughput, repetition) of its successful jobs; a table without repetitions
+    (older ones) counts each job as one."""
+    out: dict[Key, list[tuple[float, str]]] = {}
     for r in rows:
-        vals = out.setdefault(tuple(r[k] for k in CELL), [])
-        if r["status"] == "ok" and r[METRIC] not in ("", None):
-            vals.append((float(r[METRIC]), r.get("repetition") or r.get("id", "")))
+        vals = out.setdefault(cell_of(r), [])
+        if r.status == "ok" and r.throughput_MBps is not None:
+            vals.append((r.throughput_MBps, r.id if r.repetition is None else str(r.repetition)))
     return out
 
 
@@ -131,12 +137,13 @@ def verdict(low: float, high: float, tolerance: float, reps: int = MIN_REPETITIO
 
 
 def compare(
-    base_rows: list[dict[str, str]], new_rows: list[dict[str, str]], *, tolerance: float = TOLERANCE,
+    base_rows: list[JobRow], new_rows: list[JobRow], *, tolerance: float = TOLERANCE,
     base_name: str = "BASE", new_name: str = "NEW",
 ) -> list[CellComparison]:  # fmt: skip
-    base, new = samples(base_rows, base_name), samples(new_rows, new_name)
-    reps_b, reps_n = repetitions(base_rows, base_name), repetitions(new_rows, new_name)
-    common = sorted(set(base) & set(new), key=lambda k: (*k[:5], int(k[5] or 0)))
+    """Per cell the two tables have in common (rows: afkit.campaign.rows.read_jobs), NEW/BASE."""
+    base, new = samples(base_rows), samples(new_rows)
+    reps_b, reps_n = repetitions(base_rows), repetitions(new_rows)
+    common = sorted(set(base) & set(new))
     if not common:
         raise InvalidError(
             f"{base_name} and {new_name} have no cell in common",
@@ -147,7 +154,7 @@ def compare(
     for key in common:
         b, n = base[key], new[key]
         bench, site, dataset, scenario, access, clients = key
-        cell = (bench, site, dataset, scenario, access, clients)
+        cell = (bench, site, dataset, scenario, access, str(clients))  # as jobs.csv writes it
         if not b:
             continue  # nothing to compare with: BASE failed there too
         rb, rn = reps_b[key], reps_n[key]

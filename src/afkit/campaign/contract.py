@@ -5,7 +5,8 @@ One line of typed hops (docs/campaigns.md, "The job path"):
     campaign YAML → afkit.campaign.plan → :class:`JobSpec` (``RESULTS/jobspec/BENCH/ID.json``, made once
     by planning) → ``afkit campaign job SPEC -o RECORD`` (afkit.campaign.job) → :class:`PayloadSpec`
     → ``python -m afkit.campaign.steps`` in the image → :class:`PayloadResult` (a file the payload
-    writes) → :class:`JobRecord` (``ID.json``) → jobs.csv → typed rows (:func:`row_from_csv`).
+    writes) → :class:`JobRecord` (``ID.json``) → jobs.csv → typed rows (afkit.campaign.rows.JobRow)
+    → report.
 
 :class:`JobRecord`'s fields carry the field table as metadata (who writes the field, when it is
 needed, whether it is a column of ``jobs.csv``, its unit and meaning); ``jobs.csv``'s columns are
@@ -548,7 +549,6 @@ COLUMNS = [f.name for f in FIELDS if f.column]  # jobs.csv, in this order
 # intervals.csv: one row per interval sample, with the job's fields that tell the series apart
 INTERVAL_COLUMNS = ["campaign_hash", "bench", "id", "site", "dataset", "scenario", "access", "clients",
                     "repetition", "time", "t", "bytes"]  # fmt: skip
-_BY_NAME = {f.name: f for f in FIELDS}
 
 
 def _sample_ok(sample: object) -> bool:
@@ -605,23 +605,7 @@ def check(rec: object, *, part: str = "record", job: str = "", where: str = "") 
     )
 
 
-# ------------------------------------------------------------------------------ jobs.csv, typed
+# ------------------------------------------------------------------------------ jobs.csv's cells
 
 
 Cell = Union[str, int, float]  # noqa: UP007 (evaluated at run time: Python 3.9 in the image)
-
-
-def parse_cell(column: str, text: str) -> Cell:
-    """A jobs.csv cell as its field's type ("" stays "": an empty cell, e.g. a failed job's bytes)."""
-    f = _BY_NAME.get(column)
-    if f is None or text == "" or f.types == STR:
-        return text
-    try:
-        return int(text) if f.types == INT else float(text)
-    except ValueError:
-        return text
-
-
-def row_from_csv(row: Mapping[str, str]) -> dict[str, Cell]:
-    """One row of jobs.csv with each cell its field's type."""
-    return {k: parse_cell(k, v) for k, v in row.items()}

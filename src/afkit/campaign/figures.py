@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 from statistics import median
-from typing import Any
+from typing import TYPE_CHECKING
 
 from matplotlib.axes import Axes
 from matplotlib.axis import Axis
@@ -21,7 +21,11 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FormatStrFormatter, LogLocator
 
 from afkit.atomic import atomic_path
+from afkit.campaign.rows import IntervalRow, JobRow
 from afkit.campaign.scaling import WavePoint, server_of
+
+if TYPE_CHECKING:
+    from afkit.campaign.compare import CellComparison
 
 # series whose typical rates differ by this factor or more share a log axis
 LOG_SPREAD = 10.0
@@ -68,46 +72,45 @@ def legend(ax: Axes) -> None:
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncols=1, frameon=False)
 
 
-def source(r: dict[str, str]) -> str:
+def source(r: JobRow) -> str:
     """What the job's processing read: 'SITE <- ENDPOINT' (host:port it read from, or 'local'), and
     in copy mode 'SITE <- local copy (staged from ENDPOINT)': the job copied the input to its
     scratch first and read that copy (the stage-in is in the step table). Figures keep these
     apart: sites and storage endpoints are never added together."""
-    endpoint = server_of(r.get("url", ""))
-    if r.get("access") == "copy":
-        return f"{r['site']} <- local copy (staged from {endpoint})"
-    return f"{r['site']} <- {endpoint}"
+    endpoint = server_of(r.url)
+    if r.access == "copy":
+        return f"{r.site} <- local copy (staged from {endpoint})"
+    return f"{r.site} <- {endpoint}"
 
 
 def rate_series(
-    rows: list[dict[str, str]], intervals: list[dict[str, str]]
+    rows: list[JobRow], intervals: list[IntervalRow]
 ) -> dict[tuple[str, str, str, int], dict[float, float]]:
     """(source, scenario, access, clients) → {t: Gbit/s}: summed over a job's clients, mean over
     repetitions; one series per site and endpoint."""
-    kinds = {r["id"]: r for r in rows if r["type"] == "read" and r["status"] == "ok"}
+    kinds = {r.id: r for r in rows if r.type == "read" and r.status == "ok"}
     series: dict[tuple[str, str, str, int], dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
-    interval_of = {i: float(r.get("interval") or 1.0) for i, r in kinds.items()}
     for s in intervals:
-        r = kinds.get(s["id"])
+        r = kinds.get(s.id)
         if not r:
             continue
-        key = (source(r), r["scenario"], r["access"], int(r["clients"]))
-        step = interval_of[s["id"]]
-        t_bin = round(round(float(s["t"]) / step) * step, 3)  # samples of repetitions line up per interval
-        series[key][t_bin].append(float(s["bytes"]) * 8 / 1e9 / step)
+        key = (source(r), r.scenario, r.access, r.clients)
+        step = r.interval or 1.0
+        t_bin = round(round(s.t / step) * step, 3)  # samples of repetitions line up per interval
+        series[key][t_bin].append(s.bytes * 8 / 1e9 / step)
     return {k: {t: sum(v) / len(v) for t, v in pts.items()} for k, pts in series.items()}
 
 
-def repetitions_of(rows: list[dict[str, str]]) -> dict[tuple[str, str, str, int], int]:
+def repetitions_of(rows: list[JobRow]) -> dict[tuple[str, str, str, int], int]:
     """(source, scenario, access, clients) → how many repetitions rate_series averages there."""
-    reps: dict[tuple[str, str, str, int], set[str]] = defaultdict(set)
+    reps: dict[tuple[str, str, str, int], set[int | None]] = defaultdict(set)
     for r in rows:
-        if r["type"] == "read" and r["status"] == "ok":
-            reps[(source(r), r["scenario"], r["access"], int(r["clients"]))].add(r.get("repetition", ""))
+        if r.type == "read" and r.status == "ok":
+            reps[(source(r), r.scenario, r.access, r.clients)].add(r.repetition)
     return {k: len(v) for k, v in reps.items()}
 
 
-def rate_vs_time_figure(rows: list[dict[str, str]], intervals: list[dict[str, str]]) -> Figure | None:
+def rate_vs_time_figure(rows: list[JobRow], intervals: list[IntervalRow]) -> Figure | None:
     """Gbit/s vs time per site, endpoint and scenario (read benchmarks)."""
     series = rate_series(rows, intervals)
     if not series:
@@ -129,27 +132,25 @@ def rate_vs_time_figure(rows: list[dict[str, str]], intervals: list[dict[str, st
     return fig
 
 
-def rate_vs_time(rows: list[dict[str, str]], intervals: list[dict[str, str]], path: Path) -> Path | None:
+def rate_vs_time(rows: list[JobRow], intervals: list[IntervalRow], path: Path) -> Path | None:
     return save(rate_vs_time_figure(rows, intervals), path)
 
 
 def client_lines(
-    rows: list[dict[str, str]], kind: str
-) -> dict[tuple[str, str, str, str], dict[int, tuple[float, float]]]:
+    rows: list[JobRow], kind: str
+) -> dict[tuple[str, str, str, int], dict[int, tuple[float, float]]]:
     """(source, scenario, access, nodes) → {clients: (MB/s, events/s)}: the sum over a wave's jobs
     (its nodes, all at one site), mean over repetitions; sites and endpoints are separate lines."""
-    sums: dict[tuple[str, str, str, str, int], dict[str, list[float]]] = defaultdict(
+    sums: dict[tuple[str, str, str, int, int], dict[int | None, list[float]]] = defaultdict(
         lambda: defaultdict(lambda: [0.0, 0.0])
     )
     for r in rows:
-        if r["type"] != kind or r["status"] != "ok":
+        if r.type != kind or r.status != "ok":
             continue
-        acc = sums[(source(r), r["scenario"], r["access"], r["wave_size"], int(r["clients"]))][
-            r["repetition"]
-        ]
-        acc[0] += float(r["throughput_MBps"])
-        acc[1] += float(r["events_per_s"] or 0)
-    lines: dict[tuple[str, str, str, str], dict[int, tuple[float, float]]] = defaultdict(dict)
+        acc = sums[(source(r), r.scenario, r.access, r.wave_size, r.clients)][r.repetition]
+        acc[0] += r.throughput_MBps or 0.0
+        acc[1] += r.events_per_s or 0.0
+    lines: dict[tuple[str, str, str, int], dict[int, tuple[float, float]]] = defaultdict(dict)
     for (src, scen, access, nodes, clients), reps in sums.items():
         n = len(reps)
         lines[(src, scen, access, nodes)][clients] = (
@@ -159,7 +160,7 @@ def client_lines(
     return dict(lines)
 
 
-def vs_clients_figure(rows: list[dict[str, str]], kind: str) -> Figure | None:
+def vs_clients_figure(rows: list[JobRow], kind: str) -> Figure | None:
     """Throughput (MB/s; analysis: Mbit/s) and, for analysis, events/s versus clients per node, one
     line per site, endpoint, scenario (and node count)."""
     lines = client_lines(rows, kind)
@@ -191,7 +192,7 @@ def vs_clients_figure(rows: list[dict[str, str]], kind: str) -> Figure | None:
     return fig
 
 
-def vs_clients(rows: list[dict[str, str]], path: Path, kind: str) -> Path | None:
+def vs_clients(rows: list[JobRow], path: Path, kind: str) -> Path | None:
     return save(vs_clients_figure(rows, kind), path)
 
 
@@ -222,15 +223,14 @@ def train_scaling(points: list[WavePoint], path: Path) -> Path | None:
     return save(train_scaling_figure(points), path)
 
 
-def step_ranges(rows: list[dict[str, str]]) -> list[dict[str, object]]:
+def step_ranges(rows: list[JobRow]) -> list[dict[str, object]]:
     """min-max of each step per (WN site, dataset, scenario, access mode, endpoint), over successful
     jobs; ``endpoint`` is where the job read from (direct) or staged its input in from (copy:
     processing then read the local copy)."""
-    groups: dict[tuple[str, str, str, str, str], list[dict[str, str]]] = defaultdict(list)
+    groups: dict[tuple[str, str, str, str, str], list[JobRow]] = defaultdict(list)
     for r in rows:
-        if r["status"] == "ok":
-            endpoint = server_of(r.get("url", ""))
-            groups[(r["site"], r["dataset"], r["scenario"], r["access"], endpoint)].append(r)
+        if r.status == "ok":
+            groups[(r.site, r.dataset, r.scenario, r.access, server_of(r.url))].append(r)
     out = []
     for (site, ds, scen, access, endpoint), rs in sorted(groups.items()):
         copy = access == "copy"
@@ -244,7 +244,7 @@ def step_ranges(rows: list[dict[str, str]]) -> list[dict[str, object]]:
             "jobs": len(rs),
         }
         for step in ("setup", "stage_in", "processing", "stage_out"):
-            vals = [float(r[f"{step}_s"]) for r in rs if r[f"{step}_s"] != ""]
+            vals = [v for r in rs if (v := r.step_s(step)) is not None]
             entry[step] = (min(vals), max(vals)) if vals else None
         out.append(entry)
     return out
@@ -259,7 +259,7 @@ VERDICT_COLOURS = {
 }
 
 
-def comparison_figure(cells: list[Any], tolerance: float | None = None) -> Figure | None:
+def comparison_figure(cells: list[CellComparison], tolerance: float | None = None) -> Figure | None:
     """NEW/BASE throughput ratio per cell with its 95 % bootstrap interval, coloured by verdict;
     the tolerance band (same) shaded. A log axis when the ratios span an order of magnitude."""
     if not cells:
@@ -290,5 +290,5 @@ def comparison_figure(cells: list[Any], tolerance: float | None = None) -> Figur
     return fig
 
 
-def comparison(cells: list[Any], path: Path, tolerance: float | None = None) -> Path | None:
+def comparison(cells: list[CellComparison], path: Path, tolerance: float | None = None) -> Path | None:
     return save(comparison_figure(cells, tolerance), path)

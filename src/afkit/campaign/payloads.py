@@ -12,43 +12,43 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter, defaultdict
-from typing import Any
+
+from afkit.campaign.rows import JobRow
 
 ANCHOR = "rootreadspeed"
 KEYS = ("site", "dataset", "scenario", "access")
 
 
-def _num(value: str | None) -> float:
-    try:
-        return float(value or 0)
-    except ValueError:
-        return 0.0
-
-
-def _verdict(rows: list[dict[str, str]], payload: str) -> str:
-    key = "readspeed_verdict" if payload == ANCHOR else "bottleneck"
-    counts = Counter(r.get(key) or "unknown" for r in rows)
+def _verdict(rows: list[JobRow], payload: str) -> str:
+    counts = Counter((r.readspeed_verdict if payload == ANCHOR else r.bottleneck) or "unknown" for r in rows)
     return ", ".join(f"{v} ({n})" if len(counts) > 1 else v for v, n in counts.most_common())
 
 
-def section(rows: list[dict[str, str]]) -> list[dict[str, Any]]:
+def _eps(rows: list[JobRow]) -> float:
+    """Median events/s of ROWS (0 without rows: no anchor)."""
+    return statistics.median(r.events_per_s or 0.0 for r in rows) if rows else 0.0
+
+
+def section(rows: list[JobRow]) -> list[dict[str, object]]:
     """The section's lines (none when no place had two payloads), anchor first in each place."""
-    groups: dict[tuple[str, ...], dict[str, list[dict[str, str]]]] = defaultdict(lambda: defaultdict(list))
+    groups: dict[tuple[str, str, str, str], dict[str, list[JobRow]]] = defaultdict(lambda: defaultdict(list))
     for r in rows:
-        if r.get("type") == "analysis" and r.get("status") == "ok" and str(r.get("clients")) == "1":
-            groups[tuple(str(r[k]) for k in KEYS)][r.get("payload") or "builtin"].append(r)
-    out: list[dict[str, Any]] = []
+        if r.type == "analysis" and r.status == "ok" and r.clients == 1:
+            groups[(r.site, r.dataset, r.scenario, r.access)][r.payload or "builtin"].append(r)
+    out: list[dict[str, object]] = []
     for key, by_payload in sorted(groups.items()):
         if len(by_payload) < 2:
             continue
-        anchor = statistics.median(_num(r.get("events_per_s")) for r in by_payload.get(ANCHOR, [{}]))
-        lines = []
+        anchor = _eps(by_payload.get(ANCHOR, []))
+        lines: list[tuple[bool, str, dict[str, object]]] = []
         for payload, rs in by_payload.items():
-            eps = statistics.median(_num(r.get("events_per_s")) for r in rs)
-            lines.append({**dict(zip(KEYS, key, strict=True)), "payload": payload, "jobs": len(rs),
-                          "eps": eps, "ratio": f"{eps / anchor:.3f}" if anchor else "",
-                          "mbps": statistics.median(_num(r.get("throughput_MBps")) * 8 for r in rs),
-                          "verdict": _verdict(rs, payload)})  # fmt: skip
-        lines.sort(key=lambda ln: (ln["payload"] != ANCHOR, ln["payload"]))
-        out += lines
+            eps = _eps(rs)
+            line: dict[str, object] = {
+                **dict(zip(KEYS, key, strict=True)), "payload": payload, "jobs": len(rs), "eps": eps,
+                "ratio": f"{eps / anchor:.3f}" if anchor else "",
+                "mbps": statistics.median((r.throughput_MBps or 0.0) * 8 for r in rs),
+                "verdict": _verdict(rs, payload),
+            }  # fmt: skip
+            lines.append((payload != ANCHOR, payload, line))
+        out += [line for _, _, line in sorted(lines, key=lambda t: (t[0], t[1]))]
     return out

@@ -15,37 +15,46 @@ from afkit.atomic import write_atomic
 from afkit.campaign import figures, payloads
 from afkit.campaign.aggregate import SKEW_GOAL_S, wave_skews
 from afkit.campaign.extrapolate import parse_rate, plan
+from afkit.campaign.rows import IntervalRow, JobRow, read_intervals, read_jobs
 from afkit.campaign.scaling import WavePoint, best_wave, scaling_series
 from afkit.paths import workflow_files
 
 CELL_KEYS = ("bench", "site", "dataset", "scenario", "access", "clients", "wave_size")
 
 
-def cells(rows: list[dict[str, str]]) -> list[dict[str, object]]:
-    groups: dict[tuple[str, ...], list[dict[str, str]]] = defaultdict(list)
+def _cell_key(r: JobRow) -> tuple[str, str, str, str, str, int, int]:
+    return (r.bench, r.site, r.dataset, r.scenario, r.access, r.clients, r.wave_size)  # CELL_KEYS
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+def cells(rows: list[JobRow]) -> list[dict[str, object]]:
+    groups: dict[tuple[str, str, str, str, str, int, int], list[JobRow]] = defaultdict(list)
     for r in rows:
-        groups[tuple(r[k] for k in CELL_KEYS)].append(r)
+        groups[_cell_key(r)].append(r)
     out = []
     for key, rs in groups.items():
-        ok = [r for r in rs if r["status"] == "ok"]
-        bad = [r for r in rs if r["status"] != "ok"]
-        status = "ok" if not bad else ("missing" if all(r["status"] == "missing" for r in bad) else "failed")
+        ok = [r for r in rs if r.status == "ok"]
+        bad = [r for r in rs if r.status != "ok"]
+        status = "ok" if not bad else ("missing" if all(r.status == "missing" for r in bad) else "failed")
         cell: dict[str, object] = dict(zip(CELL_KEYS, key, strict=True))
         cell.update(
             status=status,
             label=f"{len(ok)}/{len(rs)} ok" if bad else "ok",
             repetitions=_repetitions(ok, rs),
-            mbps=f"{sum(float(r['throughput_MBps']) for r in ok) / len(ok):.2f}" if ok else "",
-            eps=f"{sum(float(r['events_per_s'] or 0) for r in ok) / len(ok):.1f}" if ok else "",
-            error=bad[0]["error"] if bad else "",
+            mbps=f"{_mean([r.throughput_MBps or 0.0 for r in ok]):.2f}" if ok else "",
+            eps=f"{_mean([r.events_per_s or 0.0 for r in ok]):.1f}" if ok else "",
+            error=bad[0].error if bad else "",
         )
         out.append(cell)
     return out
 
 
-def _repetitions(ok: list[dict[str, str]], rows: list[dict[str, str]]) -> str:
+def _repetitions(ok: list[JobRow], rows: list[JobRow]) -> str:
     """'N' (every repetition has a successful job) or 'N of M'."""
-    done, ran = ({r.get("repetition", "") for r in rs} for rs in (ok, rows))
+    done, ran = ({r.repetition for r in rs} for rs in (ok, rows))
     return str(len(done)) if len(done) == len(ran) else f"{len(done)} of {len(ran)}"
 
 
@@ -70,17 +79,16 @@ def extrapolation(points: list[WavePoint], target: str) -> str:
     )
 
 
-def bottlenecks(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+def bottlenecks(rows: list[JobRow]) -> list[dict[str, object]]:
     """The jobs that ran, with their verdict ('unknown' in tables written before there was one)."""
-    ran = [r for r in rows if r["status"] != "missing"]
-    return [
-        {
-            **r,
-            "bottleneck": r.get("bottleneck") or "unknown",
-            "bottleneck_reason": r.get("bottleneck_reason", ""),
-        }
-        for r in ran
-    ]
+    return [_verdict_line(r) for r in rows if r.status != "missing"]
+
+
+def _verdict_line(r: JobRow) -> dict[str, object]:
+    mbps = "" if r.throughput_MBps is None else r.throughput_MBps  # a failed job: an empty cell
+    return {"bench": r.bench, "id": r.id, "site": r.site, "scenario": r.scenario, "access": r.access,
+            "clients": r.clients, "throughput_MBps": mbps, "bottleneck": r.bottleneck or "unknown",
+            "bottleneck_reason": r.bottleneck_reason}  # fmt: skip
 
 
 def compare_section(out_dir: Path) -> dict[str, object] | None:
@@ -95,8 +103,8 @@ def compare_section(out_dir: Path) -> dict[str, object] | None:
 
 
 def render(
-    rows: list[dict[str, str]],
-    intervals: list[dict[str, str]],
+    rows: list[JobRow],
+    intervals: list[IntervalRow],
     out_dir: Path,
     *,
     target: str = "10PB/24h",
@@ -109,7 +117,8 @@ def render(
     GROUPING: the train-scaling series, per storage ``target``, per ``server`` or ``all``
     (afkit.campaign.scaling). FIGURES_DIR (default OUT_DIR/figures): a copy of exactly the figures
     made here, the workflow's report() directory for ``snakemake --report``, whoever made the report
-    (the workflow's rule, ``afkit campaign report``, ``afkit campaign compare``)."""
+    (the workflow's rule, ``afkit campaign report``, ``afkit campaign compare``). ROWS and
+    INTERVALS: the tables read back typed (afkit.campaign.rows; :func:`render_tables` reads them)."""
     points = scaling_series(rows, intervals, first_window=first_window, grouping=grouping)
     out_dir.mkdir(parents=True, exist_ok=True)
     made = [
@@ -133,8 +142,8 @@ def render(
         {"title": title, "data": base64.b64encode(path.read_bytes()).decode()} for title, path in made if path
     ]
     comparison = compare_section(out_dir)
-    first = next((r for r in rows if r["status"] == "ok"), rows[0] if rows else {})
-    counts = {s: sum(1 for r in rows if r["status"] == s) for s in ("ok", "failed", "missing")}
+    first = next((r for r in rows if r.status == "ok"), rows[0] if rows else JobRow())
+    counts = {s: sum(1 for r in rows if r.status == s) for s in ("ok", "failed", "missing")}
     files = workflow_files()
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(files.report_templates),
@@ -142,11 +151,11 @@ def render(
         undefined=jinja2.StrictUndefined,
     )
     html = env.get_template(files.report_template).render(
-        campaign=first.get("campaign", ""),
-        hash=first.get("campaign_hash", ""),
-        image_path=first.get("image_path", ""),
-        image_sha256=first.get("image_sha256", ""),
-        image_tag=first.get("image_tag", ""),
+        campaign=first.campaign,
+        hash=first.campaign_hash,
+        image_path=first.image_path,
+        image_sha256=first.image_sha256,
+        image_tag=first.image_tag,
         counts=counts,
         generated=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         cells=cells(rows),
@@ -164,3 +173,19 @@ def render(
         payloads=payloads.section(rows),
     )
     return write_atomic(out_dir / "report.html", html, mode=0o644)
+
+
+def render_tables(
+    jobs_csv: Path,
+    intervals_csv: Path | None,
+    out_dir: Path,
+    *,
+    target: str = "10PB/24h",
+    first_window: float = 60.0,
+    grouping: str = "target",
+    figures_dir: Path | None = None,
+) -> Path:
+    """:func:`render` from the tables at JOBS_CSV and INTERVALS_CSV (none when absent or None),
+    each read once as typed rows (afkit.campaign.rows)."""
+    return render(read_jobs(jobs_csv), read_intervals(intervals_csv), out_dir, target=target,
+                  first_window=first_window, grouping=grouping, figures_dir=figures_dir)  # fmt: skip

@@ -108,10 +108,8 @@ def aggregate(input: Any, output: Any, log: Any) -> None:
 
 
 def report(input: Any, output: Any, log: Any) -> None:
-    from afkit.campaign.aggregate import read_csv
-    from afkit.campaign.report import render
+    from afkit.campaign.report import render_tables
 
     html = Path(output.html)
-    render(read_csv(Path(input.jobs)), read_csv(Path(input.intervals)), html.parent,
-           figures_dir=Path(output.figures))  # fmt: skip
+    render_tables(Path(input.jobs), Path(input.intervals), html.parent, figures_dir=Path(output.figures))
     Path(log[0]).write_text(f"wrote {html}\n", encoding="utf-8")

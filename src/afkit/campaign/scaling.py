@@ -30,11 +30,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from afkit.campaign.contract import Cell
+from afkit.campaign.rows import IntervalRow, JobRow
 from afkit.errors import InvalidError
 
 GROUPINGS = ("target", "server", "all")
-TARGET_KEYS = ("bench", "site", "dataset", "scenario", "access")
 XROOTD_SCHEMES = ("root", "roots", "xroot", "xroots")
 XROOTD_PORT = 1094
 
@@ -62,17 +61,13 @@ def best_wave(points: list[WavePoint]) -> WavePoint:
     return max(points, key=lambda p: p.throughput_98)
 
 
-def _f(row: Mapping[str, Cell], key: str) -> float:
-    return float(row[key])
-
-
-def bytes_until(job: Mapping[str, Cell], t_end: float, samples: Sequence[Mapping[str, Cell]] | None) -> float:
+def bytes_until(job: JobRow, t_end: float, samples: Sequence[IntervalRow] | None) -> float:
     """Bytes JOB had read by absolute time T_END (from its interval samples, else a uniform rate)."""
     if samples:
-        return sum(float(s["bytes"]) for s in samples if float(s["time"]) <= t_end + 1e-9)
-    start = _f(job, "processing_start") if job.get("processing_start") not in ("", None) else _f(job, "start")
-    end = _f(job, "end")
-    total = _f(job, "bytes")
+        return float(sum(s.bytes for s in samples if s.time is not None and s.time <= t_end + 1e-9))
+    start = job.processing_start if job.processing_start is not None else _start(job)
+    end = _end(job)
+    total = float(job.bytes or 0)
     if t_end >= end:
         return total
     if t_end <= start or end <= start:
@@ -80,32 +75,44 @@ def bytes_until(job: Mapping[str, Cell], t_end: float, samples: Sequence[Mapping
     return total * (t_end - start) / (end - start)
 
 
+def _start(job: JobRow) -> float:
+    if job.start is None:
+        raise InvalidError(f"train job {job.id} has no start", hint="aggregate the job records again")
+    return job.start
+
+
+def _end(job: JobRow) -> float:
+    if job.end is None:
+        raise InvalidError(f"train job {job.id} has no end", hint="aggregate the job records again")
+    return job.end
+
+
 def wave_point(
-    jobs: Sequence[Mapping[str, Cell]],
+    jobs: Sequence[JobRow],
     *,
-    samples: Mapping[str, Sequence[Mapping[str, Cell]]] | None = None,
+    samples: Mapping[str, Sequence[IntervalRow]] | None = None,
     first_window: float = 60.0,
     fraction: float = 0.98,
     key: tuple[str, ...] = (),
 ) -> WavePoint | None:
-    ok = [j for j in jobs if j.get("status") == "ok"]
+    ok = [j for j in jobs if j.status == "ok"]
     if not ok:
         return None
-    t0 = min(_f(j, "start") for j in jobs if j.get("start") not in ("", None))
-    selected = [j for j in ok if _f(j, "start") - t0 <= first_window]
-    ends = sorted(_f(j, "end") for j in selected)
+    t0 = min(j.start for j in jobs if j.start is not None)
+    selected = [j for j in ok if _start(j) - t0 <= first_window]
+    ends = sorted(_end(j) for j in selected)
     k = max(1, math.ceil(fraction * len(ends)))
     t98 = ends[k - 1]
     samples = samples or {}
-    sel_bytes = sum(bytes_until(j, t98, samples.get(str(j["id"]))) for j in selected)
-    all_bytes = sum(_f(j, "bytes") for j in ok)
-    t_all = max(_f(j, "end") for j in ok) - t0
+    sel_bytes = sum(bytes_until(j, t98, samples.get(j.id)) for j in selected)
+    all_bytes = float(sum(j.bytes or 0 for j in ok))
+    t_all = max(_end(j) for j in ok) - t0
     span = max(t98 - t0, 1e-9)
     tp98 = sel_bytes / span
     # merged waves (grouping server/all): the sum of their sizes; a wave is one (site, dataset) of them
-    sizes = {(j.get("site"), j.get("dataset")): int(j.get("wave_size") or 0) for j in jobs}
+    sizes = {(j.site, j.dataset): j.wave_size for j in jobs}
     concurrent = sum(sizes.values()) or len(jobs)
-    servers = len({server_of(str(j.get("url", ""))) for j in ok})
+    servers = len({server_of(j.url) for j in ok})
     return WavePoint(key, concurrent, len(selected), round(span, 3), tp98, all_bytes / max(t_all, 1e-9),
                      tp98 / len(selected), servers)  # fmt: skip
 
@@ -123,26 +130,32 @@ def server_of(url: str) -> str:
     return f"{host}:{port}"
 
 
-def series_key(row: Mapping[str, Cell], grouping: str = "target") -> tuple[str, ...]:
+def check_grouping(grouping: str) -> None:
+    """InvalidError naming the allowed values unless GROUPING is one of GROUPINGS."""
+    if grouping not in GROUPINGS:
+        allowed = ", ".join(map(repr, GROUPINGS))
+        raise InvalidError(
+            f"scaling grouping {grouping!r} is not allowed; allowed values: {allowed}",
+            hint="target: per storage target; server: per XRootD endpoint host:port; "
+            "all: every target together",
+        )
+
+
+def series_key(row: JobRow, grouping: str = "target") -> tuple[str, ...]:
     """The series a train job belongs to: (bench, site, dataset, scenario, access) for ``target``;
     (bench, "server", HOST:PORT, scenario, access) and (bench, "all", "all targets", scenario,
     access) otherwise, so that fields 3.. name the series in the figure as for targets."""
+    check_grouping(grouping)
     if grouping == "target":
-        return tuple(str(row[k]) for k in TARGET_KEYS)
+        return (row.bench, row.site, row.dataset, row.scenario, row.access)
     if grouping == "server":
-        return (str(row["bench"]), "server", server_of(str(row.get("url", ""))), str(row["scenario"]),
-                str(row["access"]))  # fmt: skip
-    if grouping == "all":
-        return (str(row["bench"]), "all", "all targets", str(row["scenario"]), str(row["access"]))
-    raise InvalidError(
-        f"scaling grouping {grouping!r} is not allowed; allowed values: {', '.join(map(repr, GROUPINGS))}",
-        hint="target: per storage target; server: per XRootD endpoint host:port; all: every target together",
-    )
+        return (row.bench, "server", server_of(row.url), row.scenario, row.access)
+    return (row.bench, "all", "all targets", row.scenario, row.access)
 
 
 def scaling_series(
-    rows: Sequence[Mapping[str, Cell]],
-    intervals: Sequence[Mapping[str, Cell]] | None = None,
+    rows: Sequence[JobRow],
+    intervals: Sequence[IntervalRow] | None = None,
     *,
     grouping: str = "target",
     first_window: float = 60.0,
@@ -150,19 +163,19 @@ def scaling_series(
 ) -> list[WavePoint]:
     """One point per wave size (and repetition) of the train benchmarks in each series of GROUPING
     (``target``, ``server`` or ``all``; module docstring)."""
-    if grouping not in GROUPINGS:
-        series_key({}, grouping)  # raises the InvalidError naming the allowed values
-    samples: dict[str, list[Mapping[str, Cell]]] = defaultdict(list)
+    check_grouping(grouping)
+    samples: dict[str, list[IntervalRow]] = defaultdict(list)
     for s in intervals or []:
-        samples[str(s["id"])].append(s)
-    waves: dict[tuple[str, ...], list[Mapping[str, Cell]]] = defaultdict(list)
+        if s.time is not None:  # a sample says when it was taken (tables before ``time``: none)
+            samples[s.id].append(s)
+    waves: dict[tuple[tuple[str, ...], int, int | None], list[JobRow]] = defaultdict(list)
     for r in rows:
-        if r.get("type") != "train" or r.get("status") == "missing":
+        if r.type != "train" or r.status == "missing":
             continue
-        waves[(*series_key(r, grouping), str(r["wave_size"]), str(r["repetition"]))].append(r)
+        waves[(series_key(r, grouping), r.wave_size, r.repetition)].append(r)
     points = []
-    for key, jobs in sorted(waves.items(), key=lambda kv: (kv[0][:-2], int(kv[0][-2]), kv[0][-1])):
-        p = wave_point(jobs, samples=samples, first_window=first_window, fraction=fraction, key=key[:-2])
+    for (key, _, _), jobs in sorted(waves.items(), key=lambda kv: (kv[0][0], kv[0][1], str(kv[0][2]))):
+        p = wave_point(jobs, samples=samples, first_window=first_window, fraction=fraction, key=key)
         if p:
             points.append(p)
     return points

@@ -11,6 +11,7 @@ import pytest
 from afkit.campaign import aggregate as agg
 from afkit.campaign import plan
 from afkit.campaign.contract import JobRecord
+from afkit.campaign.rows import JobRow
 from afkit.errors import InvalidError
 
 
@@ -116,9 +117,8 @@ def test_unreadable_record(tmp_path: Path) -> None:
 
 
 def test_wave_start_skew_is_the_spread_of_the_wave_jobs_starts() -> None:
-    def job(wave: str, start: float | str, size: int = 3, **kw: Any) -> dict[str, Any]:
-        return {"bench": "t", "wave": wave, "wave_size": size, "site": "gsi", "dataset": "d",
-                "start": start, **kw}  # fmt: skip
+    def job(wave: str, start: float | None, size: int = 3, **kw: Any) -> JobRow:
+        return JobRow(bench="t", wave=wave, wave_size=size, site="gsi", dataset="d", start=start, **kw)
 
     rows = [
         job("w3.r0", 100.0),
@@ -126,7 +126,7 @@ def test_wave_start_skew_is_the_spread_of_the_wave_jobs_starts() -> None:
         job("w3.r0", 100.4),
         job("w3.r1", 200.0),
         job("w3.r1", 203.25),
-        job("w3.r1", ""),  # never started (missing): not counted
+        job("w3.r1", None),  # never started (missing): not counted
         job("w1.r0", 50.0, size=1),  # a wave of one job has no skew
     ]
     skews = {w["wave"]: w for w in agg.wave_skews(rows)}

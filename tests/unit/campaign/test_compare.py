@@ -12,24 +12,25 @@ import csv
 import itertools
 import re
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from afkit.campaign import compare
-from afkit.campaign.aggregate import read_csv
+from afkit.campaign.rows import JobRow, read_jobs
 from afkit.cli import main
 from afkit.errors import ExitCode, InvalidError
 
 FIX = Path(__file__).parent / "fixtures" / "compare"
 
 
-def _rows(name: str) -> list[dict[str, str]]:
-    return read_csv(FIX / f"{name}.jobs.csv")
+def _rows(name: str) -> list[JobRow]:
+    return read_jobs(FIX / f"{name}.jobs.csv")
 
 
-def _reps(name: str, reps: set[int]) -> list[dict[str, str]]:
-    return [r for r in _rows(name) if int(r["repetition"]) in reps]
+def _reps(name: str, reps: set[int]) -> list[JobRow]:
+    return [r for r in _rows(name) if r.repetition in reps]
 
 
 def test_two_runs_of_the_same_campaign_are_inconclusive_not_changed() -> None:
@@ -77,14 +78,14 @@ def test_three_repetitions_a_side_give_the_throttled_run_its_verdict() -> None:
 def test_the_jobs_of_one_wave_are_one_repetition() -> None:
     # three jobs of the same repetition (a wave) are not three independent runs
     one = _reps("throttled", {0})
-    wave = [{**r, "repetition": "0", "id": f"{r['id']}.j{k}"} for r in one for k in range(3)]
+    wave = [replace(r, repetition=0, id=f"{r.id}.j{k}") for r in one for k in range(3)]
     result = compare.compare(_rows("base"), wave)
     assert [(c.n_new, c.reps_new, c.verdict) for c in result] == [(3, 1, "inconclusive")] * 2
 
 
-def _steady(rows: list[dict[str, str]], scale: float) -> list[dict[str, str]]:
+def _steady(rows: list[JobRow], scale: float) -> list[JobRow]:
     """ROWS with a steady throughput (100 MB/s +- 1 %, times SCALE): a quiet endpoint."""
-    return [{**r, "throughput_MBps": str(scale * (99 + int(r["repetition"]) / 2))} for r in rows]
+    return [replace(r, throughput_MBps=scale * (99 + (r.repetition or 0) / 2)) for r in rows]
 
 
 def test_a_small_change_within_the_tolerance_of_a_quiet_endpoint_is_the_same() -> None:
@@ -95,7 +96,7 @@ def test_a_small_change_within_the_tolerance_of_a_quiet_endpoint_is_the_same() -
 
 def test_an_interval_that_spans_the_threshold_is_inconclusive() -> None:
     # 15 % slower on average, but the noise reaches past 0.9
-    new = [{**r, "throughput_MBps": str(float(r["throughput_MBps"]) * 0.85)} for r in _rows("again")]
+    new = [replace(r, throughput_MBps=(r.throughput_MBps or 0.0) * 0.85) for r in _rows("again")]
     result = compare.compare(_rows("base"), new)
     assert all(c.low < 1 - compare.TOLERANCE < c.high for c in result)
     assert {c.verdict for c in result} == {"inconclusive"}
@@ -108,13 +109,13 @@ def test_a_clear_change_of_a_quiet_endpoint_is_better_or_worse() -> None:
 
 
 def test_a_cell_without_successful_jobs_in_new_is_lost() -> None:
-    new = [{**r, "status": "failed"} if r["clients"] == "2" else r for r in _rows("base")]
+    new = [replace(r, status="failed") if r.clients == 2 else r for r in _rows("base")]
     verdicts = {c.clients: c.verdict for c in compare.compare(_rows("base"), new)}
     assert verdicts == {"1": "inconclusive", "2": "lost"}
 
 
 def test_no_common_cell_is_a_validation_error() -> None:
-    other = [{**r, "site": "elsewhere"} for r in _rows("base")]
+    other = [replace(r, site="elsewhere") for r in _rows("base")]
     with pytest.raises(InvalidError, match="no cell in common"):
         compare.compare(_rows("base"), other)
 

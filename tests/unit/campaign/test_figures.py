@@ -3,7 +3,9 @@ that no text (tick label, title, legend) is cut at the figure's edge."""
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +13,8 @@ from matplotlib.figure import Figure
 
 from afkit.campaign import aggregate as agg
 from afkit.campaign import compare, figures
-from afkit.campaign.aggregate import read_csv
 from afkit.campaign.contract import JobRecord
+from afkit.campaign.rows import IntervalRow, JobRow, read_intervals, read_jobs
 
 
 def typed(records: list[dict[str, Any]]) -> list[JobRecord]:
@@ -33,17 +35,19 @@ def rec(i: int, gbps: float, **kw: Any) -> dict[str, Any]:
         "repetition": 0, "interval": 1.0, "status": "ok", "start": 0.0, "end": 4.0,
         "processing_start": 1.0, "url": "root://10.77.0.2:1094//d/f",
         "steps": {"setup": 0.5, "stage_in": 0.0, "processing": 3.0, "stage_out": 0.1},
-        "bytes": 3 * per_s, "events": 0,
+        "bytes": round(3 * per_s), "events": 0,
         "intervals": [{"t": t, "time": 1.0 + t, "bytes": per_s} for t in (0.0, 1.0, 2.0)],
     }  # fmt: skip
     base.update(kw)
     return base
 
 
-def tables(recs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    return [agg.job_row(JobRecord(**r)) for r in recs], [
-        i for r in recs for i in agg.interval_rows(JobRecord(**r))
-    ]
+def tables(recs: list[dict[str, Any]]) -> tuple[list[JobRow], list[IntervalRow]]:
+    """RECS aggregated into jobs.csv and intervals.csv and read back as typed rows."""
+    with tempfile.TemporaryDirectory() as tmp:
+        jobs, intervals = Path(tmp) / "jobs.csv", Path(tmp) / "intervals.csv"
+        agg.aggregate(typed(recs), jobs, intervals)
+        return read_jobs(jobs), read_intervals(intervals)
 
 
 def test_the_text_check_finds_a_cut_label(texts_outside: TextsOutside) -> None:
@@ -93,8 +97,7 @@ def test_the_report_step_table_shows_the_stage_in_endpoint(tmp_path: Path) -> No
 
     recs = wan_and_local()
     agg.aggregate(typed(recs), tmp_path / "jobs.csv", tmp_path / "intervals.csv")
-    html = report.render(agg.read_csv(tmp_path / "jobs.csv"), agg.read_csv(tmp_path / "intervals.csv"),
-                         tmp_path / "r").read_text()  # fmt: skip
+    html = report.render_tables(tmp_path / "jobs.csv", tmp_path / "intervals.csv", tmp_path / "r").read_text()
     assert "<th>read from</th><th>stage-in from</th>" in html
     assert "<td>local copy</td><td>10.77.0.2:1094</td>" in html
 
@@ -137,9 +140,9 @@ def test_no_figure_text_is_cut(texts_outside: TextsOutside) -> None:
 
 
 def _long_cells() -> list[compare.CellComparison]:
-    base, again = read_csv(FIX / "base.jobs.csv"), read_csv(FIX / "again.jobs.csv")
+    base, again = read_jobs(FIX / "base.jobs.csv"), read_jobs(FIX / "again.jobs.csv")
     longer = {"site": "a-worker-node-site-with-a-long-name", "dataset": "nanoaod-ttbar-2018"}
-    renamed = [[{**r, **longer} for r in rows] for rows in (base, again)]
+    renamed = [[replace(r, **longer) for r in rows] for rows in (base, again)]
     return compare.compare(base, again) + compare.compare(*renamed)
 
 
@@ -155,8 +158,8 @@ def test_comparison_labels_are_never_cut(texts_outside: TextsOutside) -> None:
 
 
 def test_the_comparison_shades_the_tolerance_band_and_colours_verdicts() -> None:
-    base, throttled = read_csv(FIX / "base.jobs.csv"), read_csv(FIX / "throttled.jobs.csv")
-    cells = compare.compare(base, read_csv(FIX / "again.jobs.csv")) + compare.compare(base, throttled)
+    base, throttled = read_jobs(FIX / "base.jobs.csv"), read_jobs(FIX / "throttled.jobs.csv")
+    cells = compare.compare(base, read_jobs(FIX / "again.jobs.csv")) + compare.compare(base, throttled)
     fig = figures.comparison_figure(cells, 0.1)
     assert fig is not None
     ax = fig.axes[0]

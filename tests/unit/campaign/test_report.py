@@ -11,11 +11,18 @@ import pytest
 from afkit.campaign import aggregate as agg
 from afkit.campaign import report
 from afkit.campaign.contract import JobRecord
+from afkit.campaign.rows import IntervalRow, JobRow, read_intervals, read_jobs
 
 
 def typed(records: list[dict[str, Any]]) -> list[JobRecord]:
     """The records as the aggregator reads them (afkit.campaign.contract.JobRecord)."""
     return [JobRecord(**r) for r in records]
+
+
+def tables(tmp_path: Path, records: list[dict[str, Any]]) -> tuple[list[JobRow], list[IntervalRow]]:
+    """RECORDS aggregated into TMP_PATH's jobs.csv and intervals.csv, read back as typed rows."""
+    agg.aggregate(typed(records), tmp_path / "jobs.csv", tmp_path / "intervals.csv")
+    return read_jobs(tmp_path / "jobs.csv"), read_intervals(tmp_path / "intervals.csv")
 
 
 def rec(i: int, **kw: Any) -> dict[str, Any]:
@@ -40,7 +47,7 @@ def rec(i: int, **kw: Any) -> dict[str, Any]:
         "end": 4.0,
         "processing_start": 1.0,
         "steps": {"setup": 0.5, "stage_in": 0.0, "processing": 3.0, "stage_out": 0.1},
-        "bytes": 3e8,
+        "bytes": 300_000_000,
         "events": 0,
         "intervals": [{"t": t, "time": 1.0 + t, "bytes": 1e8} for t in (1.0, 2.0, 3.0)],
     }
@@ -67,7 +74,7 @@ def test_report_renders_figures_and_marks_cells(tmp_path: Path) -> None:
         ],
     ]
     agg.aggregate(typed(records), tmp_path / "jobs.csv", tmp_path / "intervals.csv")
-    rows, intervals = agg.read_csv(tmp_path / "jobs.csv"), agg.read_csv(tmp_path / "intervals.csv")
+    rows, intervals = read_jobs(tmp_path / "jobs.csv"), read_intervals(tmp_path / "intervals.csv")
     html_path = report.render(rows, intervals, tmp_path / "report")
     html = html_path.read_text()
     assert html_path.stat().st_mode & 0o777 == 0o644
@@ -84,7 +91,7 @@ def test_report_renders_figures_and_marks_cells(tmp_path: Path) -> None:
 def test_every_report_has_the_figures_directory_snakemake_report_needs(tmp_path: Path) -> None:
     """afkit campaign report (not the workflow's rule) also fills report/figures, exactly."""
     agg.aggregate(typed([rec(0), rec(1, clients=2)]), tmp_path / "jobs.csv", tmp_path / "intervals.csv")
-    rows, intervals = agg.read_csv(tmp_path / "jobs.csv"), agg.read_csv(tmp_path / "intervals.csv")
+    rows, intervals = read_jobs(tmp_path / "jobs.csv"), read_intervals(tmp_path / "intervals.csv")
     (tmp_path / "report" / "figures").mkdir(parents=True)
     (tmp_path / "report" / "figures" / "train_scaling.png").write_bytes(b"from an earlier report")
     report.render(rows, intervals, tmp_path / "report")
@@ -96,24 +103,19 @@ def test_every_report_has_the_figures_directory_snakemake_report_needs(tmp_path:
 def test_report_without_any_successful_job(tmp_path: Path) -> None:
     records = [rec(0, status="failed", error="boom", steps={}, intervals=[])]
     agg.aggregate(typed(records), tmp_path / "jobs.csv", tmp_path / "intervals.csv")
-    html = report.render(agg.read_csv(tmp_path / "jobs.csv"), [], tmp_path / "r").read_text()
+    html = report.render(read_jobs(tmp_path / "jobs.csv"), [], tmp_path / "r").read_text()
     assert "data:image/png" not in html
     assert "0 ok, 1 failed, 0 missing" in html
 
 
-def test_figures_keep_sites_and_endpoints_apart() -> None:
+def test_figures_keep_sites_and_endpoints_apart(tmp_path: Path) -> None:
     from afkit.campaign import figures
 
-    rows = [
-        agg.job_row(
-            JobRecord(
-                **rec(0, bench="ana", type="analysis", id="a", site="condor", url="root://se-a:1094//f")
-            )
-        ),
-        agg.job_row(
-            JobRecord(**rec(1, bench="ana", type="analysis", id="b", site="slurm", url="root://se-b:1094//f"))
-        ),
+    recs = [
+        rec(0, bench="ana", type="analysis", id="a", site="condor", url="root://se-a:1094//f"),
+        rec(1, bench="ana", type="analysis", id="b", site="slurm", url="root://se-b:1094//f"),
     ]
+    rows, _ = tables(tmp_path, recs)
     lines = figures.client_lines(rows, "analysis")
     assert set(lines) == {
         ("condor <- se-a:1094", "origin", "direct", 1),
@@ -122,13 +124,11 @@ def test_figures_keep_sites_and_endpoints_apart() -> None:
     assert all(pts[1][0] == 100.0 for pts in lines.values())  # 3e8 B / 3 s each, never 200 (a sum)
 
 
-def test_read_time_series_keep_sites_apart() -> None:
+def test_read_time_series_keep_sites_apart(tmp_path: Path) -> None:
     from afkit.campaign import figures
 
     recs = [rec(0, site="condor", url="/mnt/f"), rec(1, site="slurm", url="root://se:1094//f")]
-    rows = [agg.job_row(JobRecord(**r)) for r in recs]
-    intervals = [i for r in recs for i in agg.interval_rows(JobRecord(**r))]
-    series = figures.rate_series(rows, intervals)
+    series = figures.rate_series(*tables(tmp_path, recs))
     assert {k[0] for k in series} == {"condor <- local", "slurm <- se:1094"}
     assert all(v == 0.8 for pts in series.values() for v in pts.values())  # 1e8 B/s each = 0.8 Gbit/s
 
@@ -146,9 +146,9 @@ def test_the_demo_campaign_report_has_a_bottleneck_per_job(tmp_path: Path) -> No
         for i, j in enumerate(jobs)
     ]  # fmt: skip
     agg.aggregate(typed(records), tmp_path / "jobs.csv", tmp_path / "intervals.csv")
-    rows = agg.read_csv(tmp_path / "jobs.csv")
-    assert sorted(r["bottleneck"] for r in rows) == sorted(verdicts[i % 4] for i in range(len(jobs)))
-    html = report.render(rows, agg.read_csv(tmp_path / "intervals.csv"), tmp_path / "r").read_text()
+    rows = read_jobs(tmp_path / "jobs.csv")
+    assert sorted(r.bottleneck for r in rows) == sorted(verdicts[i % 4] for i in range(len(jobs)))
+    html = report.render(rows, read_intervals(tmp_path / "intervals.csv"), tmp_path / "r").read_text()
     table = html.split("What bounded each job</h2>", 1)[1].split("</table>", 1)[0]
     assert table.count("<tr><td>") == len(jobs) > 0
     assert all(f"reason {i}" in table for i in range(len(jobs)))
@@ -156,9 +156,12 @@ def test_the_demo_campaign_report_has_a_bottleneck_per_job(tmp_path: Path) -> No
 
 def test_a_jobs_table_without_the_bottleneck_column_reports_unknown(tmp_path: Path) -> None:
     agg.aggregate(typed([rec(0)]), tmp_path / "jobs.csv", tmp_path / "intervals.csv")
-    rows = agg.read_csv(tmp_path / "jobs.csv")
-    rows = [{k: v for k, v in r.items() if not k.startswith("bottleneck")} for r in rows]
-    html = report.render(rows, [], tmp_path / "r").read_text()
+    old = [
+        {k: v for k, v in r.items() if not k.startswith("bottleneck")}
+        for r in agg.read_csv(tmp_path / "jobs.csv")
+    ]
+    agg.write_csv(tmp_path / "jobs.csv", list(old[0]), old)
+    html = report.render(read_jobs(tmp_path / "jobs.csv"), [], tmp_path / "r").read_text()
     assert "<td>unknown</td>" in html.split("What bounded each job</h2>", 1)[1]
 
 
@@ -171,7 +174,7 @@ def test_report_shows_the_start_skew_of_each_wave_against_the_goal(tmp_path: Pat
         for i, s in enumerate((200.0, 203.5))
     ]
     agg.aggregate(typed(records), tmp_path / "jobs.csv", tmp_path / "intervals.csv")
-    rows, intervals = agg.read_csv(tmp_path / "jobs.csv"), agg.read_csv(tmp_path / "intervals.csv")
+    rows, intervals = read_jobs(tmp_path / "jobs.csv"), read_intervals(tmp_path / "intervals.csv")
     html = report.render(rows, intervals, tmp_path / "report").read_text()
     assert "Wave start skew" in html and "Goal: at most 2 s" in html
     assert re.search(r"<td>w2\.r0</td>.*?<td class=\"ok\">0\.75</td>", html, re.S)
@@ -185,7 +188,7 @@ def test_the_cells_table_says_how_many_repetitions_each_cell_had(tmp_path: Path)
         rec(12, clients=2, repetition=2, status="failed", error="boom", steps={}, intervals=[]),
     ]
     agg.aggregate(typed(records), tmp_path / "jobs.csv", tmp_path / "intervals.csv")
-    html = report.render(agg.read_csv(tmp_path / "jobs.csv"), [], tmp_path / "r").read_text()
+    html = report.render(read_jobs(tmp_path / "jobs.csv"), [], tmp_path / "r").read_text()
     assert "<th>repetitions</th>" in html
     assert re.search(r"<td>1</td><td>1</td><td>3</td>\s*<td class=\"ok\">ok</td>", html)
     assert re.search(r"<td>2</td><td>1</td><td>2 of 3</td>\s*<td class=\"failed\">2/3 ok</td>", html)
@@ -193,7 +196,7 @@ def test_the_cells_table_says_how_many_repetitions_each_cell_had(tmp_path: Path)
 
 def _ana(i: int, payload: str, events: int, **kw: Any) -> dict[str, Any]:
     return rec(100 + i, bench=f"ana-{payload}", type="analysis", id=f"p{i}", dataset="ao2d", payload=payload,
-               events=events, bytes=2e8, branches=["fPt"], **kw)  # fmt: skip
+               events=events, bytes=200_000_000, branches=["fPt"], **kw)  # fmt: skip
 
 
 def test_payload_section_sets_each_payload_against_rootreadspeed(tmp_path: Path) -> None:
@@ -205,7 +208,7 @@ def test_payload_section_sets_each_payload_against_rootreadspeed(tmp_path: Path)
         _ana(4, "afkit-bench", 3000, clients=4),  # several clients: not in the one-thread comparison
     ]
     agg.aggregate(typed(records), tmp_path / "jobs.csv", tmp_path / "intervals.csv")
-    lines = report.payloads.section(agg.read_csv(tmp_path / "jobs.csv"))
+    lines = report.payloads.section(read_jobs(tmp_path / "jobs.csv"))
     by = {ln["payload"]: ln for ln in lines}
     assert [ln["payload"] for ln in lines] == ["rootreadspeed", "afkit-bench", "root"]
     assert by["rootreadspeed"]["jobs"] == 2 and by["afkit-bench"]["jobs"] == 1
@@ -218,7 +221,7 @@ def test_payload_section_sets_each_payload_against_rootreadspeed(tmp_path: Path)
 def test_payload_section_is_rendered_in_the_report(tmp_path: Path) -> None:
     records = [_ana(0, "rootreadspeed", 6000, readspeed_verdict="io-bound"), _ana(1, "root", 5700)]
     agg.aggregate(typed(records), tmp_path / "jobs.csv", tmp_path / "intervals.csv")
-    rows, intervals = agg.read_csv(tmp_path / "jobs.csv"), agg.read_csv(tmp_path / "intervals.csv")
+    rows, intervals = read_jobs(tmp_path / "jobs.csv"), read_intervals(tmp_path / "intervals.csv")
     html = report.render(rows, intervals, tmp_path / "report").read_text()
     assert "Analysis payloads side by side" in html
     assert re.search(
@@ -231,5 +234,5 @@ def test_no_payload_section_with_one_payload(tmp_path: Path) -> None:
     agg.aggregate(
         typed([_ana(0, "root", 5700), _ana(1, "root", 5000)]), tmp_path / "jobs.csv", tmp_path / "i.csv"
     )
-    rows, intervals = agg.read_csv(tmp_path / "jobs.csv"), agg.read_csv(tmp_path / "i.csv")
+    rows, intervals = read_jobs(tmp_path / "jobs.csv"), read_intervals(tmp_path / "i.csv")
     assert "Analysis payloads side by side" not in report.render(rows, intervals, tmp_path / "r").read_text()

@@ -2,34 +2,33 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
 
 import pytest
 
+from afkit.campaign.rows import IntervalRow, JobRow
 from afkit.campaign.scaling import WavePoint, best_wave, bytes_until, scaling_series, wave_point
 
 MB = 1e6
 
 
-def job(
-    i: int, start: float, end: float, nbytes: float, wave_size: int = 5, status: str = "ok"
-) -> dict[str, Any]:
-    return {
-        "id": f"j{i}",
-        "type": "train",
-        "bench": "t",
-        "site": "s",
-        "dataset": "d",
-        "scenario": "origin",
-        "access": "direct",
-        "wave_size": wave_size,
-        "repetition": 0,
-        "status": status,
-        "start": start,
-        "processing_start": start,
-        "end": end,
-        "bytes": nbytes,
-    }
+def job(i: int, start: float, end: float, nbytes: float, wave_size: int = 5, status: str = "ok") -> JobRow:
+    return JobRow(
+        id=f"j{i}",
+        type="train",
+        bench="t",
+        site="s",
+        dataset="d",
+        scenario="origin",
+        access="direct",
+        wave_size=wave_size,
+        repetition=0,
+        status=status,
+        start=start,
+        processing_start=start,
+        end=end,
+        bytes=int(nbytes),
+    )
 
 
 WAVE = [
@@ -76,15 +75,15 @@ def test_failed_jobs_are_not_selected() -> None:
 
 def test_interval_samples_are_used_when_present() -> None:
     j = job(0, 0, 10, 100)
-    samples = [{"time": 2, "bytes": 60}, {"time": 5, "bytes": 30}, {"time": 10, "bytes": 10}]
+    samples = [IntervalRow("j0", t, b, time=t) for t, b in ((2.0, 60), (5.0, 30), (10.0, 10))]
     assert bytes_until(j, 5, samples) == 90
     assert bytes_until(j, 5, None) == 50  # uniform rate
 
 
 def test_series_orders_waves_by_concurrency() -> None:
     small = [job(10, 0, 10, 10 * MB, wave_size=1)]
-    big = [{**r, "wave_size": 5} for r in WAVE]
-    points = scaling_series(big + small + [{**small[0], "type": "read", "id": "x"}])
+    big = [replace(r, wave_size=5) for r in WAVE]
+    points = scaling_series(big + small + [replace(small[0], type="read", id="x")])
     assert [p.concurrent for p in points] == [1, 5]
     assert points[0].throughput_98 == pytest.approx(1 * MB)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from afkit import cli
 from afkit.campaign import aggregate as agg
 from afkit.campaign import report
 from afkit.campaign.contract import JobRecord
+from afkit.campaign.rows import JobRow, read_jobs
 from afkit.campaign.scaling import scaling_series, server_of
 from afkit.errors import ExitCode, InvalidError
 
@@ -19,6 +21,12 @@ from afkit.errors import ExitCode, InvalidError
 def typed(records: list[dict[str, Any]]) -> list[JobRecord]:
     """The records as the aggregator reads them (afkit.campaign.contract.JobRecord)."""
     return [JobRecord(**r) for r in records]
+
+
+def rows(records: list[dict[str, Any]]) -> list[JobRow]:
+    """The records as jobs.csv's typed rows (the columns JobRow has)."""
+    names = {f.name for f in dataclasses.fields(JobRow)}
+    return [JobRow(**{k: v for k, v in r.items() if k in names}) for r in records]
 
 
 MB = 1e6
@@ -29,7 +37,7 @@ def train(jid: str, site: str, dataset: str, url: str, start: float, end: float,
         "campaign": "gsi", "campaign_hash": "h1", "image_sha256": "f00d", "image_path": "/x.sif",
         "bench": "t", "type": "train", "id": jid, "site": site, "dataset": dataset, "scenario": "origin",
         "access": "direct", "clients": 1, "wave_size": 2, "repetition": 0, "interval": 1.0, "status": "ok",
-        "url": url, "start": start, "processing_start": start, "end": end, "bytes": 100 * MB, "events": 0,
+        "url": url, "start": start, "processing_start": start, "end": end, "bytes": 100_000_000, "events": 0,
         "steps": {"setup": 0.1, "stage_in": 0.0, "processing": end - start, "stage_out": 0.0},
     }  # fmt: skip
     base.update(kw)
@@ -66,7 +74,7 @@ def test_server_of(url: str, server: str) -> None:
 
 
 def test_target_grouping_is_one_series_per_storage_target() -> None:
-    points = scaling_series(JOBS)
+    points = scaling_series(rows(JOBS))
     assert [p.key for p in points] == [
         ("t", "s1", "dA", "origin", "direct"),
         ("t", "s1", "dC", "origin", "direct"),
@@ -78,7 +86,7 @@ def test_target_grouping_is_one_series_per_storage_target() -> None:
 
 
 def test_server_grouping_merges_the_waves_reading_from_one_server() -> None:
-    points = scaling_series(JOBS, grouping="server")
+    points = scaling_series(rows(JOBS), grouping="server")
     by_server = {p.key[2]: p for p in points}
     assert set(by_server) == {"se1.example:1094", "se2.example:2094"}
     se1 = by_server["se1.example:1094"]
@@ -92,7 +100,7 @@ def test_server_grouping_merges_the_waves_reading_from_one_server() -> None:
 
 
 def test_all_grouping_is_one_series_over_every_target() -> None:
-    [p] = scaling_series(JOBS, grouping="all")
+    [p] = scaling_series(rows(JOBS), grouping="all")
     assert p.key == ("t", "all", "all targets", "origin", "direct")
     assert (p.concurrent, p.selected, p.servers) == (6, 6, 2)
     assert p.t98 == pytest.approx(20)
@@ -109,7 +117,7 @@ def test_waves_of_different_sizes_and_scenarios_stay_apart() -> None:
         *[train(f"x{i}", "s1", "dA", "root://cache:1095//data/a.root", 50, 60, scenario="xcache")
           for i in range(2)],
     ]  # fmt: skip
-    points = scaling_series(more, grouping="server")
+    points = scaling_series(rows(more), grouping="server")
     assert [(p.key[2], p.key[3], p.concurrent) for p in points] == [
         ("cache:1095", "xcache", 2),
         ("se1.example:1094", "origin", 4),  # the two waves of 2 (A, B)
@@ -121,7 +129,7 @@ def test_waves_of_different_sizes_and_scenarios_stay_apart() -> None:
 
 def test_unknown_grouping_is_invalid() -> None:
     with pytest.raises(InvalidError, match="allowed values: 'target', 'server', 'all'") as err:
-        scaling_series(JOBS, grouping="host")
+        scaling_series(rows(JOBS), grouping="host")
     assert err.value.code == ExitCode.INVALID
 
 
@@ -143,7 +151,7 @@ def test_report_tables_the_chosen_grouping(
     tmp_path: Path, grouping: str, header: str, rows: list[str], servers: str
 ) -> None:
     jobs = _tables(tmp_path)
-    html = report.render(agg.read_csv(jobs), [], tmp_path / "r", grouping=grouping).read_text()
+    html = report.render(read_jobs(jobs), [], tmp_path / "r", grouping=grouping).read_text()
     table = html[html.index("Analysis-train scaling") : html.index("Extrapolation</h2>")]
     assert f"<tr><th>{header}</th>" in table
     assert f"grouping <code>{grouping}</code>" in table
@@ -155,7 +163,7 @@ def test_report_tables_the_chosen_grouping(
 def test_report_rejects_an_unknown_grouping_before_writing(tmp_path: Path) -> None:
     jobs = _tables(tmp_path)
     with pytest.raises(InvalidError):
-        report.render(agg.read_csv(jobs), [], tmp_path / "r", grouping="site")
+        report.render(read_jobs(jobs), [], tmp_path / "r", grouping="site")
     assert not (tmp_path / "r").exists()
 
 

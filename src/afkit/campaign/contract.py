@@ -1,12 +1,15 @@
 """The campaign job's typed contract: what planning gives a job, what the job leaves behind.
 
-One line of typed hops (docs/campaigns.md, "The job path"):
+One line of typed hops (docs/campaigns.md, "What a job does"):
 
-    campaign YAML → afkit.campaign.plan → :class:`JobSpec` (``RESULTS/jobspec/BENCH/ID.json``, made once
-    by planning) → ``afkit campaign job SPEC -o RECORD`` (afkit.campaign.job) → :class:`PayloadSpec`
-    → ``python -m afkit.campaign.steps`` in the image → :class:`PayloadResult` (a file the payload
-    writes) → :class:`JobRecord` (``ID.json``) → jobs.csv → typed rows (afkit.campaign.rows.JobRow)
-    → report.
+    C.yaml → Campaign → [Job] → JobSpec → (afkit campaign job) → PayloadSpec → (payload in the image)
+    → PayloadResult → JobRecord → jobs.csv → [JobRow] → report, compare
+
+:class:`Job` (afkit.campaign.plan.expand) and :class:`JobSpec` (``RESULTS/jobspec/BENCH/ID.json``,
+written once by planning) → ``afkit campaign job SPEC -o RECORD`` (afkit.campaign.job) →
+:class:`PayloadSpec` → ``python -m afkit.campaign.steps`` in the image → :class:`PayloadResult` (a
+file the payload writes) → :class:`JobRecord` (``ID.json``) → jobs.csv (afkit.campaign.aggregate)
+→ typed rows (afkit.campaign.rows.JobRow) → the report and the comparison.
 
 :class:`JobRecord`'s fields carry the field table as metadata (who writes the field, when it is
 needed, whether it is a column of ``jobs.csv``, its unit and meaning); ``jobs.csv``'s columns are

@@ -20,10 +20,11 @@ host-wide: concurrent jobs on the same worker node share the link, the disk and 
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 NET_NEAR = 0.80
 DISK_BUSY = 80.0
@@ -32,8 +33,53 @@ LOW_RATE = 0.50
 VERDICTS = ("network", "disk", "cpu", "none", "unknown")
 
 
+@dataclass(frozen=True)
+class Sample:
+    """What the verdict reads of one host-monitor record (afkit.bench.monitor.sample): the end of
+    its second ``t`` (wall clock), the larger of its received and sent bytes/s, the busiest block
+    device's busy percent and the busiest core's use (None when the host reported none)."""
+
+    t: float
+    net_bps: float = 0.0
+    disk_busy_percent: float | None = None
+    busiest_core: float | None = None
+
+    @classmethod
+    def from_record(cls, rec: Mapping[str, object]) -> Sample | None:
+        """REC's sample; None for a record without its time (not a monitor sample)."""
+        t = _number(rec.get("t"))
+        if t is None:
+            return None
+        cores = rec.get("cpu_percent_per_core")
+        per_core = [c for c in map(_number, cores) if c is not None] if isinstance(cores, list) else []
+        net = max(_number(rec.get("net_recv_bps")) or 0.0, _number(rec.get("net_sent_bps")) or 0.0)
+        return cls(t, net, _number(rec.get("disk_busy_percent")), max(per_core) if per_core else None)
+
+
+@dataclass(frozen=True)
+class JobCounters:
+    """The job's own counters: its status, the bytes it read, its processing step's seconds."""
+
+    status: str
+    bytes: int
+    processing_s: float
+
+
+def _number(value: object) -> float | None:
+    """VALUE as a float when it is a JSON number (a tuple, not int | float: Python 3.9 on workers)."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def read_samples(path: Path) -> list[Sample]:
+    """The host monitor's samples in PATH (JSON lines; none when PATH is absent)."""
+    if not path.is_file():
+        return []
+    records = (json.loads(ln) for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip())
+    return [s for rec in records if isinstance(rec, dict) and (s := Sample.from_record(rec)) is not None]
+
+
 def _median(values: Iterable[float | None]) -> float | None:
-    vals = [float(v) for v in values if v is not None]
+    vals = [v for v in values if v is not None]
     return statistics.median(vals) if vals else None
 
 
@@ -41,29 +87,26 @@ def _mb(rate: float) -> str:
     return f"{rate / 1e6:.1f} MB/s"
 
 
-def in_window(samples: Iterable[Mapping[str, Any]], start: float, end: float) -> list[Mapping[str, Any]]:
+def in_window(samples: Iterable[Sample], start: float, end: float) -> list[Sample]:
     """The samples whose second (t-1, t] lies mostly inside [START, END] (its midpoint is inside)."""
-    return [s for s in samples if start <= float(s["t"]) - 0.5 <= end]
+    return [s for s in samples if start <= s.t - 0.5 <= end]
 
 
-def verdict(
-    samples: list[Mapping[str, Any]], counters: Mapping[str, Any], link_rate: float | None
-) -> tuple[str, str]:
+def verdict(samples: list[Sample], counters: JobCounters, link_rate: float | None) -> tuple[str, str]:
     """(verdict, reason) for one job.
 
-    SAMPLES: monitor records from the processing step (``net_recv_bps``, ``net_sent_bps``,
-    ``disk_busy_percent``, ``cpu_percent_per_core``); COUNTERS: the job's ``status``, ``bytes``
-    and ``processing_s``; LINK_RATE: bytes/s of the worker node's link, None when unknown.
+    SAMPLES: the host monitor's samples from the processing step; COUNTERS: the job's status,
+    bytes and processing seconds; LINK_RATE: bytes/s of the worker node's link, None when unknown.
     """
-    if counters.get("status", "ok") != "ok":
+    if counters.status != "ok":
         return "unknown", "the job did not succeed"
     if not samples:
         return "unknown", "no monitor sample during the processing step"
-    net = _median(max(float(s.get("net_recv_bps", 0)), float(s.get("net_sent_bps", 0))) for s in samples)
-    busy = _median(s.get("disk_busy_percent") for s in samples)
-    core = _median(max(s["cpu_percent_per_core"]) for s in samples if s.get("cpu_percent_per_core"))
-    proc = float(counters.get("processing_s") or 0)
-    rate = float(counters.get("bytes") or 0) / proc if proc > 0 else 0.0
+    net = _median(s.net_bps for s in samples)
+    busy = _median(s.disk_busy_percent for s in samples)
+    core = _median(s.busiest_core for s in samples)
+    proc = counters.processing_s
+    rate = counters.bytes / proc if proc > 0 else 0.0
     if link_rate and net is not None and net >= NET_NEAR * link_rate:
         return "network", f"network {_mb(net)} is {net / link_rate:.0%} of the link's {_mb(link_rate)}"
     if busy is not None and busy >= DISK_BUSY:
@@ -83,14 +126,14 @@ def verdict(
     return "none", ", ".join(parts)
 
 
-def link_rate(site: Mapping[str, Any], sys_net: Path = Path("/sys/class/net")) -> float | None:
-    """Bytes/s of the worker node's link: the site's ``link_rate`` (e.g. ``1.25GB/s``), else the
-    fastest interface that is up and reports a speed (``/sys/class/net/*/speed`` in Mbit/s;
-    loopback and virtual links report none or -1). Standard library only (the job core)."""
-    if site.get("link_rate"):
+def link_rate(configured: str = "", sys_net: Path = Path("/sys/class/net")) -> float | None:
+    """Bytes/s of the worker node's link: the site's ``link_rate`` CONFIGURED (e.g. ``1.25GB/s``),
+    else the fastest interface that is up and reports a speed (``/sys/class/net/*/speed`` in
+    Mbit/s; loopback and virtual links report none or -1). Standard library only (the job core)."""
+    if configured:
         from afkit.campaign.extrapolate import parse_rate
 
-        return parse_rate(str(site["link_rate"]))
+        return parse_rate(configured)
     speeds = []
     for iface in sys_net.glob("*"):
         try:

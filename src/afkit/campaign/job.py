@@ -21,7 +21,6 @@ The record's ``executor`` is the one that really ran the job, read from the job'
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import socket
@@ -141,13 +140,9 @@ def job_bottleneck(record: JobRecord, monitor: Path, site: SiteSpec) -> tuple[st
     steps = record.steps or {}
     start = float(record.processing_start or 0)
     processing = float(steps.get("processing", 0))
-    counters = {"status": record.status, "bytes": record.bytes or 0, "processing_s": processing}
-    samples: list[dict[str, object]] = []
-    if monitor.is_file():
-        lines = monitor.read_text(encoding="utf-8").splitlines()
-        samples = [json.loads(ln) for ln in lines if ln.strip()]
-    window = bottleneck.in_window(samples, start, start + processing)
-    return bottleneck.verdict(window, counters, bottleneck.link_rate({"link_rate": site.link_rate}))
+    counters = bottleneck.JobCounters(record.status or "", record.bytes or 0, processing)
+    window = bottleneck.in_window(bottleneck.read_samples(monitor), start, start + processing)
+    return bottleneck.verdict(window, counters, bottleneck.link_rate(site.link_rate))
 
 
 def _run_payload(cmd: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -98,11 +98,11 @@ def afkit_payload(targets: list[str], tree: str, branches: list[str], engine: st
             raise RuntimeError(f"{' '.join(cmd[2:6])} ... failed: {proc.stderr.strip()[-500:]}")
         recs = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
         [summary] = [r for r in recs if r.get("type") == "summary"]
-        lines = mon.read_text().splitlines() if mon.exists() else []
-        samples = [json.loads(line) for line in lines if line.strip()]
+        samples = bottleneck.read_samples(mon)
     start, end = _epoch(summary["start"]), _epoch(summary["end"])
-    counters = {"status": summary.get("status", "ok"), "bytes": summary["bytes"],
-                "processing_s": summary["seconds"]}  # fmt: skip
+    counters = bottleneck.JobCounters(
+        str(summary.get("status", "ok")), int(summary["bytes"]), float(summary["seconds"])
+    )
     verdict, reason = bottleneck.verdict(bottleneck.in_window(samples, start, end), counters, None)
     keep = ("events", "seconds", "events_per_s", "mbps")
     return {**{k: summary[k] for k in keep}, "verdict": verdict, "reason": reason}

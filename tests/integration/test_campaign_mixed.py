@@ -111,8 +111,10 @@ def test_every_row_names_the_executor_that_ran_it(documented_run: Any) -> None:
 
 def test_the_figures_keep_the_two_sites_apart(documented_run: Any) -> None:
     from afkit.campaign import figures
+    from afkit.campaign.rows import read_jobs
 
-    lines = figures.client_lines(jobs_csv(DOC_WORK), "analysis")
+    [table] = list(DOC_WORK.glob("results/*/aggregate/jobs.csv"))
+    lines = figures.client_lines(read_jobs(table), "analysis")
     assert {k[0] for k in lines} == {"condor <- 127.0.0.1:1094", "slurm <- localhost:1094"}
     html = next(DOC_WORK.glob("results/*/report/report.html")).read_text()
     assert html.count("data:image/png;base64,") >= 2

@@ -41,6 +41,7 @@ from itsupport import (
 from itsupport import fed_sh as sh
 
 from afkit.campaign.aggregate import wave_skews
+from afkit.campaign.rows import read_jobs
 
 pytestmark = pytest.mark.testbed
 
@@ -203,6 +204,6 @@ def test_two_wave_chains_at_once_start_every_wave_within_the_skew_goal(two_chain
     with (results / "aggregate" / "jobs.csv").open(newline="", encoding="utf-8") as fh:
         jobs = list(csv.DictReader(fh))
     assert [r["status"] for r in jobs] == ["ok"] * 12, [(r["id"], r["error"]) for r in jobs]
-    skews = wave_skews(jobs)
+    skews = wave_skews(read_jobs(results / "aggregate" / "jobs.csv"))
     print("wave start skew [s]:", [(w["wave"], w["skew_s"]) for w in skews])
     assert len(skews) == 6 and all(w["within_goal"] for w in skews), skews

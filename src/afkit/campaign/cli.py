@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -181,40 +182,49 @@ def cmd_aggregate(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _step(call: Callable[[], Path]) -> int:
+    """A step's command: print the output CALL made; a file it cannot write is afkit's one-line error."""
+    try:
+        out = call()
+    except OSError as err:
+        raise AfkitError(str(err), hint="check the path and its permissions") from err
+    print(out)
+    return ExitCode.OK
+
+
 def cmd_image(args: argparse.Namespace) -> int:
     from afkit.campaign import rules
 
-    print(rules.image(config.load(args.campaign), args.output, args.log))
-    return ExitCode.OK
+    return _step(lambda: rules.image(config.load(args.campaign), args.output, args.log))
 
 
 def cmd_image_root(args: argparse.Namespace) -> int:
     from afkit.campaign import rules
 
-    print(rules.image_root(args.image, args.benchmarks, args.output, args.log))
-    return ExitCode.OK
+    return _step(lambda: rules.image_root(args.image, args.benchmarks, args.output, args.log))
 
 
 def cmd_dataset(args: argparse.Namespace) -> int:
     from afkit.campaign import rules
 
-    print(rules.dataset(config.load(args.campaign), args.dataset, args.image, args.output, args.log))
-    return ExitCode.OK
+    return _step(
+        lambda: rules.dataset(config.load(args.campaign), args.dataset, args.image, args.output, args.log)
+    )
 
 
 def cmd_jobcore(args: argparse.Namespace) -> int:
     from afkit.campaign import rules
 
-    print(rules.jobcore(args.output, args.log))
-    return ExitCode.OK
+    return _step(lambda: rules.jobcore(args.output, args.log))
 
 
 def cmd_render(args: argparse.Namespace) -> int:
     from afkit.campaign import rules
 
     intervals = args.intervals or args.jobs.with_name("intervals.csv")
-    print(rules.render(args.jobs, intervals, args.output, args.figures, args.log, args.grouping))
-    return ExitCode.OK
+    return _step(
+        lambda: rules.render(args.jobs, intervals, args.output, args.figures, args.log, args.grouping)
+    )
 
 
 def _report(c: config.Campaign, *, allow_mixed: bool, grouping: str) -> Path:

@@ -315,3 +315,25 @@ def test_the_commands_snakemake_prints_rerun_the_steps_by_hand(
         fake_apptainer.resolve()
     )
     assert (results(here) / "dataset/gen.json").is_file()
+
+
+def test_the_documented_step_commands_run_from_the_campaigns_directory(
+    raw: dict[str, Any], here: Path, fake_apptainer: Path
+) -> None:
+    import shlex
+
+    import yaml
+
+    (here / "C.yaml").write_text(yaml.safe_dump(raw))  # docs/campaigns.md, "Every step is a command"
+    assert cli.main(shlex.split("afkit campaign image C.yaml")[1:]) == ExitCode.OK
+    assert (results(here) / "image/image.json").is_file() and (results(here) / "image/image.log").is_file()
+    jobs = tables(here)
+    (here / "results/demo/aggregate").mkdir(parents=True)
+    for name in ("jobs.csv", "intervals.csv"):
+        (here / "results/demo/aggregate" / name).write_bytes((jobs.parent / name).read_bytes())
+    cmd = "afkit campaign render results/demo/aggregate/jobs.csv -o results/demo/report/report.html"
+    assert cli.main(shlex.split(cmd)[1:]) == ExitCode.OK
+    assert (here / "results/demo/report/report.html").is_file()
+    assert (here / "results/demo/report/figures").is_dir() and (
+        here / "results/demo/report/report.log"
+    ).is_file()

@@ -329,7 +329,7 @@ STEPS_EPILOG = (
 
 def _register_steps(cs: Any) -> None:
     """The steps of the workflow that are not jobs, one command each (the rules' ``shell:``)."""
-    p = cs.add_parser("image", help="resolve the campaign's image (SIF, oras pull, tag build): image.json",
+    p = cs.add_parser("image", help="the campaign's image (SIF, oras, tag build) -> image.json (rule image)",
                       epilog=STEPS_EPILOG)  # fmt: skip
     _campaign_arg(p)
     p.add_argument("-o", "--output", type=Path, metavar="IMAGE_JSON",
@@ -337,7 +337,7 @@ def _register_steps(cs: Any) -> None:
                    "a build works in its folder)")  # fmt: skip
     _log_arg(p)
     p.set_defaults(func=cmd_image)
-    p = cs.add_parser("image-root", help="check that the image has ROOT for payload: root -> root.json",
+    p = cs.add_parser("image-root", help="the image has ROOT for payload root -> root.json (rule image_root)",
                       epilog=STEPS_EPILOG)  # fmt: skip
     p.add_argument("image", type=Path, metavar="IMAGE_JSON", help="the image's description (image.json)")
     p.add_argument("--benchmarks", nargs="+", required=True, metavar="BENCH",
@@ -346,7 +346,7 @@ def _register_steps(cs: Any) -> None:
                    help="where ROOT is and its version (default: root.json beside IMAGE_JSON)")  # fmt: skip
     _log_arg(p)
     p.set_defaults(func=cmd_image_root)
-    p = cs.add_parser("dataset", help="generate a dataset's files if it has generate:, write its manifest",
+    p = cs.add_parser("dataset", help="a dataset's files (generate:) and manifest (rule dataset)",
                       epilog=STEPS_EPILOG)  # fmt: skip
     _campaign_arg(p)
     p.add_argument("dataset", metavar="NAME", help="the dataset (a key of the campaign's datasets)")
@@ -357,7 +357,7 @@ def _register_steps(cs: Any) -> None:
                    help="the manifest (default: RESULTS/dataset/NAME.json)")  # fmt: skip
     _log_arg(p)
     p.set_defaults(func=cmd_dataset)
-    p = cs.add_parser("jobcore", help="pack afkit's package as the job core of a site without shared files",
+    p = cs.add_parser("jobcore", help="afkit's package zipped for sites without shared files (rule jobcore)",
                       epilog=STEPS_EPILOG)  # fmt: skip
     p.add_argument("-o", "--output", type=Path, required=True, metavar="ZIP",
                    help="the zip (the workflow's: RESULTS/jobcore/afkit.zip)")  # fmt: skip

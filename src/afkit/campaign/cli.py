@@ -1,9 +1,11 @@
-"""``afkit campaign``: validate, show input locations, run, job, retry, aggregate, report, extrapolate."""
+"""``afkit campaign``: validate, show input locations, run, job, retry, aggregate, report, extrapolate;
+and the steps the workflow's rules run (image, image-root, dataset, jobcore, aggregate -o, render)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -153,22 +155,77 @@ def cmd_retry(args: argparse.Namespace) -> int:
     return _after_run(c, code, always_report=True)
 
 
-def _tables(c: config.Campaign, allow_mixed: bool) -> tuple[Path, Path, list[agg.Row]]:
+def _tables(
+    c: config.Campaign, allow_mixed: bool, jobs_csv: Path | None = None, intervals_csv: Path | None = None
+) -> tuple[Path, Path, list[agg.Row]]:
+    """The tables of the records on disk (default RESULTS/aggregate/jobs.csv, intervals.csv beside it)."""
     jobs_dir = c.results_dir / "job"
     records = agg.load_records(sorted(jobs_dir.glob("*/*.json"))) if jobs_dir.is_dir() else []
-    out = c.results_dir / "aggregate"
-    rows = agg.aggregate(
-        records, out / "jobs.csv", out / "intervals.csv", expected=plan.expand(c), allow_mixed=allow_mixed
-    )
-    return out / "jobs.csv", out / "intervals.csv", rows
+    jobs_csv = jobs_csv or c.results_dir / "aggregate" / "jobs.csv"
+    intervals_csv = intervals_csv or jobs_csv.with_name("intervals.csv")
+    for p in (jobs_csv, intervals_csv):
+        p.parent.mkdir(parents=True, exist_ok=True)
+    rows = agg.aggregate(records, jobs_csv, intervals_csv, expected=plan.expand(c), allow_mixed=allow_mixed)
+    return jobs_csv, intervals_csv, rows
 
 
 def cmd_aggregate(args: argparse.Namespace) -> int:
     c = config.load(args.campaign)
-    jobs_csv, _, rows = _tables(c, args.allow_mixed)
+    jobs_csv, _, rows = _tables(c, args.allow_mixed, args.output, args.intervals)
     bad = sum(1 for r in rows if r["status"] != "ok")
-    print(f"{jobs_csv}: {len(rows)} jobs, {bad} failed or missing")
+    line = f"{jobs_csv}: {len(rows)} jobs, {bad} failed or missing"
+    if args.log:
+        from afkit.atomic import write_atomic
+
+        args.log.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(args.log, line + "\n", mode=0o644)
+    print(line)
     return ExitCode.OK
+
+
+def _step(call: Callable[[], Path]) -> int:
+    """A step's command: print the output CALL made; a file it cannot write is afkit's one-line error."""
+    try:
+        out = call()
+    except OSError as err:
+        raise AfkitError(str(err), hint="check the path and its permissions") from err
+    print(out)
+    return ExitCode.OK
+
+
+def cmd_image(args: argparse.Namespace) -> int:
+    from afkit.campaign import rules
+
+    return _step(lambda: rules.image(config.load(args.campaign), args.output, args.log))
+
+
+def cmd_image_root(args: argparse.Namespace) -> int:
+    from afkit.campaign import rules
+
+    return _step(lambda: rules.image_root(args.image, args.benchmarks, args.output, args.log))
+
+
+def cmd_dataset(args: argparse.Namespace) -> int:
+    from afkit.campaign import rules
+
+    return _step(
+        lambda: rules.dataset(config.load(args.campaign), args.dataset, args.image, args.output, args.log)
+    )
+
+
+def cmd_jobcore(args: argparse.Namespace) -> int:
+    from afkit.campaign import rules
+
+    return _step(lambda: rules.jobcore(args.output, args.log))
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    from afkit.campaign import rules
+
+    intervals = args.intervals or args.jobs.with_name("intervals.csv")
+    return _step(
+        lambda: rules.render(args.jobs, intervals, args.output, args.figures, args.log, args.grouping)
+    )
 
 
 def _report(c: config.Campaign, *, allow_mixed: bool, grouping: str) -> Path:
@@ -255,6 +312,67 @@ def _grouping_arg(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _log_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--log", type=Path, metavar="LOG", help="the step's log (default: its output's, .log)")
+
+
+STEPS_EPILOG = (
+    "The command of the workflow's rule of the same name (docs/campaigns.md, 'Every step is a "
+    "command'): rerun it by hand as snakemake -p shows it. Exit codes: 0 written, 1 failed, "
+    "2 usage, 3 prerequisite missing, 5 an input not found, 6 invalid; nothing half-written."
+)
+
+
+def _register_steps(cs: Any) -> None:
+    """The steps of the workflow that are not jobs, one command each (the rules' ``shell:``)."""
+    p = cs.add_parser("image", help="the campaign's image (SIF, oras, tag build) -> image.json (rule image)",
+                      epilog=STEPS_EPILOG)  # fmt: skip
+    _campaign_arg(p)
+    p.add_argument("-o", "--output", type=Path, metavar="IMAGE_JSON",
+                   help="the image's description (default: RESULTS/image/image.json; "
+                   "a build works in its folder)")  # fmt: skip
+    _log_arg(p)
+    p.set_defaults(func=cmd_image)
+    p = cs.add_parser("image-root", help="the image has ROOT for payload root -> root.json (rule image_root)",
+                      epilog=STEPS_EPILOG)  # fmt: skip
+    p.add_argument("image", type=Path, metavar="IMAGE_JSON", help="the image's description (image.json)")
+    p.add_argument("--benchmarks", nargs="+", required=True, metavar="BENCH",
+                   help="the benchmarks with payload: root (named in a refusal)")  # fmt: skip
+    p.add_argument("-o", "--output", type=Path, metavar="ROOT_JSON",
+                   help="where ROOT is and its version (default: root.json beside IMAGE_JSON)")  # fmt: skip
+    _log_arg(p)
+    p.set_defaults(func=cmd_image_root)
+    p = cs.add_parser("dataset", help="a dataset's files (generate:) and manifest (rule dataset)",
+                      epilog=STEPS_EPILOG)  # fmt: skip
+    _campaign_arg(p)
+    p.add_argument("dataset", metavar="NAME", help="the dataset (a key of the campaign's datasets)")
+    p.add_argument("--image", type=Path, metavar="IMAGE_JSON",
+                   help="generate kind ao2d/esd: the image whose ROOT writes the files (default: "
+                   "RESULTS/image/image.json)")  # fmt: skip
+    p.add_argument("-o", "--output", type=Path, metavar="MANIFEST",
+                   help="the manifest (default: RESULTS/dataset/NAME.json)")  # fmt: skip
+    _log_arg(p)
+    p.set_defaults(func=cmd_dataset)
+    p = cs.add_parser("jobcore", help="afkit's package zipped for sites without shared files (rule jobcore)",
+                      epilog=STEPS_EPILOG)  # fmt: skip
+    p.add_argument("-o", "--output", type=Path, required=True, metavar="ZIP",
+                   help="the zip (the workflow's: RESULTS/jobcore/afkit.zip)")  # fmt: skip
+    _log_arg(p)
+    p.set_defaults(func=cmd_jobcore)
+    p = cs.add_parser("render", help="the HTML report and its figures from the tables (rule report)",
+                      epilog=STEPS_EPILOG)  # fmt: skip
+    p.add_argument("jobs", type=Path, metavar="JOBS_CSV", help="the jobs table (RESULTS/aggregate/jobs.csv)")
+    p.add_argument("--intervals", type=Path, metavar="INTERVALS_CSV",
+                   help="the intervals table (default: intervals.csv beside JOBS_CSV)")  # fmt: skip
+    p.add_argument("-o", "--output", type=Path, required=True, metavar="HTML",
+                   help="the report, DIR/report.html (its figures' PNGs beside it)")  # fmt: skip
+    p.add_argument("--figures", type=Path, metavar="DIR",
+                   help="a copy of exactly this report's figures (default: HTML's figures/)")  # fmt: skip
+    _log_arg(p)
+    _grouping_arg(p)
+    p.set_defaults(func=cmd_render)
+
+
 def _snakemake_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-n", "--dry-run", action="store_true", help="plan only")
     p.add_argument("snakemake_args", nargs=argparse.REMAINDER, help="after --: extra snakemake arguments")
@@ -298,15 +416,22 @@ def register(sub: Any) -> None:
     p.add_argument("--missing", action="store_true", help="the planned jobs without a record")
     _snakemake_args(p)
     p.set_defaults(func=cmd_retry)
-    p = cs.add_parser("aggregate", help="job records -> jobs.csv/intervals.csv (missing jobs marked)")
+    p = cs.add_parser("aggregate", help="job records -> jobs.csv/intervals.csv (missing jobs marked; "
+                      "what rule aggregate runs)")  # fmt: skip
     _campaign_arg(p)
     p.add_argument("--allow-mixed", action="store_true", help="allow records of other campaign hashes/images")
+    p.add_argument("-o", "--output", type=Path, metavar="JOBS_CSV",
+                   help="the jobs table (default: RESULTS/aggregate/jobs.csv)")  # fmt: skip
+    p.add_argument("--intervals", type=Path, metavar="INTERVALS_CSV",
+                   help="the intervals table (default: intervals.csv beside the jobs table)")  # fmt: skip
+    _log_arg(p)
     p.set_defaults(func=cmd_aggregate)
     p = cs.add_parser("report", help="aggregate what exists and write the HTML report")
     _campaign_arg(p)
     p.add_argument("--allow-mixed", action="store_true", help="allow records of other campaign hashes/images")
     _grouping_arg(p)
     p.set_defaults(func=cmd_report)
+    _register_steps(cs)
     p = cs.add_parser(
         "compare",
         help="per cell NEW/BASE throughput with a bootstrap interval and a verdict (exit 1: a regression)",

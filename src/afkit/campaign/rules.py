@@ -1,6 +1,10 @@
-"""The bodies of the workflow's ``run:`` directives (one call each, so the rules stay short).
+"""What the workflow's rules run, besides the job: the commands ``afkit campaign image``,
+``image-root``, ``dataset``, ``jobcore``, ``aggregate -o`` and ``render`` (each rule's ``shell:``,
+so any step can be rerun by hand from the command ``snakemake -p`` shows), and the workflow's
+onstart/onerror handlers.
 
-Each takes Snakemake's ``input``/``output``/``params``/``log`` objects.
+The commands take files (the campaign file, ``image.json``, the tables) and the paths of their
+outputs and log, never snakemake objects; an error is an AfkitError (one line, a hint, its exit code).
 """
 
 from __future__ import annotations
@@ -9,10 +13,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from afkit.errors import AfkitError, ExitCode
+from afkit.errors import AfkitError, ExitCode, NotFoundError, UsageError
 
 if TYPE_CHECKING:
-    from afkit.campaign.config import CampaignConfig
+    from afkit.campaign.config import Campaign, CampaignConfig
 
 
 def exit_with(err: AfkitError) -> NoReturn:
@@ -55,12 +59,61 @@ def interrupted_message(records: list[str]) -> str:
             "run the same command again to redo them")  # fmt: skip
 
 
-def image(output: Any, params: Any, log: Any) -> None:
+def campaign_file(configfiles: list[str], overrides: dict[str, Any]) -> Path:
+    """The campaign file the rules' commands read: the workflow's one config file (the campaign it
+    validated, absolute, symlinks kept as afkit.paths.beside keeps them). A campaign merged from
+    several files or changed by ``--config`` keys (other than afkit's ``afkit_*``) is no file the
+    commands could read: a UsageError."""
+    changed = sorted(k for k in overrides if not k.startswith("afkit_"))
+    if len(configfiles) != 1 or changed:
+        what = f"--config {', '.join(changed)}" if changed else f"{len(configfiles)} config files"
+        raise UsageError(
+            f"the campaign must be one file, as the rules' commands read it (here: {what})",
+            hint="write the settings into one campaign file and give it with --configfile",
+        )
+    return Path(configfiles[0]).absolute()
+
+
+def need_file(path: Path, what: str, hint: str) -> Path:
+    """PATH, which must be a file (else NotFoundError, exit 5, naming WHAT, with HINT)."""
+    if not path.is_file():
+        raise NotFoundError(f"no {what}: {path}", hint=hint)
+    return path
+
+
+def _log_beside(output: Path, log: Path | None) -> Path:
+    """The log (default: OUTPUT with .log), its folder and OUTPUT's made."""
+    log = log or output.with_suffix(".log")
+    for p in (output, log):
+        p.parent.mkdir(parents=True, exist_ok=True)
+    return log
+
+
+def image(campaign: Campaign, output: Path | None, log: Path | None) -> Path:
+    """``afkit campaign image``: the campaign's image (a SIF, pulled, or built from its tag; its
+    signature checked) described in OUTPUT (default RESULTS/image/image.json), the builder's or
+    puller's log in LOG (default image.log beside it)."""
     from afkit.campaign.image import resolve_image
 
-    out = str(output[0])
-    workdir = str(Path(out).parent)
-    resolve_image(params.image, base_dir=params.base_dir, workdir=workdir, output=out, log=log[0])
+    out = output or campaign.results_dir / "image" / "image.json"
+    log = _log_beside(out, log)
+    resolve_image(campaign.config["image"], base_dir=str(campaign.base_dir), workdir=str(out.parent),
+                  output=str(out), log=str(log))  # fmt: skip
+    return out
+
+
+def image_root(image_json: Path, benchmarks: list[str], output: Path | None, log: Path | None) -> Path:
+    """``afkit campaign image-root``: the image of IMAGE_JSON has ROOT (root.exe on its PATH) for
+    BENCHMARKS (payload: root): OUTPUT (default root.json beside IMAGE_JSON) says where and which
+    version; else exit 3 with the refusal in refused.json beside it."""
+    from afkit.campaign.contract import ImageInfo
+    from afkit.campaign.image import check_root
+
+    hint = "make it first: afkit campaign image C.yaml"
+    info = ImageInfo.read(need_file(image_json, "image description", hint))
+    out = output or image_json.with_name("root.json")
+    check_root(info, benchmarks, output=out, log=_log_beside(out, log))
+    return out
 
 
 def dataset_needs_image(cfg: CampaignConfig, name: str) -> bool:
@@ -70,46 +123,53 @@ def dataset_needs_image(cfg: CampaignConfig, name: str) -> bool:
     return cfg["datasets"][name].get("generate", {}).get("kind") in ROOT_KINDS
 
 
-def dataset_apptainer_args(cfg: CampaignConfig, name: str) -> list[str]:
-    from afkit.campaign.dataset import apptainer_args_for
+def dataset(campaign: Campaign, name: str, image_json: Path | None, output: Path | None,
+            log: Path | None) -> Path:  # fmt: skip
+    """``afkit campaign dataset``: dataset NAME's manifest OUTPUT (default RESULTS/dataset/NAME.json),
+    its files generated first when it has ``generate:`` (ao2d/esd by the ROOT of the image that
+    IMAGE_JSON describes, default RESULTS/image/image.json)."""
+    from afkit.campaign.dataset import apptainer_args_for, prepare
 
-    return apptainer_args_for(cfg, name)
+    cfg = campaign.config
+    if name not in cfg["datasets"]:
+        raise UsageError(f"no dataset {name!r} in the campaign; its datasets: {', '.join(cfg['datasets'])}")
+    image = None
+    if dataset_needs_image(cfg, name):
+        hint = f"dataset {name} is written by the image's ROOT: afkit campaign image C.yaml first"
+        given = image_json or campaign.results_dir / "image" / "image.json"
+        image = need_file(given, "image description", hint)
+    out = output or campaign.results_dir / "dataset" / f"{name}.json"
+    spec = cfg["datasets"][name]
+    prepare(name, spec, cfg["storage"][spec["storage"]], output=str(out), log=str(_log_beside(out, log)),
+            image=str(image) if image else None, apptainer_args=apptainer_args_for(cfg, name))  # fmt: skip
+    return out
 
 
-def image_root(input: Any, output: Any, params: Any, log: Any) -> None:
-    from afkit.campaign.contract import ImageInfo
-    from afkit.campaign.image import check_root
-
-    check_root(ImageInfo.read(Path(input[0])), params.benchmarks, output=Path(output[0]), log=Path(log[0]))
-
-
-def dataset(wildcards: Any, input: Any, output: Any, params: Any, log: Any) -> None:
-    from afkit.campaign.dataset import prepare
-
-    image = getattr(input, "image", None)
-    prepare(wildcards.dataset, params.spec, params.storage, output=output[0], log=log[0],
-            image=str(image) if image else None, apptainer_args=params.apptainer_args)  # fmt: skip
-
-
-def jobcore(output: Any, log: Any) -> None:
+def jobcore(output: Path, log: Path | None) -> Path:
+    """``afkit campaign jobcore``: afkit's package as the zip OUTPUT (the job core of a site without
+    the submit host's files), a line in LOG."""
+    from afkit.atomic import write_atomic
     from afkit.campaign import jobcore as core
 
-    core.pack(Path(output[0]))
-    Path(log[0]).write_text(f"packed {core.__name__.split('.')[0]} into {output[0]}\n", encoding="utf-8")
+    log = _log_beside(output, log)
+    core.pack(output)
+    write_atomic(log, f"packed {core.__name__.split('.')[0]} into {output}\n", mode=0o644)
+    return output
 
 
-def aggregate(input: Any, output: Any, log: Any) -> None:
-    from afkit.campaign.aggregate import aggregate as agg
-    from afkit.campaign.aggregate import load_records
-
-    rows = agg(load_records(Path(p) for p in input), Path(output.jobs), Path(output.intervals))
-    bad = sum(1 for r in rows if r["status"] != "ok")
-    Path(log[0]).write_text(f"{len(rows)} jobs, {bad} not ok\n", encoding="utf-8")
-
-
-def report(input: Any, output: Any, log: Any) -> None:
+def render(jobs_csv: Path, intervals_csv: Path, output: Path, figures: Path | None, log: Path | None,
+           grouping: str = "target") -> Path:  # fmt: skip
+    """``afkit campaign render``: the HTML report OUTPUT (named report.html) and its figures
+    (FIGURES, default figures/ beside it) from the tables JOBS_CSV and INTERVALS_CSV."""
+    from afkit.atomic import write_atomic
     from afkit.campaign.report import render_tables
 
-    html = Path(output.html)
-    render_tables(Path(input.jobs), Path(input.intervals), html.parent, figures_dir=Path(output.figures))
-    Path(log[0]).write_text(f"wrote {html}\n", encoding="utf-8")
+    if output.name != "report.html":
+        raise UsageError(f"-o {output}: the report is written as report.html", hint="give -o DIR/report.html")
+    hint = "make the tables first: afkit campaign aggregate C.yaml"
+    jobs = need_file(jobs_csv, "jobs table", hint)
+    intervals = need_file(intervals_csv, "intervals table", hint)
+    log = _log_beside(output, log)
+    html = render_tables(jobs, intervals, output.parent, grouping=grouping, figures_dir=figures)
+    write_atomic(log, f"wrote {html}\n", mode=0o644)
+    return html

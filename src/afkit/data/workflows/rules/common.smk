@@ -40,6 +40,12 @@ if not config:
         )
     )
 try:
+    # the file the rules' commands read (afkit campaign image/dataset/aggregate CAMPAIGN_FILE ...)
+    CAMPAIGN_FILE = str(
+        afkit_rules.campaign_file(
+            workflow.configfiles, workflow.config_settings.config or {}
+        )
+    )
     CAMPAIGN = Campaign(
         afkit_validate(dict(config), source="campaign"), _campaign_dir()
     )

@@ -1,5 +1,6 @@
 # Datasets: a manifest per dataset; generated datasets are written into the storage's local path
 # (kind ao2d/esd: by the ROOT of the campaign's image, so they need the image first).
+# `afkit campaign dataset CAMPAIGN NAME -o MANIFEST`: the step by hand, as `snakemake -p` shows it.
 
 
 localrules:
@@ -17,9 +18,11 @@ rule dataset:
         f"{RESULTS}/dataset/{{dataset}}.json",
     log:
         f"{RESULTS}/dataset/{{dataset}}.log",
+    conda:
+        "../envs/afkit-job.yaml"
     params:
-        spec=lambda wc: CFG["datasets"][wc.dataset],
-        storage=lambda wc: CFG["storage"][CFG["datasets"][wc.dataset]["storage"]],
-        apptainer_args=lambda wc: afkit_rules.dataset_apptainer_args(CFG, wc.dataset),
-    run:
-        afkit_rules.dataset(wildcards, input, output, params, log)
+        campaign=CAMPAIGN_FILE,
+        # kind ao2d/esd: the image whose ROOT writes the files (the rule's input)
+        image=lambda wc, input: ["--image", input.image[0]] if input.image else [],
+    shell:
+        f"exec {AFKIT} campaign dataset {{params.campaign:q}} {{wildcards.dataset:q}} -o {{output:q}} --log {{log:q}} {{params.image:q}}"

@@ -1,5 +1,6 @@
 # The image every job runs in: a SIF path, an oras:// reference (pulled once) or a tag built with
 # `afkit image build`. image.json records its path, sha256 and tag (provenance of every job).
+# Each rule here is one afkit command on the campaign file, rerun by hand as `snakemake -p` shows it.
 
 
 localrules:
@@ -12,11 +13,12 @@ rule image:
         f"{RESULTS}/image/image.json",
     log:
         f"{RESULTS}/image/image.log",
+    conda:
+        "../envs/afkit-job.yaml"
     params:
-        image=CFG["image"],
-        base_dir=str(CAMPAIGN.base_dir),
-    run:
-        afkit_rules.image(output, params, log)
+        campaign=CAMPAIGN_FILE,
+    shell:
+        f"exec {AFKIT} campaign image {{params.campaign:q}} -o {{output:q}} --log {{log:q}}"
 
 
 # payload: root runs the image's own ROOT: an image without root.exe in its environment is refused
@@ -28,7 +30,9 @@ rule image_root:
         f"{RESULTS}/image/root.json",
     log:
         f"{RESULTS}/image/root.log",
+    conda:
+        "../envs/afkit-job.yaml"
     params:
         benchmarks=ROOT_PAYLOAD,
-    run:
-        afkit_rules.image_root(input, output, params, log)
+    shell:
+        f"exec {AFKIT} campaign image-root {{input:q}} --benchmarks {{params.benchmarks:q}} -o {{output:q}} --log {{log:q}}"

@@ -80,8 +80,10 @@ rule jobcore:
         JOBCORE,
     log:
         f"{RESULTS}/jobcore/jobcore.log",
-    run:
-        afkit_rules.jobcore(output, log)
+    conda:
+        "../envs/afkit-job.yaml"
+    shell:
+        f"exec {AFKIT} campaign jobcore -o {{output:q}} --log {{log:q}}"
 
 
 # train and analysis sweeps: the jobs of a wave are released together, the next wave waits for it

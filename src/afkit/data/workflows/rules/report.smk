@@ -1,6 +1,8 @@
 # Aggregation (tidy CSV with provenance) and the HTML report. The tables, the figures and afkit's own
 # report are marked report(): `snakemake --report report.html` (with the campaign's arguments) builds
 # Snakemake's report of a finished campaign from them, with the captions in workflows/report/.
+# Both rules run an afkit command (`afkit campaign aggregate`, `afkit campaign render`), rerun by hand
+# as `snakemake -p` shows it.
 
 
 localrules:
@@ -26,8 +28,13 @@ rule aggregate:
         ),
     log:
         f"{RESULTS}/aggregate/aggregate.log",
-    run:
-        afkit_rules.aggregate(input, output, log)
+    conda:
+        "../envs/afkit-job.yaml"
+    params:
+        campaign=CAMPAIGN_FILE,
+    # the records on disk, not the inputs on the command line (10,000 paths would not fit in one)
+    shell:
+        f"exec {AFKIT} campaign aggregate {{params.campaign:q}} -o {{output.jobs:q}} --intervals {{output.intervals:q}} --log {{log:q}}"
 
 
 rule report:
@@ -50,5 +57,7 @@ rule report:
         ),
     log:
         f"{RESULTS}/report/report.log",
-    run:
-        afkit_rules.report(input, output, log)
+    conda:
+        "../envs/afkit-job.yaml"
+    shell:
+        f"exec {AFKIT} campaign render {{input.jobs:q}} --intervals {{input.intervals:q}} -o {{output.html:q}} --figures {{output.figures:q}} --log {{log:q}}"

@@ -374,7 +374,7 @@ def _register_steps(cs: Any) -> None:
 
 
 def _snakemake_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-n", "--dry-run", action="store_true", help="plan only")
+    p.add_argument("-n", "--dry-run", action="store_true", help="list what would run, write nothing")
     p.add_argument("snakemake_args", nargs=argparse.REMAINDER, help="after --: extra snakemake arguments")
 
 

@@ -8,6 +8,7 @@ released together, and the next wave waits until the previous one has finished.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import os
@@ -19,7 +20,17 @@ from afkit.campaign.config import BenchmarkConfig, Campaign
 from afkit.campaign.contract import Job, JobSpec, RootOptions, SiteSpec
 from afkit.campaign.locations import Location, resolve
 
-__all__ = ["Job", "JobSpec", "by_id", "expand", "previous_waves", "specs", "wave_members", "write_specs"]
+__all__ = [
+    "Job",
+    "JobSpec",
+    "by_id",
+    "expand",
+    "present_specs",
+    "previous_waves",
+    "specs",
+    "wave_members",
+    "write_specs",
+]
 
 
 class SweepPoint(TypedDict):
@@ -183,11 +194,22 @@ def _stamp_holds(stamp: Path, digest: str) -> bool:
 
 def _all_there(root: Path, names: list[str]) -> bool:
     """Every spec file exists (one directory listing per benchmark, not a stat per file)."""
+    there = _listed(root)
+    return all(p in there or str(Path(p)) in there for p in names)
+
+
+def _listed(root: Path) -> set[str]:
+    """The files RESULTS/jobspec/BENCH/* (empty when there is no such folder)."""
     there: set[str] = set()
-    try:
+    with contextlib.suppress(OSError):
         for bench in os.scandir(root):
             if bench.is_dir():
                 there.update(f"{bench.path}/{e.name}" for e in os.scandir(bench.path))
-    except OSError:
-        return False
-    return all(p in there or str(Path(p)) in there for p in names)
+    return there
+
+
+def present_specs(jobs: list[Job], results: str) -> set[tuple[str, str]]:
+    """The (bench, id) of the JOBS whose spec file exists (a dry run writes none: it declares the
+    specs that a run before wrote, so that it sees the jobs as the run will)."""
+    there = _listed(Path(results) / "jobspec")
+    return {(j.bench, j.id) for j in jobs if (p := spec_path(results, j)) in there or str(Path(p)) in there}

@@ -178,6 +178,36 @@ def test_a_deleted_record_is_redone_by_the_same_command(
     assert {r["status"] for r in agg.read_csv(results / "aggregate" / "jobs.csv")} == {"ok"}
 
 
+def test_a_dry_run_writes_nothing(tmp_path: Path, raw: dict[str, Any], write: Any) -> None:
+    """Neither `afkit campaign run --dry-run` nor `snakemake -n` writes the jobs' specs (a run does)."""
+    campaign = write(two_jobs(raw, tmp_path))
+    cmd = [sys.executable, "-m", "afkit", "campaign", "run", str(campaign), "--dry-run"]
+    afkit = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, check=False, timeout=300)
+    assert afkit.returncode == 0, afkit.stderr[-2000:]
+    direct = snakemake("-n", "--configfile", str(campaign), "--profile", LOCAL, cwd=tmp_path)
+    assert direct.returncode == 0, direct.stderr[-2000:]
+    for proc in (afkit, direct):
+        assert re.search(r"^job\s+2$", proc.stdout + proc.stderr, re.M), proc.stdout[-2000:]
+    assert not (tmp_path / "results").exists()
+
+
+def test_a_dry_run_after_a_run_sees_what_the_next_run_does(
+    tmp_path: Path, raw: dict[str, Any], write: Any
+) -> None:
+    """The specs the run wrote are the jobs' inputs in the dry run as in the run: nothing to do,
+    then, a record deleted, exactly that job (and the tables after it)."""
+    args = ("--configfile", str(write(two_jobs(raw, tmp_path))), "--profile", LOCAL)
+    assert snakemake(*args, cwd=tmp_path, env=fake_env()).returncode == 0
+    nothing = snakemake("-n", *args, cwd=tmp_path)
+    assert "Nothing to be done" in nothing.stdout + nothing.stderr
+    next(tmp_path.glob("results/*/job/steps/*.json")).unlink()
+    dry = snakemake("-n", *args, cwd=tmp_path)
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    rules = r"^(job|aggregate|report|image|dataset)\s+(\d+)$"
+    counts = dict(re.findall(rules, dry.stdout + dry.stderr, re.M))
+    assert counts == {"job": "1", "aggregate": "1", "report": "1"}, dry.stdout[-3000:]
+
+
 def test_any_job_reruns_by_hand_from_its_spec(tmp_path: Path, raw: dict[str, Any], write: Any) -> None:
     """Rule job is one command on the job's spec (written by planning): typed by hand, the same
     command runs the job again and writes a record of the same shape."""

@@ -62,10 +62,23 @@ if SITE_FILTER is not None and SITE_FILTER not in CFG["sites"]:
             f"--config afkit_site={SITE_FILTER}: unknown site; allowed: {', '.join(CFG['sites'])}"
         )
     )
+# A dry run (snakemake -n, afkit campaign run --dry-run) writes nothing. Snakemake parses the
+# workflow before it picks its executor, so the command line's -n (output settings) tells it here.
+DRY_RUN = (
+    bool(workflow.output_settings and workflow.output_settings.dryrun)
+    or workflow.dryrun
+)
 # each job's spec (afkit.campaign.contract.JobSpec), the one input its command reads: written by
-# planning, here, once (an unchanged spec is not rewritten: its job does not rerun)
-if workflow.is_main_process:
+# planning, here, once (an unchanged spec is not rewritten: its job does not rerun). A dry run
+# declares the specs that exist (a run before wrote them), so that it sees the jobs as a run will;
+# a job planned for the first time has none yet.
+if workflow.is_main_process and not DRY_RUN:
     afkit_plan.write_specs(CAMPAIGN, JOBS, RESULTS)
+SPECS_THERE = (
+    afkit_plan.present_specs(JOBS, RESULTS)
+    if DRY_RUN
+    else {(j.bench, j.id) for j in JOBS}
+)
 # the rules' command: this snakemake's python runs afkit (the same installation), named by a
 # variable set in the shell's prefix: the rule's code (a rerun trigger) stays the same whichever
 # path of the interpreter started snakemake
@@ -104,7 +117,9 @@ def the_job(wildcards):
 
 def default_targets():
     """The whole campaign: every job record and the report (a deleted record is redone, and the
-    tables after it); with afkit_site: that site's job records only (afkit makes the report).
+    tables after it: snakemake does not redo a missing input of an output that is up to date, so
+    the records are targets too); with afkit_site: that site's job records only (afkit makes the
+    report).
     """
     if SITE_FILTER is not None:
         return all_job_records(SITE_FILTER)
@@ -156,7 +171,11 @@ def wave_inputs(wildcards):
     """The inputs of a wave's first job (shared), and every job's spec (in index order)."""
     inputs = job_inputs(wave_first(wildcards))
     del inputs["spec"]
-    inputs["specs"] = [job_spec(j.bench, j.id) for j in wave_jobs(wildcards)]
+    inputs["specs"] = [
+        job_spec(j.bench, j.id)
+        for j in wave_jobs(wildcards)
+        if (j.bench, j.id) in SPECS_THERE
+    ]
     return inputs
 
 
@@ -173,7 +192,9 @@ def job_spec(bench, job_id):
 def job_inputs(wildcards):
     job = the_job(wildcards)
     inputs = {
-        "spec": job_spec(job.bench, job.id),
+        "spec": (
+            job_spec(job.bench, job.id) if (job.bench, job.id) in SPECS_THERE else []
+        ),
         "image": f"{RESULTS}/image/image.json",
         "dataset": f"{RESULTS}/dataset/{job.dataset}.json",
         # ancient: a wave redone later (retry) does not make the waves after it rerun
@@ -216,6 +237,13 @@ def job_resource(key):
     )
 
 
+# the job's spec: a path pattern (every spec there, as always on a run), none (a dry run of a
+# campaign never run), else those that exist
+JOB_SPEC = (
+    job_spec("{bench}", "{job}")
+    if len(SPECS_THERE) == len(JOBS)
+    else ((lambda wc: job_inputs(wc)["spec"]) if SPECS_THERE else [])
+)
 JOB_DATASET = _constant_or(
     {f"{RESULTS}/dataset/{j.dataset}.json" for j in JOBS},
     lambda wc: f"{RESULTS}/dataset/{the_job(wc).dataset}.json",

@@ -16,7 +16,7 @@ wildcard_constraints:
 
 rule job:
     input:
-        spec=job_spec("{bench}", "{job}"),
+        spec=JOB_SPEC,
         image=f"{RESULTS}/image/image.json",
         dataset=JOB_DATASET,
         previous_wave=JOB_PREVIOUS_WAVE,

@@ -19,6 +19,19 @@ def _campaign_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("campaign", type=Path, help="the campaign YAML file")
 
 
+def _step_campaign_arg(p: argparse.ArgumentParser) -> None:
+    """The campaign of a workflow step, and where its relative paths are taken from."""
+    _campaign_arg(p)
+    p.add_argument("--campaign-dir", type=Path, metavar="DIR",
+                   help="take the campaign's relative paths beside DIR (default: the file's folder; "
+                   "the workflow passes it with the campaign it merged from several --configfile "
+                   "files or --config keys, RESULTS/plan/campaign.yaml)")  # fmt: skip
+
+
+def _step_campaign(args: argparse.Namespace) -> config.Campaign:
+    return config.load(args.campaign, args.campaign_dir)
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     c = config.load(args.campaign)
     jobs = plan.expand(c)
@@ -170,7 +183,7 @@ def _tables(
 
 
 def cmd_aggregate(args: argparse.Namespace) -> int:
-    c = config.load(args.campaign)
+    c = _step_campaign(args)
     jobs_csv, _, rows = _tables(c, args.allow_mixed, args.output, args.intervals)
     bad = sum(1 for r in rows if r["status"] != "ok")
     line = f"{jobs_csv}: {len(rows)} jobs, {bad} failed or missing"
@@ -196,7 +209,7 @@ def _step(call: Callable[[], Path]) -> int:
 def cmd_image(args: argparse.Namespace) -> int:
     from afkit.campaign import rules
 
-    return _step(lambda: rules.image(config.load(args.campaign), args.output, args.log))
+    return _step(lambda: rules.image(_step_campaign(args), args.output, args.log))
 
 
 def cmd_image_root(args: argparse.Namespace) -> int:
@@ -209,7 +222,7 @@ def cmd_dataset(args: argparse.Namespace) -> int:
     from afkit.campaign import rules
 
     return _step(
-        lambda: rules.dataset(config.load(args.campaign), args.dataset, args.image, args.output, args.log)
+        lambda: rules.dataset(_step_campaign(args), args.dataset, args.image, args.output, args.log)
     )
 
 
@@ -327,7 +340,7 @@ def _register_steps(cs: Any) -> None:
     """The steps of the workflow that are not jobs, one command each (the rules' ``shell:``)."""
     p = cs.add_parser("image", help="the campaign's image (SIF, oras, tag build) -> image.json (rule image)",
                       epilog=STEPS_EPILOG)  # fmt: skip
-    _campaign_arg(p)
+    _step_campaign_arg(p)
     p.add_argument("-o", "--output", type=Path, metavar="IMAGE_JSON",
                    help="the image's description (default: RESULTS/image/image.json; "
                    "a build works in its folder)")  # fmt: skip
@@ -344,7 +357,7 @@ def _register_steps(cs: Any) -> None:
     p.set_defaults(func=cmd_image_root)
     p = cs.add_parser("dataset", help="a dataset's files (generate:) and manifest (rule dataset)",
                       epilog=STEPS_EPILOG)  # fmt: skip
-    _campaign_arg(p)
+    _step_campaign_arg(p)
     p.add_argument("dataset", metavar="NAME", help="the dataset (a key of the campaign's datasets)")
     p.add_argument("--image", type=Path, metavar="IMAGE_JSON",
                    help="generate kind ao2d/esd: the image whose ROOT writes the files (default: "
@@ -418,7 +431,7 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_retry)
     p = cs.add_parser("aggregate", help="job records -> jobs.csv/intervals.csv (missing jobs marked; "
                       "what rule aggregate runs)")  # fmt: skip
-    _campaign_arg(p)
+    _step_campaign_arg(p)
     p.add_argument("--allow-mixed", action="store_true", help="allow records of other campaign hashes/images")
     p.add_argument("-o", "--output", type=Path, metavar="JOBS_CSV",
                    help="the jobs table (default: RESULTS/aggregate/jobs.csv)")  # fmt: skip

@@ -377,7 +377,8 @@ def campaign_hash(cfg: CampaignConfig) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
-def load(path: str | Path) -> Campaign:
+def load(path: str | Path, base_dir: Path | None = None) -> Campaign:
+    """The campaign in file PATH; its relative paths are taken beside BASE_DIR (default: PATH's folder)."""
     p = Path(path)
     if not p.is_file():
         raise NotFoundError(f"campaign file not found: {p}", hint="give the path of a campaign YAML file")
@@ -387,4 +388,4 @@ def load(path: str | Path) -> Campaign:
         raise InvalidError(f"{p}: not valid YAML: {err}") from err
     # relative paths in the campaign are relative to its folder as named, symlinks kept (a campaign
     # under the checkout's workflows/ link names ../../build/... beside the checkout, not the package)
-    return Campaign(validate(raw, source=str(p)), p.absolute().parent)
+    return Campaign(validate(raw, source=str(p)), (base_dir or p.parent).absolute())

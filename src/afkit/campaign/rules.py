@@ -59,19 +59,30 @@ def interrupted_message(records: list[str]) -> str:
             "run the same command again to redo them")  # fmt: skip
 
 
-def campaign_file(configfiles: list[str], overrides: dict[str, Any]) -> Path:
-    """The campaign file the rules' commands read: the workflow's one config file (the campaign it
-    validated, absolute, symlinks kept as afkit.paths.beside keeps them). A campaign merged from
-    several files or changed by ``--config`` keys (other than afkit's ``afkit_*``) is no file the
-    commands could read: a UsageError."""
-    changed = sorted(k for k in overrides if not k.startswith("afkit_"))
-    if len(configfiles) != 1 or changed:
-        what = f"--config {', '.join(changed)}" if changed else f"{len(configfiles)} config files"
-        raise UsageError(
-            f"the campaign must be one file, as the rules' commands read it (here: {what})",
-            hint="write the settings into one campaign file and give it with --configfile",
-        )
-    return Path(configfiles[0]).absolute()
+def campaign_args(configfiles: list[str], overrides: dict[str, Any], campaign: Campaign,
+                  merged: dict[str, Any], *, write: bool) -> list[str]:  # fmt: skip
+    """The campaign arguments of the rules' commands (afkit campaign image/dataset/aggregate).
+
+    A campaign from one file (``--configfile C.yaml``, no ``--config`` keys but afkit's ``afkit_*``)
+    is that file, absolute, symlinks kept as afkit.paths.beside keeps them. A campaign merged from
+    several files or changed by ``--config`` keys (snakemake's own ways) is written by planning as
+    RESULTS/plan/campaign.yaml (MERGED, the config snakemake made; rewritten only when it changed,
+    not when WRITE is false: dry runs), and its relative paths are taken beside the last config
+    file's folder (``--campaign-dir``), as snakemake's planning took them."""
+    from afkit.atomic import write_atomic
+
+    changed = [k for k in overrides if not k.startswith("afkit_")]
+    if len(configfiles) == 1 and not changed:
+        return [str(Path(configfiles[0]).absolute())]
+    path = campaign.results_dir / "plan" / "campaign.yaml"
+    if write:
+        import yaml
+
+        text = yaml.safe_dump(merged, sort_keys=False)
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, text, mode=0o644)
+    return [str(path), "--campaign-dir", str(campaign.base_dir)]
 
 
 def need_file(path: Path, what: str, hint: str) -> Path:

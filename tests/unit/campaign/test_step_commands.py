@@ -15,7 +15,7 @@ from test_aggregate import record
 
 from afkit import cli
 from afkit.campaign import config, rules
-from afkit.errors import ExitCode, UsageError
+from afkit.errors import ExitCode
 
 
 @pytest.fixture
@@ -256,19 +256,29 @@ def test_render_to_another_name_than_report_html_is_exit_2(
 # ---------------------------------------------------------------------- the workflow's campaign file
 
 
-def test_the_campaign_file_is_the_one_config_file_absolute(here: Path) -> None:
-    assert rules.campaign_file(["c.yaml"], {"afkit_site": "a"}) == here / "c.yaml"
-
-
-@pytest.mark.parametrize(
-    ("files", "overrides", "said"),
-    [(["a.yaml", "b.yaml"], {}, "2 config files"), (["a.yaml"], {"name": "x"}, "--config name")],
-)
-def test_a_campaign_not_from_one_file_is_refused(
-    files: list[str], overrides: dict[str, Any], said: str
+def test_the_campaign_of_one_file_is_that_file_absolute(
+    here: Path, raw: dict[str, Any], make: Any
 ) -> None:
-    with pytest.raises(UsageError, match=said):
-        rules.campaign_file(files, overrides)
+    args = rules.campaign_args(["c.yaml"], {"afkit_site": "a"}, make(raw), raw, write=True)
+    assert args == [str(here / "c.yaml")]
+    assert not list(here.rglob("plan"))
+
+
+@pytest.mark.parametrize(("files", "overrides"), [(["a.yaml", "b.yaml"], {}), (["a.yaml"], {"name": "x"})])
+def test_a_merged_campaign_is_written_by_planning_with_its_folder(
+    here: Path, files: list[str], overrides: dict[str, Any], raw: dict[str, Any], make: Any
+) -> None:
+    c = make(raw)
+    args = rules.campaign_args(files, overrides, c, raw, write=True)
+    written = c.results_dir / "plan" / "campaign.yaml"
+    assert args == [str(written), "--campaign-dir", str(c.base_dir)]
+    assert config.load(written, c.base_dir).hash == c.hash
+
+
+def test_a_merged_campaign_is_not_written_on_a_dry_run(here: Path, raw: dict[str, Any], make: Any) -> None:
+    c = make(raw)
+    rules.campaign_args(["a.yaml"], {"name": "x"}, c, raw, write=False)
+    assert not (c.results_dir / "plan").exists()
 
 
 # ------------------------------------------------------------------------------- the workflow's rules

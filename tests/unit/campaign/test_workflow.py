@@ -191,6 +191,33 @@ def test_a_dry_run_writes_nothing(tmp_path: Path, raw: dict[str, Any], write: An
     assert not (tmp_path / "results").exists()
 
 
+def test_a_campaign_changed_by_config_keys_runs_with_its_relative_paths(
+    tmp_path: Path, raw: dict[str, Any], write: Any
+) -> None:
+    """`--config KEY=VALUE` changes the campaign as snakemake users expect: planning writes the
+    merged campaign for the rules' commands, whose relative paths (fake.sif) stay beside the file."""
+    campaign = write(two_jobs(raw, tmp_path))
+    (tmp_path / "elsewhere").mkdir()
+    args = ("--configfile", str(campaign), "--config", "name=renamed", "--profile", LOCAL)
+    proc = snakemake(*args, cwd=tmp_path / "elsewhere", env=fake_env())
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    [results] = (tmp_path / "elsewhere" / "results").iterdir()
+    assert results.name.startswith("renamed-")
+    assert "name: renamed" in (results / "plan" / "campaign.yaml").read_text()
+    assert {r["status"] for r in agg.read_csv(results / "aggregate" / "jobs.csv")} == {"ok"}
+
+
+def test_a_dry_run_of_a_changed_campaign_writes_nothing(
+    tmp_path: Path, raw: dict[str, Any], write: Any
+) -> None:
+    campaign = write(two_jobs(raw, tmp_path))
+    args = ("-n", "-p", "--configfile", str(campaign), "--config", "name=renamed", "--profile", LOCAL)
+    proc = snakemake(*args, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "plan/campaign.yaml --campaign-dir" in proc.stdout + proc.stderr
+    assert not (tmp_path / "results").exists()
+
+
 def test_a_dry_run_after_a_run_sees_what_the_next_run_does(
     tmp_path: Path, raw: dict[str, Any], write: Any
 ) -> None:

@@ -1,5 +1,6 @@
 # Helpers shared by the rules: campaign validation (afkit's, once: defaults, schema, references),
 # the job plan and each job's spec (written once, here), input functions.
+import copy
 import shlex
 import sys
 from pathlib import Path
@@ -39,13 +40,9 @@ if not config:
             hint="snakemake -s workflows/Snakefile --configfile CAMPAIGN.yaml (examples: workflows/config/)",
         )
     )
+# the campaign as snakemake merged it (--configfile files, --config keys), before validation
+MERGED = copy.deepcopy(dict(config))
 try:
-    # the file the rules' commands read (afkit campaign image/dataset/aggregate CAMPAIGN_FILE ...)
-    CAMPAIGN_FILE = str(
-        afkit_rules.campaign_file(
-            workflow.configfiles, workflow.config_settings.config or {}
-        )
-    )
     CAMPAIGN = Campaign(
         afkit_validate(dict(config), source="campaign"), _campaign_dir()
     )
@@ -74,6 +71,15 @@ DRY_RUN = (
 # a job planned for the first time has none yet.
 if workflow.is_main_process and not DRY_RUN:
     afkit_plan.write_specs(CAMPAIGN, JOBS, RESULTS)
+# the campaign arguments of the rules' commands (afkit campaign image/dataset/aggregate ...): the
+# campaign file, or the campaign merged from several files or --config keys, written by planning
+CAMPAIGN_ARGS = afkit_rules.campaign_args(
+    workflow.configfiles,
+    workflow.config_settings.config or {},
+    CAMPAIGN,
+    MERGED,
+    write=workflow.is_main_process and not DRY_RUN,
+)
 SPECS_THERE = (
     afkit_plan.present_specs(JOBS, RESULTS)
     if DRY_RUN

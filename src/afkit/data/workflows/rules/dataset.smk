@@ -21,7 +21,7 @@ rule dataset:
     conda:
         "../envs/afkit-job.yaml"
     params:
-        campaign=CAMPAIGN_FILE,
+        campaign=CAMPAIGN_ARGS,
         # kind ao2d/esd: the image whose ROOT writes the files (the rule's input)
         image=lambda wc, input: ["--image", input.image[0]] if input.image else [],
     shell:

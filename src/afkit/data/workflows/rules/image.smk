@@ -16,7 +16,7 @@ rule image:
     conda:
         "../envs/afkit-job.yaml"
     params:
-        campaign=CAMPAIGN_FILE,
+        campaign=CAMPAIGN_ARGS,
     shell:
         f"exec {AFKIT} campaign image {{params.campaign:q}} -o {{output:q}} --log {{log:q}}"
 

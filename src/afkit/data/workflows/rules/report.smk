@@ -31,7 +31,7 @@ rule aggregate:
     conda:
         "../envs/afkit-job.yaml"
     params:
-        campaign=CAMPAIGN_FILE,
+        campaign=CAMPAIGN_ARGS,
     # the records on disk, not the inputs on the command line (10,000 paths would not fit in one)
     shell:
         f"exec {AFKIT} campaign aggregate {{params.campaign:q}} -o {{output.jobs:q}} --intervals {{output.intervals:q}} --log {{log:q}}"

@@ -1,5 +1,6 @@
 """Fixtures shared by the integration tests: the afkit bench image as a SIF and as a sandbox, and
-the demo's image (the ALICE tag with the real ROOT on the bench base)."""
+the demo's image (the ALICE tag with the real ROOT on the bench base); and the groups in which
+``scripts/run-tests`` runs them side by side (pytest-xdist workers)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,52 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from itsupport import afkit, mkbase
 
 REAL_ROOT_TAG = "AliPhysics/vAN-20251126_ROOT6-1"  # the fixture's ALICE tag with the real ROOT 6.40
+
+# Modules that must run one after another in one worker: the federation's tests share its sites and
+# WAN links (a test slows or cuts gsi's link and resets it afterwards).
+SHARED_GROUPS = {
+    "test_federation": "federation",
+    "test_federation_campaign": "federation",
+    "test_federation_faults": "federation",
+    "test_federation_workers": "federation",
+}
+
+
+# Modules whose assertions are about rates and timing on the federation's shaped links (remote
+# against local read speed, the per-second bytes of a fault): they run alone, after the others
+# (scripts/run-tests: -m alone), as a second worker's load on 2 cores would change what they measure.
+ALONE = {"test_federation", "test_federation_faults"}
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    if item.path.stem in ALONE:
+        item.add_marker(pytest.mark.alone)
+
+
+def xdist_group(module: str) -> str:
+    """The pytest-xdist group of MODULE's tests: its shared group, else the module itself (a module's
+    tests share its module-scoped fixtures, which must run once, so they stay in one worker)."""
+    return SHARED_GROUPS.get(module, module)
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist (run-tests runs these tests with -n)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Hand out whole groups (xdist_group of each test's module) to the workers, the groups with
+    the most tests first. (xdist's own --dist loadgroup cannot be used: it renames a test by
+    setting Item._nodeid, which pytest 9 no longer reads.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_group(Path(nodeid.split("::", 1)[0]).stem)
+
+    return ModuleGroups(config, log)
 
 
 @pytest.fixture(scope="module")

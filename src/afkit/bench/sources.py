@@ -174,6 +174,9 @@ class XRootDSource:
         self.size = int(info.size)
 
     def read(self, offset: int, length: int) -> int:
+        """LENGTH bytes at OFFSET (fewer only at the end of the file). A short answer before the end
+        is read on from where it stopped, as xrdcp does; an empty one is a ReadError (the reader
+        reconnects and retries), never bytes silently left out of the measurement."""
         status, data = self._file.read(offset, length, timeout=READ_TIMEOUT)
         if not status.ok:
             raise ReadError(f"read of {length} bytes at {offset} from {self.url} failed: {status.message}")
@@ -181,7 +184,26 @@ class XRootDSource:
         # first lets glibc hand the pages back and fault fresh ones in on every read
         # (measured: half the throughput with 8 MiB blocks on loopback).
         self._last = data
-        return len(data)
+        got = len(data)
+        if got < length and offset + got < self.size:
+            got += self._read_rest(offset + got, length - got, offset, length)
+        return got
+
+    def _read_rest(self, offset: int, length: int, asked_at: int, asked: int) -> int:
+        """The rest of a short read: LENGTH bytes at OFFSET, up to the end of the file."""
+        got = 0
+        want = min(length, self.size - offset)
+        while got < want:
+            status, data = self._file.read(offset + got, want - got, timeout=READ_TIMEOUT)
+            if not status.ok:
+                raise ReadError(f"read of {want - got} bytes at {offset + got} from {self.url} failed: "
+                                f"{status.message}")  # fmt: skip
+            if not data:
+                raise ReadError(f"read of {asked} bytes at {asked_at} from {self.url} ended at "
+                                f"{offset + got} of {self.size} bytes: the server sent no more")  # fmt: skip
+            self._last = data
+            got += len(data)
+        return got
 
     def vector_read(self, chunks: list[Chunk]) -> int:
         total = 0

@@ -178,6 +178,17 @@ def test_a_deleted_record_is_redone_by_the_same_command(
     assert {r["status"] for r in agg.read_csv(results / "aggregate" / "jobs.csv")} == {"ok"}
 
 
+def test_afkit_campaign_run_prints_the_report_path_alone(tmp_path: Path, raw: dict[str, Any], write: Any) -> None:
+    """The steps' commands print what they made, the rules send it to stderr: the stdout of
+    `afkit campaign run` is the report's path alone, as docs/campaigns.md shows it."""
+    campaign = write(two_jobs(raw, tmp_path))
+    cmd = [sys.executable, "-m", "afkit", "campaign", "run", str(campaign)]
+    proc = subprocess.run(cmd, cwd=tmp_path, env=fake_env(), capture_output=True, text=True, check=False,
+                          timeout=600)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert re.fullmatch(r"results/unit-[0-9a-f]{12}/report/report\.html\n", proc.stdout), proc.stdout
+
+
 def test_a_dry_run_writes_nothing(tmp_path: Path, raw: dict[str, Any], write: Any) -> None:
     """Neither `afkit campaign run --dry-run` nor `snakemake -n` writes the jobs' specs (a run does)."""
     campaign = write(two_jobs(raw, tmp_path))

@@ -90,6 +90,8 @@ SPECS_THERE = (
 # path of the interpreter started snakemake
 shell.prefix(f"set -euo pipefail; export AFKIT_PYTHON={shlex.quote(sys.executable)}; ")
 AFKIT = '"$AFKIT_PYTHON" -m afkit'
+# a step's command prints what it made on stdout: its rule sends that to stderr, so that the
+# workflow's stdout stays that of `afkit campaign run` (the report's path, nothing else)
 
 JOB_BY_ID = afkit_plan.by_id(JOBS)
 PREVIOUS = afkit_plan.previous_waves(JOBS)

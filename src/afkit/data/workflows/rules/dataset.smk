@@ -25,4 +25,4 @@ rule dataset:
         # kind ao2d/esd: the image whose ROOT writes the files (the rule's input)
         image=lambda wc, input: ["--image", input.image[0]] if input.image else [],
     shell:
-        f"exec {AFKIT} campaign dataset {{params.campaign:q}} {{wildcards.dataset:q}} -o {{output:q}} --log {{log:q}} {{params.image:q}}"
+        f"exec {AFKIT} campaign dataset {{params.campaign:q}} {{wildcards.dataset:q}} -o {{output:q}} --log {{log:q}} {{params.image:q}} >&2"

@@ -18,7 +18,7 @@ rule image:
     params:
         campaign=CAMPAIGN_ARGS,
     shell:
-        f"exec {AFKIT} campaign image {{params.campaign:q}} -o {{output:q}} --log {{log:q}}"
+        f"exec {AFKIT} campaign image {{params.campaign:q}} -o {{output:q}} --log {{log:q}} >&2"
 
 
 # payload: root runs the image's own ROOT: an image without root.exe in its environment is refused
@@ -35,4 +35,4 @@ rule image_root:
     params:
         benchmarks=ROOT_PAYLOAD,
     shell:
-        f"exec {AFKIT} campaign image-root {{input:q}} --benchmarks {{params.benchmarks:q}} -o {{output:q}} --log {{log:q}}"
+        f"exec {AFKIT} campaign image-root {{input:q}} --benchmarks {{params.benchmarks:q}} -o {{output:q}} --log {{log:q}} >&2"

@@ -83,7 +83,7 @@ rule jobcore:
     conda:
         "../envs/afkit-job.yaml"
     shell:
-        f"exec {AFKIT} campaign jobcore -o {{output:q}} --log {{log:q}}"
+        f"exec {AFKIT} campaign jobcore -o {{output:q}} --log {{log:q}} >&2"
 
 
 # train and analysis sweeps: the jobs of a wave are released together, the next wave waits for it

@@ -34,7 +34,7 @@ rule aggregate:
         campaign=CAMPAIGN_ARGS,
     # the records on disk, not the inputs on the command line (10,000 paths would not fit in one)
     shell:
-        f"exec {AFKIT} campaign aggregate {{params.campaign:q}} -o {{output.jobs:q}} --intervals {{output.intervals:q}} --log {{log:q}}"
+        f"exec {AFKIT} campaign aggregate {{params.campaign:q}} -o {{output.jobs:q}} --intervals {{output.intervals:q}} --log {{log:q}} >&2"
 
 
 rule report:
@@ -60,4 +60,4 @@ rule report:
     conda:
         "../envs/afkit-job.yaml"
     shell:
-        f"exec {AFKIT} campaign render {{input.jobs:q}} --intervals {{input.intervals:q}} -o {{output.html:q}} --figures {{output.figures:q}} --log {{log:q}}"
+        f"exec {AFKIT} campaign render {{input.jobs:q}} --intervals {{input.intervals:q}} -o {{output.html:q}} --figures {{output.figures:q}} --log {{log:q}} >&2"

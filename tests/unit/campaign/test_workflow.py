@@ -178,7 +178,9 @@ def test_a_deleted_record_is_redone_by_the_same_command(
     assert {r["status"] for r in agg.read_csv(results / "aggregate" / "jobs.csv")} == {"ok"}
 
 
-def test_afkit_campaign_run_prints_the_report_path_alone(tmp_path: Path, raw: dict[str, Any], write: Any) -> None:
+def test_afkit_campaign_run_prints_the_report_path_alone(
+    tmp_path: Path, raw: dict[str, Any], write: Any
+) -> None:
     """The steps' commands print what they made, the rules send it to stderr: the stdout of
     `afkit campaign run` is the report's path alone, as docs/campaigns.md shows it."""
     campaign = write(two_jobs(raw, tmp_path))

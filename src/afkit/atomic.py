@@ -57,3 +57,16 @@ def write_atomic(path: Path | str, data: str | bytes, *, mode: int | None = None
         else:
             tmp.write_text(data, encoding="utf-8", newline="")
     return Path(path)
+
+
+def write_if_changed(path: Path | str, text: str, *, mode: int | None = None) -> bool:
+    """Write TEXT to PATH atomically (its folder made) unless PATH already holds it: an unchanged
+    file keeps its time, so that Snakemake sees nothing newer. True when written."""
+    target = Path(path)
+    try:
+        if target.read_text(encoding="utf-8") == text:
+            return False
+    except (OSError, ValueError):  # missing, unreadable or not UTF-8: written anew
+        target.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(target, text, mode=mode)
+    return True

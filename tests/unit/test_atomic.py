@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from afkit.atomic import atomic_path, write_atomic
+from afkit.atomic import atomic_path, write_atomic, write_if_changed
 
 
 def test_write_atomic_replaces_the_file_and_leaves_nothing_else(tmp_path: Path) -> None:
@@ -53,3 +53,18 @@ def test_the_temporary_can_live_in_another_directory(tmp_path: Path) -> None:
         tmp.write_text("log")
     assert (tmp_path / "work" / "image.log").read_text() == "log"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["work"]
+
+
+def test_write_if_changed_leaves_a_file_that_holds_the_text_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "spec.json"
+    path.write_text("same\n", encoding="utf-8")
+    os.utime(path, ns=(1, 1))
+    assert write_if_changed(path, "same\n") is False
+    assert path.stat().st_mtime_ns == 1
+
+
+def test_write_if_changed_replaces_other_text_and_makes_the_folder(tmp_path: Path) -> None:
+    path = tmp_path / "new" / "spec.json"
+    assert write_if_changed(path, "one\n", mode=0o644) is True
+    assert write_if_changed(path, "two\n") is True
+    assert path.read_text(encoding="utf-8") == "two\n"

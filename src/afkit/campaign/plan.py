@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import TypedDict
 
-from afkit.atomic import write_atomic
+from afkit.atomic import write_atomic, write_if_changed
 from afkit.campaign.config import BenchmarkConfig, Campaign
 from afkit.campaign.contract import Job, JobSpec, RootOptions, SiteSpec
 from afkit.campaign.locations import Location, resolve
@@ -171,16 +171,8 @@ def write_specs(campaign: Campaign, jobs: list[Job], results: str) -> int:
     names = [spec_path(results, j) for j in jobs]
     if _stamp_holds(stamp, digest) and _all_there(root, names):
         return 0
-    written = 0
-    for name, spec in zip(names, specs(campaign, jobs, results), strict=True):
-        path, text = Path(name), spec.to_json()
-        try:
-            if path.read_text(encoding="utf-8") == text:
-                continue
-        except OSError:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, text, mode=0o644)
-        written += 1
+    written = sum(write_if_changed(name, spec.to_json(), mode=0o644)
+                  for name, spec in zip(names, specs(campaign, jobs, results), strict=True))  # fmt: skip
     write_atomic(stamp, digest + "\n", mode=0o644)
     return written
 

@@ -69,8 +69,6 @@ def campaign_args(configfiles: list[str], overrides: dict[str, Any], campaign: C
     RESULTS/plan/campaign.yaml (MERGED, the config snakemake made; rewritten only when it changed,
     not when WRITE is false: dry runs), and its relative paths are taken beside the last config
     file's folder (``--campaign-dir``), as snakemake's planning took them."""
-    from afkit.atomic import write_atomic
-
     changed = [k for k in overrides if not k.startswith("afkit_")]
     if len(configfiles) == 1 and not changed:
         return [str(Path(configfiles[0]).absolute())]
@@ -78,10 +76,9 @@ def campaign_args(configfiles: list[str], overrides: dict[str, Any], campaign: C
     if write:
         import yaml
 
-        text = yaml.safe_dump(merged, sort_keys=False)
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(path, text, mode=0o644)
+        from afkit.atomic import write_if_changed
+
+        write_if_changed(path, yaml.safe_dump(merged, sort_keys=False), mode=0o644)
     return [str(path), "--campaign-dir", str(campaign.base_dir)]
 
 

@@ -204,6 +204,36 @@ def test_a_dry_run_writes_nothing(tmp_path: Path, raw: dict[str, Any], write: An
     assert not (tmp_path / "results").exists()
 
 
+def test_a_dry_run_of_a_campaign_never_run_names_the_spec_each_job_will_read(
+    tmp_path: Path, raw: dict[str, Any], write: Any
+) -> None:
+    """`snakemake -n -p` before the first run: each job's command names its spec (written by the
+    run), the command a run executes."""
+    args = ("--configfile", str(write(two_jobs(raw, tmp_path))), "--profile", LOCAL)
+    dry = snakemake("-n", "-p", *args, cwd=tmp_path)
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    commands = re.findall(r"afkit campaign job (\S+) -o (\S+) --log", dry.stdout + dry.stderr)
+    assert len(commands) == 2, dry.stdout[-3000:]
+    assert snakemake(*args, cwd=tmp_path, env=fake_env()).returncode == 0
+    for spec, record in commands:
+        assert (tmp_path / spec).is_file() and (tmp_path / record).is_file(), (spec, record)
+        assert Path(spec).name == Path(record).name and "/jobspec/steps/" in spec
+
+
+def test_a_dry_run_of_a_local_wave_never_run_names_its_jobs_specs_in_order(
+    tmp_path: Path, raw: dict[str, Any], write: Any
+) -> None:
+    raw["sites"]["here"]["resources"] = {"cores": 1}
+    raw["benchmarks"] = [{"name": "t", "type": "train", "sites": ["here"], "datasets": ["hzz"],
+                          "sweep": {"jobs": [3]}}]  # fmt: skip
+    proc = snakemake("-n", "-p", "-c", "4", "--configfile", str(write(raw)), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    [(specs, records)] = re.findall(r"afkit campaign job (.+?) -o (.+?) --log", proc.stdout + proc.stderr)
+    names = [Path(p).name for p in specs.split()]
+    assert names == [Path(p).name for p in records.split()] and len(names) == 3, (specs, records)
+    assert [n.rsplit(".", 2)[1] for n in names] == ["i0", "i1", "i2"]
+
+
 def test_a_campaign_changed_by_config_keys_runs_with_its_relative_paths(
     tmp_path: Path, raw: dict[str, Any], write: Any
 ) -> None:

@@ -197,6 +197,11 @@ def job_spec(bench, job_id):
     return f"{RESULTS}/jobspec/{bench}/{job_id}.json"
 
 
+def wave_specs(size):
+    """The specs of the SIZE jobs of a local wave (wave_local_N's wildcards), in index order."""
+    return " ".join(job_spec("{wildcards.bench}", f"{{wildcards.wave}}.i{i}") for i in range(size))
+
+
 def job_inputs(wildcards):
     job = the_job(wildcards)
     inputs = {
@@ -265,6 +270,21 @@ JOB_CORE = (
     else []
 )
 
+# rule job's named inputs: those the jobs of this campaign have (an empty named input costs
+# Snakemake per job as much as a file). The job's command names its spec by its path (wildcards),
+# so that a dry run of a campaign never run shows it too.
+JOB_INPUTS = {
+    name: value
+    for name, value in (
+        ("spec", JOB_SPEC),
+        ("image", f"{RESULTS}/image/image.json"),
+        ("dataset", JOB_DATASET),
+        ("previous_wave", JOB_PREVIOUS_WAVE),
+        ("jobcore", JOB_CORE),
+        ("image_root", JOB_IMAGE_ROOT),
+    )
+    if value != []
+}
 
 # Before anything is made or submitted (not on dry runs): the sites' executors must be the one this
 # snakemake runs (exit 4), every dataset file must exist on its server (exit 5). Ctrl-C / SIGTERM:

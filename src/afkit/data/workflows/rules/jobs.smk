@@ -16,12 +16,7 @@ wildcard_constraints:
 
 rule job:
     input:
-        spec=JOB_SPEC,
-        image=f"{RESULTS}/image/image.json",
-        dataset=JOB_DATASET,
-        previous_wave=JOB_PREVIOUS_WAVE,
-        jobcore=JOB_CORE,
-        image_root=JOB_IMAGE_ROOT,
+        **JOB_INPUTS,
     output:
         f"{RESULTS}/job/{{bench}}/{{job}}.json",
     log:
@@ -36,7 +31,7 @@ rule job:
         mem_mb=job_resource("mem_mb"),
         runtime=job_resource("runtime"),
     shell:
-        f"exec {AFKIT} campaign job {{input.spec}} -o {{output}} --log {{log}}"
+        f"exec {AFKIT} campaign job {job_spec('{wildcards.bench}', '{wildcards.job}')} -o {{output}} --log {{log}}"
 
 
 # A wave of N jobs at a local-executor site is one snakemake job of N jobs' threads: it starts
@@ -64,7 +59,7 @@ for _size in LOCAL_WAVE_SIZES:
             * job_site(wave_first(wc))["resources"]["mem_mb"],
             runtime=lambda wc: job_site(wave_first(wc))["resources"]["runtime"],
         shell:
-            f"exec {AFKIT} campaign job {{input.specs}} -o {{output}} --log {{log}}"
+            f"exec {AFKIT} campaign job {wave_specs(_size)} -o {{output}} --log {{log}}"
 
 
 localrules:

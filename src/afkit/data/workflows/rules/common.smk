@@ -199,7 +199,9 @@ def job_spec(bench, job_id):
 
 def wave_specs(size):
     """The specs of the SIZE jobs of a local wave (wave_local_N's wildcards), in index order."""
-    return " ".join(job_spec("{wildcards.bench}", f"{{wildcards.wave}}.i{i}") for i in range(size))
+    return " ".join(
+        job_spec("{wildcards.bench}", f"{{wildcards.wave}}.i{i}") for i in range(size)
+    )
 
 
 def job_inputs(wildcards):
@@ -270,7 +272,7 @@ JOB_CORE = (
     else []
 )
 
-# rule job's named inputs: those the jobs of this campaign have (an empty named input costs
+# Rule job's named inputs: those the jobs of this campaign have (an empty named input costs
 # Snakemake per job as much as a file). The job's command names its spec by its path (wildcards),
 # so that a dry run of a campaign never run shows it too.
 JOB_INPUTS = {
@@ -285,6 +287,7 @@ JOB_INPUTS = {
     )
     if value != []
 }
+
 
 # Before anything is made or submitted (not on dry runs): the sites' executors must be the one this
 # snakemake runs (exit 4), every dataset file must exist on its server (exit 5). Ctrl-C / SIGTERM:

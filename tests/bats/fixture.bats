@@ -88,6 +88,19 @@ matches() { [[ $1 == $2 ]]; }
   assert [ -f "$pkgs/ROOT/v6-40-00-alice1-1/LICENSE" ]
 }
 
+@test "alice.cern.ch: the real ROOT has PyROOT where ROOT installs it, \$ROOTSYS/lib (on the module's PYTHONPATH)" {
+  local lib="$FIX/alice.cern.ch/el9-x86_64/Packages/ROOT/v6-40-00-alice1-1/lib"
+  assert [ -f "$lib/ROOT/__init__.py" ]
+  assert [ -f "$lib/ROOT/libROOTPythonizations.so" ]
+  assert [ -f "$lib/ROOT/_pythonization/__init__.py" ]
+  assert [ -f "$lib/cppyy/__init__.py" ]
+  assert [ -f "$lib/cppyy/libcppyy.so" ]
+  refute compgen -G "$lib/ROOT/__pycache__"
+  # shellcheck disable=SC2016  # Tcl's $, literally
+  run grep -F 'prepend-path PYTHONPATH $PKG_ROOT/lib' "$FIX/alice.cern.ch/el9-x86_64/Modules/modulefiles/ROOT/v6-40-00-alice1-1"
+  assert_success
+}
+
 @test "alice.cern.ch: the real toolchain's c++ finds its own C++ headers" {
   local tc="$FIX/alice.cern.ch/el9-x86_64/Packages/GCC-Toolchain/v12.2.0-alice1-2"
   run env LD_LIBRARY_PATH="$tc/lib64" "$tc/bin/c++" -xc++ -E -v /dev/null

@@ -108,6 +108,19 @@ def test_macro_and_compiled_reader_read_a_real_file_contained(
     assert in_image(images[tag], "test", "-e", UNUSED[prof]).returncode == 1
 
 
+@pytest.mark.parametrize(("prof", "tag"), CASES, ids=[t for _p, t in CASES])
+def test_pyroot_reads_a_real_file_with_rdataframe_contained(
+    images: dict[str, Path], prof: str, tag: str
+) -> None:
+    """PyROOT (in $ROOTSYS/lib, on the tag's PYTHONPATH) with the base's python3 reads the file."""
+    code = (
+        "import ROOT; df = ROOT.RDataFrame('events', '" + PROOF + "/HZZ.root'); "
+        "print('pyroot', ROOT.gROOT.GetVersion(), df.Count().GetValue(), int(df.Sum('NMuon').GetValue()))"
+    )
+    proc = in_image(images[tag], "python3", "-c", code)
+    assert proc.returncode == 0 and "pyroot 6.40.00 2421 3825" in proc.stdout, proc.stdout + proc.stderr
+
+
 def test_the_lcg_view_compiles_with_the_compiler_its_setup_sh_sources(images: dict[str, Path]) -> None:
     """cling and the compiled reader use the release's gcc (setup.sh sources releases/gcc/<v>/<os>),
     and ROOTSYS is the hashed install the view's bin/root links to."""

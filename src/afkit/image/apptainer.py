@@ -302,7 +302,7 @@ def verify(
         keysdir: str | None = None
         if public_key is not None:
             if not Path(public_key).is_file():
-                raise NotFoundError(f"no such public key file: {public_key}", hint=_EXPORT_HINT)
+                raise NotFoundError(f"no such public key file: {public_key}", hint=_PUBLIC_HINT)
             keysdir = tmp
             imp = _run(key_import_command(public_key, binary=binary), keysdir)
             if imp.returncode != 0:
@@ -314,7 +314,12 @@ def verify(
     raise InvalidError(_refusal(str(image), want, result, proc.stderr), hint=_REFUSAL_HINT)
 
 
-_EXPORT_HINT = "export it with 'apptainer key export [--secret] --armor FINGERPRINT FILE'"
+# `key export` takes the output file only and asks which key on stdin (selectPubKey, above)
+_PUBLIC_HINT = (
+    "export the signer's public key with 'apptainer key export --armor FILE' (it asks which key), "
+    "or sign with 'afkit image sign --export-public FILE'"
+)
+_SECRET_HINT = "export the signing key with 'apptainer key export --secret --armor FILE' (it asks which key)"
 _REFUSAL_HINT = (
     "run only images signed by the expected key: check the fingerprint, import the signer's "
     "public key (apptainer key import, or image.key in a campaign), or sign the image again "
@@ -362,7 +367,7 @@ def sign(
     The passphrase goes to apptainer on stdin, never on a command line."""
     binary = binary or find_binary()
     if not Path(key_file).is_file():
-        raise NotFoundError(f"no such signing key file: {key_file}", hint=_EXPORT_HINT)
+        raise NotFoundError(f"no such signing key file: {key_file}", hint=_SECRET_HINT)
     with tempfile.TemporaryDirectory(prefix="afkit-keys.") as keysdir:
         imp = _run(key_import_command(key_file, binary=binary), keysdir, passphrase + "\n")
         fps = [normalise_fingerprint(m) for m in _IMPORTED.findall(imp.stdout)]

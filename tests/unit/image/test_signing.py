@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from afkit.campaign.image import refusal, resolve_image
-from afkit.errors import ExitCode, InvalidError
+from afkit.errors import ExitCode, InvalidError, NotFoundError
 from afkit.image import apptainer
 
 FP = "0123456789abcdef0123456789abcdef01234567"
@@ -76,6 +76,22 @@ def test_unknown_signing_key_is_refused(fake: Path) -> None:
 def test_malformed_fingerprint_is_a_validation_error(fake: Path) -> None:
     with pytest.raises(InvalidError, match="bad fingerprint"):
         apptainer.verify("x.sif", "1234", binary=str(fake))
+
+
+@pytest.mark.parametrize("secret", [False, True], ids=["public key", "signing key"])
+def test_a_missing_key_file_hints_at_an_export_command_apptainer_takes(
+    fake: Path, tmp_path: Path, secret: bool
+) -> None:
+    """`apptainer key export [--secret] [--armor] <output-file>` takes one argument (it asks which
+    key on stdin): no fingerprint; --secret only for the signing key, never for a public one."""
+    with pytest.raises(NotFoundError) as exc:
+        if secret:
+            apptainer.sign("x.sif", tmp_path / "none.asc", binary=str(fake))
+        else:
+            apptainer.verify("x.sif", FP, binary=str(fake), public_key=tmp_path / "none.pub")
+    want = "apptainer key export --secret --armor FILE" if secret else "apptainer key export --armor FILE"
+    assert f"'{want}'" in (exc.value.hint or ""), exc.value.hint
+    assert "FINGERPRINT" not in (exc.value.hint or "")
 
 
 def test_commands_never_ask_a_key_server() -> None:

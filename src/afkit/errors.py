@@ -85,3 +85,16 @@ def one_line(
     if i + 1 < len(lines) and lines[i + 1].startswith(("in file", "'", '"')):
         out += " " + lines[i + 1]
     return out if len(out) <= limit else out[: limit - 3] + "..."
+
+
+def last_lines(text: str, limit: int = 300) -> str:
+    """The last whole lines of TEXT (a program's output) that fit in LIMIT characters, for a
+    message: cut between lines, not inside one; a last line longer than LIMIT keeps its end."""
+    kept: list[str] = []
+    for line in reversed(text.strip().splitlines()):
+        if len("\n".join([line, *kept])) > limit:
+            break
+        kept.insert(0, line)
+    if not kept and text.strip():
+        return "..." + text.strip()[-(limit - 3) :]
+    return "\n".join(kept)

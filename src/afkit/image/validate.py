@@ -16,7 +16,7 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 from afkit.atomic import atomic_path
-from afkit.errors import InvalidError, NotFoundError
+from afkit.errors import InvalidError, NotFoundError, last_lines
 from afkit.image import apptainer
 from afkit.image import profile as profiles
 from afkit.image.model import INFO_PATH, EnvVar, ImageInfo
@@ -185,7 +185,7 @@ def _run_proof(runner: Runner, proof: profiles.Proof, name: str, cmd: list[str])
     ok = proc.returncode == 0 and (not proof.expect or re.search(proof.expect, out) is not None)
     msg = ""
     if not ok:
-        msg = f"'{' '.join(cmd)}' exited {proc.returncode}: {out.strip()[-300:]}"
+        msg = f"'{' '.join(cmd)}' exited {proc.returncode}: {last_lines(out)}"
         cling = interpreter_error(out)
         if cling:
             msg = f"ROOT's interpreter failed: {cling}\n{msg}"

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
 
+from afkit.errors import last_lines
 from afkit.image import profile, validate
 from afkit.image.model import EnvVar
 
@@ -169,3 +170,34 @@ def test_reading_proofs_also_read_every_url() -> None:
     assert [c.name for c in checks] == [*names, "root-config"]
     assert all(c.ok for c in checks)
     assert ("sh", "compile_reader.sh", "root://c//f.root") in runner.commands
+
+
+UNKNOWN = "Error in <TTree::SetBranchAddress>: unknown branch -> NMuon"
+NO_BRANCH = "afkit-proof: no Int_t branch NMuon"
+
+
+class FailingReader:
+    """'apptainer exec' of a reading proof that fails after a long first line (ROOT echoes the
+    macro call with its URL) and two short ones."""
+
+    image = Path("/img.sif")
+
+    def run(self, *cmd: str) -> subprocess.CompletedProcess[str]:
+        if cmd[0] == "sh":  # command -v
+            return subprocess.CompletedProcess(cmd, 0, "", "")
+        out = 'Processing /.afkit/proof/read_tree.C("root://' + "x" * 280 + '//f.root")...\n'
+        return subprocess.CompletedProcess(cmd, 1, out, f"{UNKNOWN}\n{NO_BRANCH}\n")
+
+
+def test_a_failing_proof_quotes_whole_lines_of_its_output() -> None:
+    """The message ends with the last lines of the output, cut between lines, not inside one."""
+    runner: Any = FailingReader()
+    (check,) = validate.check_proofs(runner, [MACRO])
+    assert not check.ok
+    said = check.message.split(" exited 1: ", 1)[1]
+    assert said == f"{UNKNOWN}\n{NO_BRANCH}"
+
+
+def test_a_last_line_longer_than_the_limit_keeps_its_end() -> None:
+    assert last_lines("first\n" + "a" * 50 + "b" * 300, 300) == "..." + "b" * 297
+    assert last_lines("", 300) == ""

@@ -22,7 +22,7 @@ from typing import Any, TypedDict
 
 from afkit import __version__
 from afkit.atomic import write_atomic
-from afkit.errors import AfkitError, ExitCode, InvalidError, UsageError
+from afkit.errors import AfkitError, ExitCode, InvalidError, PrereqError, UsageError
 from afkit.image import apptainer, layers, narrow, render, stage, tags, validate, workdir
 from afkit.image import plan as planning
 from afkit.image import profile as profiles
@@ -106,6 +106,7 @@ def build(
     workdir.confirm_clean(outdir, earlier, yes)
     runtime = apptainer.detect()
     base = render.choose_base(profile, res.arch, base_spec)
+    check_fakeroot_base(runtime, base)
     outdir = workdir.prepare(outdir, yes=True if earlier else yes)
     store = Store(outdir / workdir.STORE)
     st_plan = stage.walk(src, res.units, image_root(profile))
@@ -305,6 +306,28 @@ def build_narrowed(n: Narrowing, full_sif: Path, user_commands: list[str], closu
         "commands": commands,
         "spec": f"{name}.spec",
     }
+
+
+def check_fakeroot_base(runtime: apptainer.Runtime, base: render.Base) -> None:
+    """A --fakeroot build copies a sandbox base inside a user namespace that maps only the building
+    user and group: a file of another owner cannot be copied (apptainer: 'failed to Lchown ... for
+    UID 65534'). PrereqError naming the first such file, before anything is staged."""
+    if runtime.mode != "fakeroot" or base.bootstrap != "localimage" or not base.from_:
+        return
+    top = Path(base.from_)
+    if not top.is_dir():
+        return
+    uid, gid = os.getuid(), os.getgid()
+    for dirpath, dirnames, filenames in os.walk(top):
+        for path in (Path(dirpath), *(Path(dirpath) / n for n in (*dirnames, *filenames))):
+            st = path.lstat()
+            if (st.st_uid, st.st_gid) != (uid, gid):
+                raise PrereqError(
+                    f"{path} (in the base directory {top}) belongs to uid {st.st_uid}, gid {st.st_gid}: "
+                    f"a --fakeroot build maps only your user (uid {uid}, gid {gid}) and cannot copy it",
+                    hint="build as root (sudo), or from a base directory whose files are all yours "
+                    "(docs/image-builder.md, 'Restricted hosts')",
+                )
 
 
 def write_info(tree: Path, info: ImageInfo) -> None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from afkit.errors import ExitCode, PrereqError
-from afkit.image import apptainer
+from afkit.image import apptainer, build, render
 from afkit.storage.daemon import alive
 
 
@@ -55,6 +56,34 @@ def test_user_with_userns_uses_fakeroot(monkeypatch: pytest.MonkeyPatch) -> None
     )
     rt = apptainer.detect("/usr/bin/apptainer", say=False)
     assert rt.mode == "fakeroot" and rt.build_args() == ["--fakeroot"]
+
+
+def _sandbox(tmp_path: Path) -> Path:
+    base = tmp_path / "base"
+    (base / "usr/bin").mkdir(parents=True)
+    (base / "usr/bin/sh").write_text("")
+    (base / "bin").symlink_to("usr/bin")
+    return base
+
+
+def test_a_fakeroot_build_refuses_a_base_directory_of_another_owner(tmp_path: Path) -> None:
+    """apptainer build --fakeroot cannot copy a sandbox file of another owner ('FATAL: ... failed
+    to Lchown ... for UID 65534': the namespace maps only the building user); say so before staging."""
+    base = _sandbox(tmp_path)
+    os.lchown(base / "bin", os.getuid() + 1, os.getgid())
+    fakeroot = apptainer.Runtime("apptainer", "fakeroot")
+    with pytest.raises(PrereqError) as exc:
+        build.check_fakeroot_base(fakeroot, render.Base("localimage", str(base)))
+    assert exc.value.code == ExitCode.PREREQ
+    assert f"{base / 'bin'}" in str(exc.value) and f"uid {os.getuid() + 1}" in str(exc.value)
+    assert "sudo" in (exc.value.hint or "")
+    build.check_fakeroot_base(apptainer.Runtime("apptainer", "root"), render.Base("localimage", str(base)))
+
+
+def test_a_fakeroot_build_takes_a_base_directory_of_its_own(tmp_path: Path) -> None:
+    fakeroot = apptainer.Runtime("apptainer", "fakeroot")
+    build.check_fakeroot_base(fakeroot, render.Base("localimage", str(_sandbox(tmp_path))))
+    build.check_fakeroot_base(fakeroot, render.Base("docker", "almalinux:9"))
 
 
 def test_compression_args() -> None:

@@ -130,6 +130,16 @@ def test_script_builds_sif_and_manifest(alice_image: tuple[Path, str, str]) -> N
     assert report.get("failures") == "0" and int(report.get("tests") or 0) > 20
 
 
+def test_the_documented_build_says_what_the_docs_show(alice_image: tuple[Path, str, str]) -> None:
+    """docs/image-builder.md's quick start shows the build's first lines: the same as it prints."""
+    _sif, _stdout, stderr = alice_image
+    doc = (REPO / "docs/image-builder.md").read_text()
+    shown = re.findall(r"^afkit: (?:\S+ resolves on|staging) .*$", doc, flags=re.MULTILINE)
+    assert len(shown) == 2, shown
+    for line in shown:
+        assert line in stderr.splitlines(), f"docs show {line!r}; the build said:\n{stderr[:600]}"
+
+
 def test_the_documented_image_runs_and_validates(alice_image: tuple[Path, str, str], tmp_path: Path) -> None:
     """docs/image-builder.md: apptainer run, afkit image validate IMAGE [--junit report.xml]."""
     run = subprocess.run(

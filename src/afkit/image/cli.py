@@ -223,13 +223,23 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _tags(args: argparse.Namespace) -> int:
+    from afkit.errors import NotFoundError
     from afkit.image import profile as profiles
     from afkit.image import resolve
 
     profile = profiles.load(args.profile)
     src = profiles.repo_root(profile)
-    for arch, found in resolve.list_tags(profile, src).items():
-        for tag in found:
-            if not args.pattern or args.pattern in tag:
-                print(f"{tag}\t{arch}")
+    rows = [
+        f"{tag}\t{arch}"
+        for arch, found in resolve.list_tags(profile, src).items()
+        for tag in found
+        if not args.pattern or args.pattern in tag
+    ]
+    if not rows:  # docs/gitlab-ci.md checks that a tag exists with this command
+        what = f"no tag containing '{args.pattern}'" if args.pattern else "no tags"
+        raise NotFoundError(
+            f"{what} in {profile.repository} ({src})",
+            hint=f"list them all with: afkit image tags --profile {profile.name}",
+        )
+    print("\n".join(rows))
     return 0

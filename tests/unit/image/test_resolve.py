@@ -204,3 +204,18 @@ def test_modulefile_syntax_error_names_the_file_and_line(
     assert f'{broken} line 3 ("if {{ 1 }} {{")' in str(err)
     assert "not MODULEPATH" in (err.hint or "")
     assert "syntax" in (err.hint or "") and str(broken) in (err.hint or "")
+
+
+def test_tags_matching_nothing_is_not_found(on_fixture: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/gitlab-ci.md checks that a tag exists with 'afkit image tags --profile alice TEXT':
+    no published tag containing TEXT is exit 5 saying so, not an empty list and exit 0."""
+    from afkit import cli
+
+    assert cli.main(["image", "tags", "--profile", "alice", "vAN-20991231"]) == ExitCode.NOT_FOUND
+    out, err = capsys.readouterr()
+    assert out == "" and "no tag containing 'vAN-20991231'" in err
+    assert cli.main(["image", "tags", "--profile", "alice", "vAN-2025040"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "AliPhysics/vAN-20250401_ROOT6-1\tel9-x86_64",
+        "AliPhysics/vAN-20250402_ROOT6-1\tel9-x86_64",
+    ]

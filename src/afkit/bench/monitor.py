@@ -19,6 +19,7 @@ from pathlib import Path
 from types import TracebackType
 
 from afkit.bench.records import JsonlWriter
+from afkit.campaign.interrupt import signals_to_main_thread
 from afkit.errors import AfkitError
 
 PROC = Path("/proc")
@@ -145,7 +146,8 @@ class HostMonitor:
         if self.path is not None:
             self._writer = JsonlWriter(self.path)
             self._thread = threading.Thread(target=self._run, name="afkit-monitor", daemon=True)
-            self._thread.start()
+            with signals_to_main_thread():  # Ctrl-C, SIGTERM: handled at once by the main thread
+                self._thread.start()
         return self
 
     def __exit__(

@@ -1,9 +1,12 @@
 """``afkit campaign compare BASE NEW``: per cell, NEW/BASE throughput with a bootstrap uncertainty.
 
-A cell is (bench, site, dataset, scenario, access, clients); its samples are the ``throughput_MBps``
-of its successful jobs (one per repetition and per job of a wave). The ratio is median(NEW) /
-median(BASE); its 95 % interval comes from a percentile bootstrap (both samples resampled with
-replacement, ``RESAMPLES`` times, fixed seed: the same tables always give the same numbers).
+A cell is (bench, site, dataset, scenario, access, clients, block_size, stride, wave_size): one point
+of the campaign's sweep (block size and stride: not for analysis jobs, which read whole baskets);
+its samples are the ``throughput_MBps`` of its successful jobs (one per repetition and per job of a
+wave). Pooling the points of a block-size sweep or the waves of a train would mix populations.
+The ratio is median(NEW) / median(BASE); its 95 % interval comes from a percentile bootstrap
+(both samples resampled with replacement, ``RESAMPLES`` times, fixed seed: the same tables always
+give the same numbers).
 A bootstrap rather than a rank test: it gives an interval on the ratio itself (what a site admin
 reads: "30 % slower, between 25 and 35 %"), needs nothing beyond numpy, and works with the 3-5
 repetitions a functional campaign has, where a Mann-Whitney test cannot reach p < 0.05 at all
@@ -34,9 +37,9 @@ from afkit.campaign.aggregate import write_csv
 from afkit.campaign.rows import JobRow
 from afkit.errors import InvalidError, NotFoundError
 
-CELL = ("bench", "site", "dataset", "scenario", "access", "clients")
+CELL = ("bench", "site", "dataset", "scenario", "access", "clients", "block_size", "stride", "wave_size")
 METRIC = "throughput_MBps"  # JobRow.throughput_MBps
-Key = tuple[str, str, str, str, str, int]  # a cell: CELL's values
+Key = tuple[str, str, str, str, str, int, str, str, int]  # a cell: CELL's values
 RESAMPLES = 2000
 SEED = 20261123
 TOLERANCE = 0.10
@@ -62,12 +65,15 @@ class CellComparison:
     low: float
     high: float
     verdict: str
+    block_size: str = ""  # "" for analysis cells
+    stride: str = ""
+    wave_size: int = 1
+    detail: str = ""  # what tells this cell from others with the same label head ("b1M s0 w2")
 
     @property
     def label(self) -> str:
-        return " ".join(
-            (self.bench, self.site, self.dataset, self.scenario, self.access, f"{self.clients}cl")
-        )
+        head = (self.bench, self.site, self.dataset, self.scenario, self.access, f"{self.clients}cl")
+        return " ".join((*head, self.detail) if self.detail else head)
 
 
 def jobs_table(path: Path) -> Path:
@@ -83,7 +89,24 @@ def jobs_table(path: Path) -> Path:
 
 
 def cell_of(r: JobRow) -> Key:
-    return (r.bench, r.site, r.dataset, r.scenario, r.access, r.clients)
+    reads = ("", "") if r.type == "analysis" else (r.block_size, r.stride)  # uproot reads whole baskets
+    return (r.bench, r.site, r.dataset, r.scenario, r.access, r.clients, *reads, r.wave_size)
+
+
+def _details(keys: list[Key]) -> dict[Key, str]:
+    """Per cell, the sweep values (block size, stride, wave size) that tell it from the cells of
+    the same bench, site, dataset, scenario, access and clients: "b64k s0", "w4" ("" when it is the
+    only one: the label stays as short as before)."""
+    heads: dict[tuple[object, ...], list[Key]] = {}
+    for key in keys:
+        heads.setdefault(key[:6], []).append(key)
+    out = {}
+    for key in keys:
+        group = heads[key[:6]]
+        parts = [f"{tag}{value}" for i, tag in ((6, "b"), (7, "s"), (8, "w"))
+                 if len({k[i] for k in group}) > 1 for value in (key[i],)]  # fmt: skip
+        out[key] = " ".join(parts)
+    return out
 
 
 def samples(rows: list[JobRow]) -> dict[Key, list[float]]:
@@ -150,21 +173,25 @@ def compare(
             hint=f"compare runs of the same campaign; a cell is {', '.join(CELL)}",
         )
     rng = np.random.default_rng(SEED)
+    details = _details(common)
     out = []
     for key in common:
         b, n = base[key], new[key]
-        bench, site, dataset, scenario, access, clients = key
+        bench, site, dataset, scenario, access, clients, block, stride, wave = key
         cell = (bench, site, dataset, scenario, access, str(clients))  # as jobs.csv writes it
         if not b:
             continue  # nothing to compare with: BASE failed there too
-        rb, rn = reps_b[key], reps_n[key]
+        rb, rn, mb = reps_b[key], reps_n[key], float(np.median(b))
         if not n:
-            lost = CellComparison(*cell, len(b), 0, rb, 0, float(np.median(b)), 0.0, 0.0, 0.0, 0.0, "lost")
-            out.append(lost)
-            continue
-        ratio, low, high = bootstrap_ratio(b, n, rng)
-        out.append(CellComparison(*cell, len(b), len(n), rb, rn, float(np.median(b)), float(np.median(n)),
-                                  ratio, low, high, verdict(low, high, tolerance, min(rb, rn))))  # fmt: skip
+            ratio = low = high = 0.0
+            found = "lost"
+        else:
+            ratio, low, high = bootstrap_ratio(b, n, rng)
+            found = verdict(low, high, tolerance, min(rb, rn))
+        mn = float(np.median(n)) if n else 0.0
+        sweep = {"block_size": block, "stride": stride, "detail": details[key]}
+        out.append(CellComparison(*cell, len(b), len(n), rb, rn, mb, mn, ratio, low, high, found,
+                                  wave_size=wave, **sweep))  # fmt: skip
     return out
 
 

@@ -269,7 +269,7 @@ def run_all(specs: list[JobSpec], outputs: list[Path], logs: list[Path]) -> list
 
     if len(specs) == 1:
         return [run(specs[0], output=outputs[0], log=logs[0])]
-    with ThreadPoolExecutor(max_workers=len(specs)) as pool:
+    with ThreadPoolExecutor(max_workers=len(specs)) as pool, interrupt.signals_to_main_thread():
         futures = [
             pool.submit(run, s, output=o, log=lg) for s, o, lg in zip(specs, outputs, logs, strict=True)
         ]

@@ -59,3 +59,8 @@ def targets(c: Campaign, chosen: list[tuple[plan.Job, str]]) -> dict[str, list[s
     for job, _st in chosen:
         out.setdefault(job.site, []).append(str(record_path(c, job)))
     return out
+
+
+def without_record(c: Campaign, chosen: list[tuple[plan.Job, str]]) -> list[tuple[plan.Job, str]]:
+    """The jobs of CHOSEN that still have no record (after a snakemake call)."""
+    return [(job, st) for job, st in chosen if not record_path(c, job).is_file()]

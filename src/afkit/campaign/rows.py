@@ -47,6 +47,8 @@ class JobRow:
     scenario: str = ""
     access: str = ""
     clients: int = 0
+    block_size: str = ""
+    stride: str = ""
     wave_size: int = 1
     repetition: int | None = None
     interval: float | None = None

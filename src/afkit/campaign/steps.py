@@ -35,8 +35,12 @@ from afkit.image.model import INFO_PATH, EnvVar
 
 
 def describe(err: BaseException) -> str:
-    """'Type: message', with the system's reason when an OSError caused it (No such file ...)."""
+    """'Type: message', with the system's reason when an OSError caused it (No such file ...) and
+    an afkit error's hint (the trees in the file, for a tree it does not hold)."""
     text = f"{type(err).__name__}: {err}"
+    hint = getattr(err, "hint", None)  # afkit.errors.AfkitError's: what to do about it
+    if hint:
+        text += f" ({hint})"
     cause = err.__cause__
     if isinstance(cause, OSError) and cause.strerror and cause.strerror not in text:
         text += f" ({cause.strerror})"

@@ -2,8 +2,9 @@
 
 fixtures/compare/*.jobs.csv are real runs (build/cmp/run.sh-style, local executor, XRootD origin,
 2 s reads, 1 and 2 clients, 5 repetitions): ``base`` and ``again`` are the same campaign on an idle
-testbed, ``throttled`` the same cells read in 4 KiB instead of 1 MiB blocks. Subsets of their
-repetitions stand for runs with fewer.
+testbed, ``throttled`` the same cells read in 4 KiB instead of 1 MiB blocks. The block size is part
+of a cell, so ``throttled`` is read with the baseline's block size in its table: it stands for the
+same campaign against a slower endpoint. Subsets of their repetitions stand for runs with fewer.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import csv
 import itertools
 import re
-import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,7 +26,8 @@ FIX = Path(__file__).parent / "fixtures" / "compare"
 
 
 def _rows(name: str) -> list[JobRow]:
-    return read_jobs(FIX / f"{name}.jobs.csv")
+    rows = read_jobs(FIX / f"{name}.jobs.csv")
+    return [replace(r, block_size="1m") for r in rows] if name == "throttled" else rows
 
 
 def _reps(name: str, reps: set[int]) -> list[JobRow]:
@@ -114,6 +115,31 @@ def test_a_cell_without_successful_jobs_in_new_is_lost() -> None:
     assert verdicts == {"1": "inconclusive", "2": "lost"}
 
 
+def test_each_block_size_of_a_read_sweep_is_its_own_cell() -> None:
+    # one campaign that swept block_size [1m, 4k]: pooled, 4 KiB reads would sit in the 1 MiB cell
+    sweep = _rows("base") + read_jobs(FIX / "throttled.jobs.csv")
+    result = compare.compare(sweep, sweep)
+    assert [(c.clients, c.block_size, c.n_base) for c in result] == [
+        ("1", "1m", 5), ("1", "4k", 5), ("2", "1m", 5), ("2", "4k", 5)]  # fmt: skip
+    assert [c.label for c in result][:2] == ["rd wn hzz origin direct 1cl b1m",
+                                             "rd wn hzz origin direct 1cl b4k"]  # fmt: skip
+    assert {c.ratio for c in result} == {1.0}
+
+
+def test_each_wave_size_of_a_train_is_its_own_cell() -> None:
+    rows = [replace(r, bench="train", type="train", wave_size=w) for r in _rows("base") for w in (1, 4)]
+    result = compare.compare(rows, rows)
+    assert [(c.clients, c.wave_size, c.detail) for c in result] == [
+        ("1", 1, "w1"), ("1", 4, "w4"), ("2", 1, "w1"), ("2", 4, "w4")]  # fmt: skip
+
+
+def test_analysis_cells_ignore_the_read_block_size() -> None:
+    rows = [replace(r, type="analysis", block_size=b) for r in _rows("base") for b in ("8M", "1M")]
+    result = compare.compare(rows, rows)
+    assert [(c.block_size, c.n_base, c.label) for c in result] == [
+        ("", 10, "rd wn hzz origin direct 1cl"), ("", 10, "rd wn hzz origin direct 2cl")]  # fmt: skip
+
+
 def test_no_common_cell_is_a_validation_error() -> None:
     other = [replace(r, site="elsewhere") for r in _rows("base")]
     with pytest.raises(InvalidError, match="no cell in common"):
@@ -127,7 +153,14 @@ def test_same_tables_give_the_same_numbers() -> None:
 def _results_dir(tmp_path: Path, name: str) -> Path:
     d = tmp_path / name / "aggregate"
     d.mkdir(parents=True)
-    shutil.copyfile(FIX / f"{name}.jobs.csv", d / "jobs.csv")
+    with (FIX / f"{name}.jobs.csv").open(newline="") as fh:
+        reader = csv.DictReader(fh)
+        rows = [{**r, "block_size": "1m"} if name == "throttled" else r for r in reader]  # _rows
+        fields = list(reader.fieldnames or [])
+    with (d / "jobs.csv").open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fields)
+        writer.writeheader()
+        writer.writerows(rows)
     return d.parent
 
 

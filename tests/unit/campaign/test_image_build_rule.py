@@ -195,6 +195,18 @@ def test_the_payload_error_is_one_line_with_the_file_not_uproot_usage_text() -> 
     assert "Files may be specified as" not in line
 
 
+def test_a_tree_the_file_lacks_names_the_trees_it_holds_in_the_job_error(tmp_path: Path) -> None:
+    # a campaign's `tree: Events` on a file whose tree is `events`: the record's error says so
+    from afkit.bench.analysis import find_trees, open_root
+
+    src = Path(__file__).parents[2] / "data" / "uproot-HZZ.root"
+    with pytest.raises(NotFoundError) as info:
+        find_trees(open_root(str(src)), str(src), "Events")
+    line = one_line(_job_steps().describe(info.value), marks=(), first=True)  # as the job does
+    assert line.startswith("NotFoundError: no tree 'Events' in ")
+    assert line.endswith("(trees in the file: events)")
+
+
 def test_a_payload_killed_by_a_signal_is_named_by_the_signal() -> None:
     from afkit.bench.payload import ended
 

@@ -359,21 +359,35 @@ def run_build(
     cmd = runtime.build_command(target, definition, comp)
     env = {**os.environ, "APPTAINER_TMPDIR": str(tmpdir), "SINGULARITY_TMPDIR": str(tmpdir)}
     print(f"afkit: {' '.join(cmd)}", file=sys.stderr)
-    proc = subprocess.Popen(cmd, env=env, stdout=sys.stderr, stderr=sys.stderr, start_new_session=True)
+    # The build runs in its own session (its processes are stopped as a group, apptainer.stop_group),
+    # so no terminal's Ctrl-C reaches it: afkit stops it. An interrupt that comes while it is being
+    # started is held until afkit has it to stop, then acted on.
+    held: list[int] = []
 
-    def forward(signum: int, _frame: FrameType | None) -> None:
+    def hold(signum: int, _frame: FrameType | None) -> None:
+        held.append(signum)
+
+    def interrupt(signum: int, _frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
-    old = signal.signal(signal.SIGTERM, forward)
+    old = {sig: signal.signal(sig, hold) for sig in (signal.SIGINT, signal.SIGTERM)}
+    proc: subprocess.Popen[bytes] | None = None
     try:
+        proc = subprocess.Popen(cmd, env=env, stdout=sys.stderr, stderr=sys.stderr, start_new_session=True)
+        for sig in old:
+            signal.signal(sig, interrupt)
+        if held:
+            raise KeyboardInterrupt
         rc = proc.wait()
     except KeyboardInterrupt:
         print("afkit: interrupted: stopping apptainer build, removing its temporary files", file=sys.stderr)
-        with _no_interrupts():
-            _end_build(proc, target, tmpdir, grace=60)
+        if proc is not None:
+            with _no_interrupts():
+                _end_build(proc, target, tmpdir, grace=60)
         raise
     finally:
-        signal.signal(signal.SIGTERM, old)
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
     _end_build(proc, None if rc == 0 else target, tmpdir, grace=10)
     if rc != 0:
         raise AfkitError(

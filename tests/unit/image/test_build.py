@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -122,3 +123,38 @@ def test_not_enough_space_stops_before_staging(
         )
     assert exc.value.code == ExitCode.PREREQ and "have 0.0 MiB" in str(exc.value)
     assert not (out / "rootfs").exists() and not (out / "rootfs.partial").exists()
+
+
+def test_an_interrupt_while_the_build_starts_stops_it(
+    fake: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C (SIGINT) that arrives as apptainer build is being started, before afkit waits for
+    it, stops the build (its own session: no terminal's Ctrl-C reaches it) and removes its
+    partial target, as one that arrives later does."""
+    from afkit.image import apptainer, build
+
+    real_popen = subprocess.Popen
+    children: list[subprocess.Popen[bytes]] = []
+
+    def popen_then_interrupt(*args: object, **kwargs: object) -> subprocess.Popen[bytes]:
+        child = real_popen(*args, **kwargs)  # type: ignore[call-overload]
+        children.append(child)
+        os.kill(os.getpid(), signal.SIGINT)
+        return child
+
+    for key, value in {**fake, "AFKIT_FAKE_MODE": "hang"}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(build.subprocess, "Popen", popen_then_interrupt)
+    target, definition = tmp_path / "out.sif", tmp_path / "out.def"
+    definition.write_text("Bootstrap: localimage\n")
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            build.run_build(apptainer.Runtime(fake["AFKIT_APPTAINER"], "root"), definition, target, tmp_path,
+                            None)  # fmt: skip
+        [child] = children
+        assert child.poll() is not None and not apptainer._group(child.pid)  # the build is stopped
+        assert not target.exists() and not (tmp_path / ".tmp").exists()
+    finally:
+        for child in children:  # a build left running by a failure above
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGKILL)

@@ -234,6 +234,22 @@ def test_a_dry_run_of_a_local_wave_never_run_names_its_jobs_specs_in_order(
     assert [n.rsplit(".", 2)[1] for n in names] == ["i0", "i1", "i2"]
 
 
+def test_local_waves_of_two_sizes_run_each_job_on_its_own_spec(
+    tmp_path: Path, raw: dict[str, Any], write: Any
+) -> None:
+    """Rules wave_local_2 and wave_local_3 (made in a loop): each wave's command runs its own jobs'
+    specs, one record each (a command made with the loop's last size would name other jobs)."""
+    raw = two_jobs(raw, tmp_path)
+    raw["benchmarks"] = [{"name": "t", "type": "train", "sites": ["here"], "datasets": ["hzz"],
+                          "sweep": {"jobs": [2, 3]}}]  # fmt: skip
+    proc = snakemake("-c", "3", "--configfile", str(write(raw)), "--profile", LOCAL, cwd=tmp_path,
+                     env=fake_env())  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    [results] = (tmp_path / "results").iterdir()
+    rows = agg.read_csv(results / "aggregate" / "jobs.csv")
+    assert sorted((r["wave_size"], r["status"]) for r in rows) == [("2", "ok")] * 2 + [("3", "ok")] * 3
+
+
 def test_a_campaign_changed_by_config_keys_runs_with_its_relative_paths(
     tmp_path: Path, raw: dict[str, Any], write: Any
 ) -> None:

@@ -197,11 +197,9 @@ def job_spec(bench, job_id):
     return f"{RESULTS}/jobspec/{bench}/{job_id}.json"
 
 
-def wave_specs(size):
-    """The specs of the SIZE jobs of a local wave (wave_local_N's wildcards), in index order."""
-    return " ".join(
-        job_spec("{wildcards.bench}", f"{{wildcards.wave}}.i{i}") for i in range(size)
-    )
+def wave_specs(wildcards):
+    """The specs of the jobs of a local wave (rule wave_local_N), in index order."""
+    return [job_spec(j.bench, j.id) for j in wave_jobs(wildcards)]
 
 
 def job_inputs(wildcards):

@@ -58,8 +58,11 @@ for _size in LOCAL_WAVE_SIZES:
             mem_mb=lambda wc: len(wave_jobs(wc))
             * job_site(wave_first(wc))["resources"]["mem_mb"],
             runtime=lambda wc: job_site(wave_first(wc))["resources"]["runtime"],
+        params:
+            # the jobs' specs in index order, named by path (a dry run before the first run shows them)
+            specs=wave_specs,
         shell:
-            f"exec {AFKIT} campaign job {wave_specs(_size)} -o {{output}} --log {{log}}"
+            f"exec {AFKIT} campaign job {{params.specs}} -o {{output}} --log {{log}}"
 
 
 localrules:

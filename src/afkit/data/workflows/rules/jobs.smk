@@ -59,7 +59,8 @@ for _size in LOCAL_WAVE_SIZES:
             * job_site(wave_first(wc))["resources"]["mem_mb"],
             runtime=lambda wc: job_site(wave_first(wc))["resources"]["runtime"],
         params:
-            # the jobs' specs in index order, named by path (a dry run before the first run shows them)
+            # the jobs' specs in index order, named by path (a dry run before the first run shows them);
+            # not a name of this loop in the command: the command is formatted when the job runs
             specs=wave_specs,
         shell:
             f"exec {AFKIT} campaign job {{params.specs}} -o {{output}} --log {{log}}"

@@ -94,6 +94,8 @@ def build(
             f"unknown compression {compression!r}", hint=f"one of {', '.join(apptainer.COMPRESSIONS)}"
         )
     outdir = workdir.check_safe(output)
+    if (given := render.given_base(base_spec)) is not None:
+        render.parse_base(given)  # a wrong base is said before the tag is resolved
     src = profiles.repo_root(profile)
     res = resolve(profile, tag, src)
     for warning in res.warnings:

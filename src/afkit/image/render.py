@@ -55,9 +55,14 @@ def parse_base(spec: str) -> Base:
     )
 
 
+def given_base(cli: str | None) -> str | None:
+    """The base the user gave: --base, else $AFKIT_BASE_IMAGE; None for the profile's default."""
+    return cli or os.environ.get("AFKIT_BASE_IMAGE") or None
+
+
 def choose_base(profile: Profile, arch: str, cli: str | None) -> Base:
     """--base wins, then $AFKIT_BASE_IMAGE, then the profile's default for ARCH."""
-    return parse_base(cli or os.environ.get("AFKIT_BASE_IMAGE") or profile.base_for(arch))
+    return parse_base(given_base(cli) or profile.base_for(arch))
 
 
 def environment() -> jinja2.Environment:

@@ -158,3 +158,19 @@ def test_an_interrupt_while_the_build_starts_stops_it(
         for child in children:  # a build left running by a failure above
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(child.pid, signal.SIGKILL)
+
+
+def test_a_base_not_understood_is_refused_before_the_tag_is_resolved(
+    on_fixture: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A wrong --base is a usage error (exit 2) whatever the tag: said before resolving it, not
+    after a resolution that may take long or fail on its own (here: a tag that does not exist)."""
+    from afkit import cli
+
+    out = tmp_path / "work"
+    tag = "AliPhysics/vAN-20991231_ROOT6-1"
+    args = ["image", "build", "--profile", "alice", "-t", tag, "-o", str(out), "-y"]
+    assert cli.main([*args, "--base", "foo:bar"]) == ExitCode.USAGE
+    assert "base image 'foo:bar' is not understood" in capsys.readouterr().err
+    assert not out.exists()
+    assert cli.main(args) == ExitCode.NOT_FOUND  # the same tag with the default base: not found

@@ -103,9 +103,8 @@ def _details(keys: list[Key]) -> dict[Key, str]:
     out = {}
     for key in keys:
         group = heads[key[:6]]
-        parts = [f"{tag}{value}" for i, tag in ((6, "b"), (7, "s"), (8, "w"))
-                 if len({k[i] for k in group}) > 1 for value in (key[i],)]  # fmt: skip
-        out[key] = " ".join(parts)
+        out[key] = " ".join(f"{tag}{key[i]}" for i, tag in ((6, "b"), (7, "s"), (8, "w"))
+                            if len({k[i] for k in group}) > 1)  # fmt: skip
     return out
 
 

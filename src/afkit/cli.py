@@ -23,6 +23,7 @@ AREAS: dict[str, str] = {
     "bench": "benchmark clients: read, multi-client, analysis, disk, data generators",
     "storage": "XRootD storage scenarios: origin, XCache, direct cache access, DCOTF",
     "campaign": "Snakemake benchmark campaigns: validate, locations, jobs, run, retry, report, extrapolate",
+    "study": "published facility studies rerun at your sites or in the box: list, show, run, page",
     "federation": "testbed federation: sites as network namespaces, shaped WAN links, toxiproxy faults",
 }
 

@@ -36,7 +36,7 @@ from afkit.bench.multi import client_events, client_path, run_threads
 from afkit.bench.offsets import BlockPlan, parse_stride
 from afkit.bench.readbench import ReadConfig
 from afkit.bench.records import read_jsonl
-from afkit.bench.units import parse_size
+from afkit.bench.units import parse_rate, parse_size
 from afkit.errors import AfkitError
 
 if TYPE_CHECKING:
@@ -87,7 +87,8 @@ def client_config(
     plan = BlockPlan(block=parse_size(job.block_size, what="block size"), stride=parse_stride(job.stride))
     loop = job.type == "read"
     duration = float(job.duration) if loop else None
-    return ReadConfig(urls=urls, plan=plan, duration=duration, repeat=loop, interval=width)
+    rate = parse_rate(job.demand) if job.demand else None
+    return ReadConfig(urls=urls, plan=plan, duration=duration, repeat=loop, interval=width, rate=rate)
 
 
 def builtin(

@@ -36,6 +36,7 @@ class ReadConfig:
     args: dict[str, object] = field(default_factory=dict)  # the command's options, for provenance
     repeat: bool = False  # read the files over and over until `duration` (campaign read jobs)
     interval: float = 1.0  # seconds per interval record
+    rate: float | None = None  # bytes/s at most (a campaign's `demand`): the reads are paced to it
 
 
 class GapRecord(TypedDict):
@@ -215,6 +216,7 @@ def _read_file(
     """
     clock = time.time
     add = counter.add
+    pace = _pacer(counter, cfg.rate, deadline) if cfg.rate else None
     got = 0
     try:
         for request in state.requests:
@@ -231,11 +233,26 @@ def _read_file(
                 trace.extend((now, off, ln) for off, ln in request)
             if now >= deadline:
                 return True
+            if pace is not None:
+                pace()
         return False
     finally:
         state.bytes_read += got
         if cfg.repeat:  # the next turn over this file reads the plan again (the first was drawn untimed)
             state.requests = cfg.plan.requests(state.size)
+
+
+def _pacer(counter: IntervalCounter, rate: float, deadline: float) -> Callable[[], None]:
+    """A call that waits until the bytes read so far are due at RATE bytes/s since the start (no
+    later than DEADLINE): a client that demands RATE, as a CPU-bound analysis job reads its data."""
+
+    def pace() -> None:
+        due = counter.start + counter.total_bytes / rate
+        wait = min(due, deadline) - time.time()
+        if wait > 0:
+            time.sleep(wait)  # the demand's pace, not a wait for a condition
+
+    return pace
 
 
 def _recover(

@@ -62,3 +62,22 @@ def human_bytes(nbytes: float) -> str:
             return f"{nbytes:.1f} {unit}" if unit != "B" else f"{int(nbytes)} B"
         nbytes /= 1024
     return f"{nbytes:.1f} TiB"
+
+
+_TIME = {"s": 1, "min": 60, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str) -> float:
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(s|min|m|h|d)?\s*", text)
+    if not m:
+        raise UsageError(f"not a duration: {text!r}", hint="write e.g. 24h, 90min, 3600s, 2d")
+    return float(m.group(1)) * _TIME[m.group(2) or "s"]
+
+
+def parse_rate(text: str) -> float:
+    """Bytes per second from '115GB/s', '12.5 MB/s' or '10PB/24h'."""
+    if "/" not in text:
+        raise UsageError(f"not a rate: {text!r}", hint="write e.g. 115GB/s or 10PB/24h")
+    size, per = text.rsplit("/", 1)
+    amount = parse_size(size, what="amount of data")
+    return amount / parse_duration(per if re.match(r"\s*[0-9.]", per) else "1" + per.strip())

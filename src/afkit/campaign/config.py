@@ -102,6 +102,8 @@ class BenchmarkConfig(TypedDict):
     interval: float
     sweep: Sweep
     root: NotRequired[RootSettings]
+    demand: NotRequired[str]  # a rate, e.g. 2.5MB/s: each client's reads are paced to it
+    spread: bool  # train: a wave's jobs spread over the datasets
 
 
 class ImageBuild(TypedDict):
@@ -310,6 +312,16 @@ def _check_references(cfg: CampaignConfig) -> list[str]:
             )
         if "root" in bench and bench["payload"] != "root":
             problems.append(f"benchmarks[{i}].root: the ROOT reader's settings need payload: root")
+        if "demand" in bench and (bench["payload"] != "builtin" or bench["type"] == "analysis"):
+            problems.append(
+                f"benchmarks[{i}].demand: paces the builtin payload's read, train and steps clients; "
+                f"not payload {bench['payload']} of a {bench['type']} benchmark"
+            )
+        if bench["spread"] and (bench["type"] != "train" or len(bench["datasets"]) < 2):
+            problems.append(
+                f"benchmarks[{i}].spread: spreads a train's waves over two or more datasets "
+                "(type: train, datasets: [A, B, ...])"
+            )
         if bench["payload"] == "afkit-bench" and bench["type"] == "analysis":
             for ds_name in bench["datasets"]:
                 if ds_name in cfg["datasets"] and not cfg["datasets"][ds_name]["branches"]:

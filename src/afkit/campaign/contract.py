@@ -94,16 +94,24 @@ class Job:
     interval: float = 1.0
     payload: str = "builtin"
     branches: tuple[str, ...] = ()
+    demand: str = ""  # each client's read rate cap (bytes/s with a unit, e.g. 2.5MB/s); "" none
+    group: str = ""  # a spread train's datasets, joined by '+' (the wave's name for them); "" one
     urls: tuple[str, ...] = field(default=(), compare=False)
     template: str = field(default="", compare=False)
+
+    @property
+    def chain(self) -> str:
+        """What a wave's jobs read: the dataset, or a spread train's datasets (``group``)."""
+        return self.group or self.dataset
 
     @property
     def wave(self) -> str:
         # block size and stride are read parameters: an analysis job reads whole baskets (uproot)
         reads = "" if self.type == "analysis" else f".b{self.block_size}.s{self.stride}"
+        paced = f".d{self.demand.replace('/', 'p').replace(' ', '')}" if self.demand else ""
         return (
-            f"{self.site}.{self.dataset}.{self.scenario}.{self.access}.c{self.clients}"
-            f"{reads}.w{self.wave_size}.r{self.repetition}"
+            f"{self.site}.{self.chain}.{self.scenario}.{self.access}.c{self.clients}"
+            f"{reads}{paced}.w{self.wave_size}.r{self.repetition}"
         )
 
     @property
@@ -384,6 +392,8 @@ class JobRecord:
     clients: int | None = _plan("reading clients of the job")
     block_size: str | None = _plan("read block size", unit="bytes (with suffix)")
     stride: str | None = _plan("read stride")
+    demand: str | None = _f("plan", "each client's read rate cap (empty: none)", need="optional",
+                            unit="bytes/s (with suffix)")
     wave_size: int | None = _plan("jobs of the wave")
     index: int | None = _plan("the job's number inside its wave")
     repetition: int | None = _plan("the repetition of the sweep point")
@@ -452,7 +462,8 @@ class JobRecord:
         """The fields the plan writes: JOB's parameters."""
         return cls(bench=job.bench, type=job.type, id=job.id, wave=job.wave, site=job.site,
                    dataset=job.dataset, scenario=job.scenario, access=job.access, clients=job.clients,
-                   block_size=job.block_size, stride=job.stride, wave_size=job.wave_size, index=job.index,
+                   block_size=job.block_size, stride=job.stride, demand=job.demand,
+                   wave_size=job.wave_size, index=job.index,
                    repetition=job.repetition, duration=job.duration, interval=job.interval,
                    template=job.template, payload=job.payload, branches=list(job.branches))  # fmt: skip
 

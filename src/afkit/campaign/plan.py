@@ -65,20 +65,26 @@ def expand(campaign: Campaign) -> list[Job]:
     jobs: list[Job] = []
     loc_cache: dict[tuple[str, str, str, str], Location] = {}
     for bench in campaign.config["benchmarks"]:
+        # a spread train: one wave chain over all its datasets, job k of a wave reading dataset k mod D
+        chains = [list(bench["datasets"])] if bench["spread"] else [[ds] for ds in bench["datasets"]]
+        group = "+".join(bench["datasets"]) if bench["spread"] else ""
         for site in bench["sites"]:
-            for ds in bench["datasets"]:
+            for chain in chains:
                 for p in _sweep_points(bench):
-                    key = (site, ds, p["scenario"], p["access"])
-                    if key not in loc_cache:
-                        loc_cache[key] = resolve(campaign, *key)
-                    loc = loc_cache[key]
                     for index in range(p["wave_size"]):
+                        ds = chain[index % len(chain)]
+                        key = (site, ds, p["scenario"], p["access"])
+                        if key not in loc_cache:
+                            loc_cache[key] = resolve(campaign, *key)
+                        loc = loc_cache[key]
                         jobs.append(
                             Job(
                                 bench=bench["name"],
                                 type=bench["type"],
                                 site=site,
                                 dataset=ds,
+                                group=group,
+                                demand=bench.get("demand", ""),
                                 duration=float(bench["duration"]),
                                 interval=float(bench["interval"]),
                                 payload=bench["payload"],
@@ -114,7 +120,7 @@ def previous_waves(jobs: list[Job]) -> dict[tuple[str, str], str]:
     for j in jobs:
         if j.type not in ("train", "analysis"):
             continue
-        chain = (j.bench, j.site, j.dataset)
+        chain = (j.bench, j.site, j.chain)
         waves = order.setdefault(chain, [])
         if j.wave not in waves:
             waves.append(j.wave)

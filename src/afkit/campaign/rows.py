@@ -49,6 +49,7 @@ class JobRow:
     clients: int = 0
     block_size: str = ""
     stride: str = ""
+    demand: str = ""
     wave_size: int = 1
     repetition: int | None = None
     interval: float | None = None

@@ -109,8 +109,9 @@ def wave_point(
     t_all = max(_end(j) for j in ok) - t0
     span = max(t98 - t0, 1e-9)
     tp98 = sel_bytes / span
-    # merged waves (grouping server/all): the sum of their sizes; a wave is one (site, dataset) of them
-    sizes = {(j.site, j.dataset): j.wave_size for j in jobs}
+    # merged waves (grouping server/all): the sum of their sizes (a spread train's wave, whose jobs
+    # read several datasets, counts once)
+    sizes = {(j.site, j.wave or j.dataset): j.wave_size for j in jobs}
     concurrent = sum(sizes.values()) or len(jobs)
     servers = len({server_of(j.url) for j in ok})
     return WavePoint(key, concurrent, len(selected), round(span, 3), tp98, all_bytes / max(t_all, 1e-9),

@@ -196,3 +196,13 @@ def test_repeat_reads_the_files_again_until_the_duration(tmp_path: Path, pattern
     assert summary["bytes"] > 2 * size and summary["files"][0]["bytes_read"] == summary["bytes"]
     assert summary["seconds"] >= 0.3
     assert sum(r["bytes"] for r in recs if r["type"] == "interval") == summary["bytes"]
+
+
+def test_rate_paces_the_reads_to_the_demand(tmp_path: Path, pattern_file: Path) -> None:
+    """A client that demands 2 MiB/s reads the 1 MiB file in no less than about half a second (the
+    test is about time itself: pacing; only a lower bound, which a slow machine cannot break)."""
+    size = pattern_file.stat().st_size
+    summary, _ = _run(tmp_path, ReadConfig([str(pattern_file)], BlockPlan(block=65536), rate=2 * 2**20))
+    assert summary["bytes"] == size
+    # the last block is due at (size - one block) / rate after the start
+    assert summary["seconds"] >= (size - 65536) / (2 * 2**20) * 0.98

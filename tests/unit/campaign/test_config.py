@@ -162,3 +162,15 @@ def test_rootreadspeed_payload_refuses_several_clients(raw: dict[str, Any]) -> N
 def test_rootreadspeed_payload_needs_the_datasets_branches(raw: dict[str, Any]) -> None:
     raw["benchmarks"].append(_readspeed_bench())
     assert "datasets.hzz.branches: benchmarks[1] runs rootreadspeed" in _error(raw)
+
+
+def test_spread_needs_a_train_over_two_datasets(raw: dict[str, Any], write: Any) -> None:
+    raw["benchmarks"][0]["spread"] = True
+    with pytest.raises(InvalidError, match=r"benchmarks\[0\]\.spread"):
+        config.load(write(raw))
+
+
+def test_demand_needs_the_builtin_payload(raw: dict[str, Any], write: Any) -> None:
+    raw["benchmarks"][0].update(demand="2MB/s", payload="afkit-bench")
+    with pytest.raises(InvalidError, match=r"benchmarks\[0\]\.demand"):
+        config.load(write(raw))

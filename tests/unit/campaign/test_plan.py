@@ -60,3 +60,25 @@ def test_steps_ignore_client_sweeps(raw: dict[str, Any], make: Any) -> None:
     jobs = plan.expand(make(raw))
     assert len(jobs) == 4
     assert {j.access for j in jobs} == {"direct", "copy"}
+
+
+def test_spread_train_spreads_each_wave_over_the_datasets(raw: dict[str, Any], make: Any) -> None:
+    raw["datasets"]["gen2"] = {"storage": "remote", "generate": {"count": 1, "size_mb": 1}}
+    raw["benchmarks"] = [{"name": "t", "type": "train", "sites": ["here"], "datasets": ["gen", "gen2"],
+                          "spread": True, "sweep": {"jobs": [3, 4]}}]  # fmt: skip
+    jobs = plan.expand(make(raw))
+    members = plan.wave_members(jobs)
+    assert sorted(len(v) for v in members.values()) == [3, 4]  # one wave per size, not one per dataset
+    w4 = next(v for v in members.values() if len(v) == 4)
+    assert [j.dataset for j in w4] == ["gen", "gen2", "gen", "gen2"]
+    assert w4[1].urls[0].startswith("root://far.example")
+    w3 = "here.gen+gen2.origin.direct.c1.b8M.s0.w3.r0"
+    assert plan.previous_waves(jobs) == {("t", "here.gen+gen2.origin.direct.c1.b8M.s0.w4.r0"): w3}
+
+
+def test_demand_is_part_of_the_job_and_its_wave(raw: dict[str, Any], make: Any) -> None:
+    raw["benchmarks"] = [{"name": "t", "type": "train", "sites": ["here"], "datasets": ["gen"],
+                          "demand": "2.5MB/s", "sweep": {"jobs": [2]}}]  # fmt: skip
+    jobs = plan.expand(make(raw))
+    assert {j.demand for j in jobs} == {"2.5MB/s"}
+    assert jobs[0].wave == "here.gen.origin.direct.c1.b8M.s0.d2.5MBps.w2.r0"

@@ -176,9 +176,13 @@ def wave_first(wildcards):
 
 
 def wave_inputs(wildcards):
-    """The inputs of a wave's first job (shared), and every job's spec (in index order)."""
+    """The inputs of a wave's first job (shared), every job's dataset (a spread train's jobs read
+    several), and every job's spec (in index order)."""
     inputs = job_inputs(wave_first(wildcards))
     del inputs["spec"]
+    inputs["dataset"] = sorted(
+        {f"{RESULTS}/dataset/{j.dataset}.json" for j in wave_jobs(wildcards)}
+    )
     inputs["specs"] = [
         job_spec(j.bench, j.id)
         for j in wave_jobs(wildcards)

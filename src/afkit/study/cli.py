@@ -1,0 +1,215 @@
+"""``afkit study``: list, show, run a published facility study; make its page again.
+
+``afkit study run NAME`` fills the study's recipe from the user's sites (``--sites FILE``) or from
+the federation in the box, writes the campaign file, runs it with ``afkit campaign run`` (progress
+as any campaign's; an interrupted or failed study resumes by running it again) and writes the
+study page into the campaign's results (docs/studies.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from afkit.atomic import write_atomic
+from afkit.campaign import config
+from afkit.campaign.rows import read_intervals, read_jobs
+from afkit.errors import ExitCode, NotFoundError, UsageError
+from afkit.study import model, page, recipe, trains, trains_figures
+
+DEFAULT_IMAGE = Path("build/bench.sif")
+DEFAULT_WORKDIR = Path("studies")
+
+
+def cmd_list(_args: argparse.Namespace) -> int:
+    for name in model.names():
+        s = model.load(name)
+        print(f"{name:20s} {s.title}")
+    return ExitCode.OK
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    s = model.load(args.name)
+    print(f"{s.name}: {s.title}\n  by {s.source.get('authors', '')}")
+    print(textwrap.indent(textwrap.fill(str(s.source.get("what", "")), 96), "  "))
+    print("roles (a sites file's 'roles'):")
+    for r in s.roles.values():
+        print(f"  {r.name:10s} {r.kind:13s} {'(optional) ' if r.optional else ''}{r.doc}")
+    print("parameters at your sites (a sites file's 'params' may change them):")
+    for k, v in s.params.items():
+        print(f"  {k}: {v}")
+    print("in the box:")
+    for k, v in s.box_params.items():
+        print(f"  {k}: {v}")
+    print("claims (criteria fixed before any run):")
+    for c in s.claims:
+        print(f"  {c.id}: {c.text}\n    original: {c.original}\n    criterion: {c.criterion}")
+    return ExitCode.OK
+
+
+def _scaled(params: dict[str, object], scale: float) -> dict[str, object]:
+    """PARAMS with job counts and file sizes times SCALE (at least 1 each, counts kept distinct)."""
+    out = dict(params)
+    for k, v in params.items():
+        if k.endswith("_jobs") and isinstance(v, list):
+            out[k] = sorted({max(1, round(int(j) * scale)) for j in v})
+        elif k == "file_mb":
+            out[k] = max(1, round(float(str(v)) * scale))
+    return out
+
+
+def facility(args: argparse.Namespace, study: model.Study) -> recipe.Facility:
+    if args.sites:
+        fac = recipe.from_sites_file(study, args.sites)
+    else:
+        fac = recipe.from_federation(study, recipe.federation_urls(), args.image)
+    if args.scale != 1.0:
+        fac.params = _scaled(fac.params, args.scale)
+        fac.facts["scale"] = args.scale
+    return fac
+
+
+def campaign_file(args: argparse.Namespace, study: model.Study) -> Path:
+    workdir: Path = args.workdir
+    return workdir / study.name / "campaign.yaml"
+
+
+def write_campaign(args: argparse.Namespace, study: model.Study, fac: recipe.Facility) -> Path:
+    path = campaign_file(args, study)
+    text = (
+        f"# afkit study run {study.name}: the study's recipe at {fac.where} (made by afkit; "
+        "edit the study's sites file, not this)\n"
+    ) + yaml.safe_dump(recipe.campaign(study, fac), sort_keys=False)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, text, mode=0o644)
+    config.load(path)  # the campaign is valid before anything runs (InvalidError names the key)
+    return path
+
+
+def _afkit(*argv: str) -> int:
+    return subprocess.run([sys.executable, "-m", "afkit", *argv], check=False).returncode
+
+
+def make_page(study: model.Study, fac: recipe.Facility, path: Path) -> Path:
+    """Aggregate the campaign's records and write its study page; the page's path."""
+    c = config.load(path)
+    if _afkit("campaign", "aggregate", str(path)) != 0:
+        raise NotFoundError(
+            f"no tables for {path}", hint="run the study first: afkit study run " + study.name
+        )
+    tables = c.results_dir / "aggregate"
+    rows = read_jobs(tables / "jobs.csv")
+    intervals = read_intervals(tables / "intervals.csv")
+    data = trains.measure(rows, intervals)
+    verdicts = trains.judge(study, data)
+    out = c.results_dir / "study"
+    figures = trains_figures.write_all(
+        study,
+        data,
+        verdicts,
+        trains.per_job_rates(data, verdicts),
+        out,
+        "box" if fac.scaled else "your sites",
+    )
+    numbers = [page.NumberRow(*n) for n in trains.numbers(study, data, verdicts)]
+    image = next((r.image_sha256 for r in rows if r.image_sha256), "")
+    tag = next((r.image_tag for r in rows if r.image_tag), "")
+    prov = page.provenance(c.name, c.hash, image, tag)
+    return page.render(study, fac, verdicts, numbers, figures, prov, out)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    study = model.load(args.name)
+    fac = facility(args, study)
+    path = write_campaign(args, study, fac)
+    print(f"afkit study: {study.name} at {fac.where}: campaign {path}", file=sys.stderr)
+    code = _afkit("campaign", "run", str(path))
+    if code == ExitCode.INTERRUPTED:
+        return code
+    print(make_page(study, fac, path))
+    return code
+
+
+def cmd_page(args: argparse.Namespace) -> int:
+    study = model.load(args.name)
+    fac = facility(args, study)
+    path = campaign_file(args, study)
+    if not path.is_file():
+        raise NotFoundError(
+            f"study {study.name} has not been run here ({path} does not exist)",
+            hint=f"afkit study run {study.name}",
+        )
+    print(make_page(study, fac, path))
+    return ExitCode.OK
+
+
+def _where_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", help="the study (afkit study list)")
+    p.add_argument(
+        "--sites",
+        type=Path,
+        metavar="FILE",
+        help="your sites: the campaign keys image, sites, storage, and roles (and params); "
+        "default: the federation in the box (afkit federation urls), scaled",
+    )
+    p.add_argument(
+        "--scale",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="multiply the recipe's job counts and file sizes by S (default 1)",
+    )
+    p.add_argument(
+        "--image",
+        type=Path,
+        default=DEFAULT_IMAGE,
+        metavar="SIF",
+        help="in the box: the image the jobs run in (default build/bench.sif, which make demo links)",
+    )
+    p.add_argument(
+        "--workdir",
+        type=Path,
+        default=DEFAULT_WORKDIR,
+        metavar="DIR",
+        help="where the study's campaign file is written (default studies/, as DIR/NAME/campaign.yaml)",
+    )
+
+
+def _checked(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """RUN after the checks argparse cannot make (--scale positive)."""
+
+    def call(args: argparse.Namespace) -> int:
+        if args.scale <= 0:
+            raise UsageError(f"--scale must be positive, got {args.scale}")
+        return run(args)
+
+    return call
+
+
+def register(sub: Any) -> None:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "study",
+        help="rerun published facility studies",
+        description="Published facility studies rerun "
+        "at your sites or on the federation in the box (docs/studies.md).",
+    )
+    ss = parser.add_subparsers(dest="study_command", metavar="ACTION")
+    ss.required = True
+    p = ss.add_parser("list", help="the studies afkit knows")
+    p.set_defaults(func=cmd_list)
+    p = ss.add_parser("show", help="a study: the original, its roles, parameters and claims")
+    p.add_argument("name", help="the study (afkit study list)")
+    p.set_defaults(func=cmd_show)
+    p = ss.add_parser("run", help="run a study's campaign and write its page (RESULTS/study/index.html)")
+    _where_args(p)
+    p.set_defaults(func=_checked(cmd_run))
+    p = ss.add_parser("page", help="make a study's page again from the records there are")
+    _where_args(p)
+    p.set_defaults(func=_checked(cmd_page))

@@ -1,0 +1,236 @@
+"""A study's campaign: the recipe (datasets and benchmarks by role) filled from a facility.
+
+The facility is either the user's (``--sites FILE``: the campaign's ``image``, ``sites`` and
+``storage`` keys, plus ``roles``, which names fill the study's parts, and optionally ``params``,
+the recipe's parameters) or the federation in the box, read from what ``afkit federation urls``
+prints (the box's parameters, scaled, from the study file). The result is an ordinary campaign
+file that ``afkit campaign run`` runs.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import cast
+
+import yaml
+
+from afkit.errors import InvalidError, NotFoundError, PrereqError, UsageError
+from afkit.study.model import Study
+
+SUBMIT = "submit"  # the box's role value: a local site on the federation's submit host
+FACILITY_KEYS = ("image", "sites", "storage", "roles")
+
+
+@dataclass
+class Facility:
+    """Where a study runs: the campaign keys, the roles filled, the parameters, and how it was scaled."""
+
+    image: dict[str, object]
+    sites: dict[str, object]
+    storage: dict[str, object]
+    roles: dict[str, object]
+    params: dict[str, object]
+    where: str  # "the federation in the box" or the sites file's path
+    scaled: bool = False
+    facts: dict[str, object] = field(default_factory=dict)  # box: server capacity, servers, ...
+
+
+def from_sites_file(study: Study, path: Path) -> Facility:
+    """The facility of the user's sites file PATH (InvalidError naming the key that is wrong)."""
+    if not path.is_file():
+        raise NotFoundError(
+            f"sites file not found: {path}",
+            hint="give the path of a sites YAML file (docs/studies.md, 'Running a study at your sites')",
+        )
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        raise InvalidError(f"{path}: not valid YAML: {err}") from err
+    if not isinstance(data, dict):
+        raise InvalidError(f"{path}: expected a mapping with keys {', '.join(FACILITY_KEYS)}")
+    missing = [k for k in FACILITY_KEYS if k not in data]
+    if missing:
+        raise InvalidError(
+            f"{path}: missing keys {', '.join(missing)}",
+            hint=f"study {study.name} needs roles: {', '.join(study.roles)} (afkit study show {study.name})",
+        )
+    extra = sorted(set(data) - {*FACILITY_KEYS, "params"})
+    if extra:
+        raise InvalidError(
+            f"{path}: unknown keys {', '.join(extra)}",
+            hint=f"a sites file holds {', '.join(FACILITY_KEYS)} and params",
+        )
+    params = dict(study.params)
+    user_params = data.get("params") or {}
+    unknown = sorted(set(user_params) - set(study.params))
+    if unknown:
+        raise InvalidError(
+            f"{path}: params.{unknown[0]}: study {study.name} has no such parameter",
+            hint=f"parameters: {', '.join(study.params)}",
+        )
+    params.update(user_params)
+    fac = Facility(
+        image=dict(data["image"]),
+        sites=dict(data["sites"]),
+        storage=dict(data["storage"]),
+        roles=dict(data["roles"]),
+        params=params,
+        where=str(path),
+    )
+    check_roles(study, fac)
+    return fac
+
+
+def federation_urls() -> dict[str, object]:
+    """What ``afkit federation urls`` prints (the running federation), as JSON."""
+    afkit = [sys.executable, "-m", "afkit"]
+    proc = subprocess.run([*afkit, "federation", "urls"], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise PrereqError(
+            "the federation in the box is not running (afkit federation urls: "
+            f"{proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else proc.returncode})",
+            hint="start it (scripts/testbed federation up), or run the study at your sites with --sites FILE",
+        )
+    try:
+        return cast("dict[str, object]", json.loads(proc.stdout))
+    except ValueError as err:
+        raise InvalidError(f"afkit federation urls printed no JSON: {err}") from err
+
+
+def from_federation(study: Study, urls: dict[str, object], image: Path) -> Facility:
+    """The facility of the federation in the box (URLS: ``afkit federation urls``), scaled."""
+    if not image.is_file():
+        raise NotFoundError(
+            f"no image at {image}",
+            hint="make demo links the afkit bench image as build/bench.sif; or give --image SIF",
+        )
+    fsites = cast("dict[str, dict[str, object]]", urls.get("sites", {}))
+    storage: dict[str, object] = {
+        name: {"url": s["storage_url"], "path": s["data"]} for name, s in fsites.items()
+    }
+    roles = dict(study.box_roles)
+    for rname, value in roles.items():
+        for v in value if isinstance(value, list) else [value]:
+            if v != SUBMIT and v not in fsites:
+                raise InvalidError(
+                    f"study {study.name}: box role {rname} names {v!r}, not a site of the "
+                    f"federation ({', '.join(fsites)})"
+                )
+    first = next(iter(fsites))
+    sites: dict[str, object] = {}
+    for rname, value in roles.items():
+        if value == SUBMIT:  # the submit host: unshaped to the WAN, every site's storage across its link
+            sites[SUBMIT] = {"executor": "local", "storage": first, "apptainer_args": ["--userns"]}
+        elif study.roles[rname].kind == "site":
+            sites[str(value)] = {
+                "executor": "local",
+                "storage": value,
+                "netns": value,
+                "apptainer_args": ["--userns"],
+            }
+    rates = {n: float(cast(float, s.get("rate_mbit", 0))) for n, s in fsites.items()}
+    server = roles.get("server")
+    servers = roles.get("servers") if isinstance(roles.get("servers"), list) else []
+    facts: dict[str, object] = {
+        "server_capacity": f"{rates.get(str(server), 0) / 8:g} MB/s" if server else "n/a",
+        "servers": len(cast(list[object], servers)),
+        "links": {n: f"{r:g} Mbit/s" for n, r in rates.items()},
+    }
+    return Facility(
+        image={"sif": str(image.absolute())},
+        sites=sites,
+        storage=storage,
+        roles=roles,
+        params=dict(study.box_params),
+        where="the federation in the box",
+        scaled=True,
+        facts=facts,
+    )
+
+
+def check_roles(study: Study, fac: Facility) -> None:
+    """Every required role filled, with names the facility has (InvalidError naming the role)."""
+    for role in study.roles.values():
+        value = fac.roles.get(role.name)
+        if value is None:
+            if role.optional:
+                continue
+            raise InvalidError(
+                f"{fac.where}: roles.{role.name} is missing: {role.doc}",
+                hint=f"name a {role.kind.replace('-list', ' list')} of the file",
+            )
+        names = value if isinstance(value, list) else [value]
+        if role.kind == "storage-list" and not isinstance(value, list):
+            raise InvalidError(f"{fac.where}: roles.{role.name} must be a list of storage names")
+        pool = fac.sites if role.kind == "site" else fac.storage
+        for n in names:
+            if n not in pool:
+                kind = "sites" if role.kind == "site" else "storage"
+                raise InvalidError(
+                    f"{fac.where}: roles.{role.name}: {n!r} is not in {kind} "
+                    f"({', '.join(map(str, pool)) or 'none'})"
+                )
+
+
+def _fill(value: object, params: dict[str, object]) -> object:
+    """VALUE with a whole-string "{param}" replaced by the parameter's value."""
+    if isinstance(value, str) and value.startswith("{") and value.endswith("}") and value[1:-1] in params:
+        return params[value[1:-1]]
+    return value
+
+
+def dataset_name(storage: str) -> str:
+    return f"on-{storage}"
+
+
+def campaign(study: Study, fac: Facility) -> dict[str, object]:
+    """The campaign (a campaign file's mapping) of STUDY at FAC."""
+    recipe = study.recipe
+    params = fac.params
+    datasets_recipe = cast("dict[str, dict[str, object]]", recipe["datasets"])
+    gen = {k: _fill(v, params) for k, v in datasets_recipe["generate"].items()}
+    benchmarks: list[dict[str, object]] = []
+    used: list[str] = []
+    workers = str(fac.roles["workers"])
+    for b in cast("list[dict[str, object]]", recipe["benchmarks"]):
+        filled = fac.roles.get(str(b["role"]))
+        if filled is None:
+            continue  # an optional role the facility does not fill: its claims are not judged
+        stores = [str(s) for s in (filled if isinstance(filled, list) else [filled])]
+        used += [s for s in stores if s not in used]
+        bench: dict[str, object] = {
+            "name": b["name"],
+            "type": b["type"],
+            "sites": [workers],
+            "datasets": [dataset_name(s) for s in stores],
+            "sweep": {
+                "jobs": params[str(b["jobs"])],
+                "block_size": [params["block_size"]],
+                "repetitions": params["repetitions"],
+            },
+        }
+        if params.get("demand"):
+            bench["demand"] = params["demand"]
+        if b.get("spread"):
+            bench["spread"] = True
+        benchmarks.append(bench)
+    if not benchmarks:
+        raise UsageError(
+            f"study {study.name}: no part of the recipe has its role filled",
+            hint=f"roles: {', '.join(study.roles)}",
+        )
+    datasets = {dataset_name(s): {"storage": s, "generate": dict(gen)} for s in used}
+    return {
+        "name": f"study-{study.name}",
+        "version": 1,
+        "image": fac.image,
+        "sites": fac.sites,
+        "storage": fac.storage,
+        "datasets": datasets,
+        "locations": {"default": "remote"},
+        "benchmarks": benchmarks,
+    }

@@ -1,0 +1,76 @@
+"""The study criteria on recorded-shaped data, including data where each must fail."""
+
+from __future__ import annotations
+
+import pytest
+
+from afkit.study import criteria
+
+# a knee: 2.5 MB/s per job up to 10 jobs, then the link's 25 MB/s
+KNEE = [(2, 5.1), (4, 9.8), (6, 15.2), (8, 19.7), (12, 24.6), (16, 24.9), (20, 24.4)]
+LINE = [(3, 7.4), (6, 15.1), (12, 29.8), (18, 44.6), (24, 60.3)]
+
+
+def test_knee_passes_on_a_rise_then_a_plateau() -> None:
+    v = criteria.knee(KNEE, r2_min=0.95, flat_max=1.25, bend_max=0.8)
+    assert v.status == criteria.PASS
+    assert v.values["knee_jobs"] == 8
+    assert v.values["plateau"] == pytest.approx(24.63, abs=0.01)
+
+
+def test_knee_fails_on_a_straight_line() -> None:
+    """A series that never bends has no plateau: the knee claim fails (its 'plateau' still rises)."""
+    v = criteria.knee([*LINE, (30, 75.0), (36, 90.2)], r2_min=0.95, flat_max=1.25, bend_max=0.8)
+    assert v.status == criteria.FAIL
+
+
+def test_knee_fails_when_the_rise_is_not_linear() -> None:
+    noisy = [(2, 5.0), (4, 18.0), (6, 7.0), (8, 20.0), (12, 24.6), (16, 24.9), (20, 24.4)]
+    v = criteria.knee(noisy, r2_min=0.95, flat_max=1.25, bend_max=0.8)
+    assert v.status == criteria.FAIL
+    assert v.values["r2"] < 0.95
+
+
+def test_knee_needs_five_points() -> None:
+    v = criteria.knee(KNEE[:4], r2_min=0.95, flat_max=1.25, bend_max=0.8)
+    assert v.status == criteria.NOT_JUDGEABLE
+    assert "4 points" in v.measured
+
+
+def test_linear_passes_on_a_line() -> None:
+    v = criteria.linear(LINE, r2_min=0.95, tail_min=0.8)
+    assert v.status == criteria.PASS
+    assert v.values["r2"] > 0.99
+
+
+def test_linear_fails_on_a_plateau() -> None:
+    v = criteria.linear(KNEE, r2_min=0.95, tail_min=0.8)
+    assert v.status == criteria.FAIL
+    assert v.values["tail"] < 0.8
+
+
+def test_agree_within_the_ratio() -> None:
+    assert criteria.agree({"server": 2.4, "all": 2.5}, ratio_max=1.3).status == criteria.PASS
+
+
+def test_agree_fails_beyond_the_ratio() -> None:
+    v = criteria.agree({"server": 2.4, "all": 4.0}, ratio_max=1.3)
+    assert v.status == criteria.FAIL
+    assert v.values["ratio"] == pytest.approx(4.0 / 2.4)
+
+
+def test_agree_needs_two_series() -> None:
+    assert criteria.agree({"server": 2.4}, ratio_max=1.3).status == criteria.NOT_JUDGEABLE
+
+
+def test_medians_take_each_x_over_the_repetitions() -> None:
+    assert criteria.medians([[(1, 2.0), (2, 4.0)], [(1, 4.0), (2, 6.0)]]) == [(1, 3.0), (2, 5.0)]
+
+
+def test_spread_names_the_repetitions() -> None:
+    per_rep = [
+        criteria.linear(LINE, r2_min=0.95, tail_min=0.8),
+        criteria.linear(KNEE, r2_min=0.95, tail_min=0.8),
+    ]
+    v = criteria.with_spread(per_rep[0], per_rep, "r2")
+    assert "1 of 2 repetitions pass alone" in v.measured

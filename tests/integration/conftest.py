@@ -23,6 +23,7 @@ SHARED_GROUPS = {
     "test_federation_campaign": "federation",
     "test_federation_faults": "federation",
     "test_federation_workers": "federation",
+    "test_study": "federation",
 }
 
 

@@ -9,10 +9,12 @@ study page into the campaign's results (docs/studies.md).
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import textwrap
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +75,15 @@ def facility(args: argparse.Namespace, study: model.Study) -> recipe.Facility:
     if args.scale != 1.0:
         fac.params = _scaled(fac.params, args.scale)
         fac.facts["scale"] = args.scale
+    for item in args.set or []:
+        name, sep, text = item.partition("=")
+        if not sep or name not in fac.params:
+            raise UsageError(
+                f"--set {item!r}: study {study.name} has no parameter {name!r}",
+                hint=f"parameters: {', '.join(fac.params)} (afkit study show {study.name})",
+            )
+        fac.params[name] = yaml.safe_load(text)
+        fac.facts[f"set {name}"] = text
     return fac
 
 
@@ -90,6 +101,8 @@ def write_campaign(args: argparse.Namespace, study: model.Study, fac: recipe.Fac
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, text, mode=0o644)
     config.load(path)  # the campaign is valid before anything runs (InvalidError names the key)
+    # what afkit study page needs to make the page again: where it ran and with which parameters
+    write_atomic(path.with_name("facility.json"), json.dumps(asdict(fac), indent=2) + "\n", mode=0o644)
     return path
 
 
@@ -139,13 +152,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_page(args: argparse.Namespace) -> int:
     study = model.load(args.name)
-    fac = facility(args, study)
     path = campaign_file(args, study)
-    if not path.is_file():
+    saved = path.with_name("facility.json")
+    if not path.is_file() or not saved.is_file():
         raise NotFoundError(
             f"study {study.name} has not been run here ({path} does not exist)",
             hint=f"afkit study run {study.name}",
         )
+    fac = recipe.Facility(**json.loads(saved.read_text(encoding="utf-8")))
     print(make_page(study, fac, path))
     return ExitCode.OK
 
@@ -173,6 +187,16 @@ def _where_args(p: argparse.ArgumentParser) -> None:
         metavar="SIF",
         help="in the box: the image the jobs run in (default build/bench.sif, which make demo links)",
     )
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="NAME=VALUE",
+        help="a recipe parameter for this run (repeatable; YAML value, e.g. repetitions=1); the page says so",
+    )
+    _workdir_arg(p)
+
+
+def _workdir_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--workdir",
         type=Path,
@@ -211,5 +235,6 @@ def register(sub: Any) -> None:
     _where_args(p)
     p.set_defaults(func=_checked(cmd_run))
     p = ss.add_parser("page", help="make a study's page again from the records there are")
-    _where_args(p)
-    p.set_defaults(func=_checked(cmd_page))
+    p.add_argument("name", help="the study (afkit study list)")
+    _workdir_arg(p)
+    p.set_defaults(func=cmd_page)

@@ -133,6 +133,10 @@ def render(
             for r in scale
         ]
         parts.append("</table><p>Rates are compared as shapes and ratios, never as absolute numbers.</p>")
+    parts.append("<h2>The recipe's parameters in this run</h2><table>")
+    parts += [f"<tr><th>{_esc(k)}</th><td>{_esc(v)}</td></tr>" for k, v in fac.params.items()]
+    parts += [f"<tr><th>{_esc(k)}</th><td>{_esc(v)}</td></tr>" for k, v in fac.facts.items()]
+    parts.append("</table>")
     parts.append("<h2>Figures</h2>")
     for caption, path in figures:
         parts.append(

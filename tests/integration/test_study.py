@@ -1,0 +1,83 @@
+"""Studies on the federation in the box, at a tiny scale: every figure drawn, every claim evaluated.
+
+``afkit study run NAME`` as docs/studies.md writes it, with ``--scale`` and ``--set`` making it
+small (a full run is minutes: its numbers are in docs/studies.md). Needs the federation up.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import itsupport
+import pytest
+from itsupport import FED_XRD_ENV, ok
+
+from afkit.study import model
+
+pytestmark = pytest.mark.testbed
+
+STATUSES = {"pass", "fail", "not judgeable"}
+
+
+@pytest.fixture
+def workdir(bench_sif: Path) -> Iterator[Path]:
+    if itsupport.afkit("federation", "urls").returncode != 0:
+        pytest.fail("the federation is not up (run: scripts/testbed federation up)")
+    d = Path(tempfile.mkdtemp(prefix="afkit-study-", dir="/tmp"))
+    (d / "build").mkdir()
+    (d / "build" / "bench.sif").symlink_to(bench_sif)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+    urls = json.loads(ok(itsupport.afkit("federation", "urls")))
+    for site in urls["sites"].values():
+        shutil.rmtree(Path(site["data"]) / "afkit" / "study", ignore_errors=True)
+
+
+def run(line: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(shlex.split(line), cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **FED_XRD_ENV}, check=False)  # fmt: skip
+
+
+def test_gsi_trains_runs_in_the_box_and_judges_every_claim(workdir: Path) -> None:
+    proc = run("afkit study run gsi-trains --scale 0.25 --set repetitions=1", workdir)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    page = Path(proc.stdout.strip().splitlines()[-1])
+    page = page if page.is_absolute() else workdir / page
+    assert page.name == "index.html" and page.is_file()
+    verdicts = json.loads((page.parent / "verdicts.json").read_text())
+    study = model.load("gsi-trains")
+    got = {c["id"]: c for c in verdicts["claims"]}
+    assert set(got) == {c.id for c in study.claims}
+    assert all(c["status"] in STATUSES and c["measured"] for c in got.values())
+    # judged in the box: the server's knee, all servers, the extrapolation (a tiny run may fail them,
+    # but never leave them unjudged); no target below a server in the box
+    for claim in ("server-knee", "all-linear", "extrapolation-original", "extrapolation-measured"):
+        assert got[claim]["status"] != "not judgeable", got[claim]
+    assert got["target-knee"]["status"] == "not judgeable"
+    for figure in ("fig4-server.png", "fig5-all.png", "per-job.png"):
+        assert (page.parent / figure).stat().st_size > 1000, figure
+    html = page.read_text()
+    assert "2100 MB/s at 200 jobs" in html  # the original's number beside afkit's
+    assert "repetitions" in html and "set repetitions" in html  # the run's parameters, as changed
+    # resuming as docs/studies.md says: nothing failed, so retry has nothing to do; the page again
+    retry = run("afkit campaign retry studies/gsi-trains/campaign.yaml --failed", workdir)
+    assert retry.returncode == 0 and "nothing to retry" in retry.stdout, retry.stderr
+    before = page.stat().st_mtime_ns
+    again = run("afkit study page gsi-trains", workdir)
+    assert again.returncode == 0, again.stderr
+    assert page.stat().st_mtime_ns > before
+    assert json.loads((page.parent / "verdicts.json").read_text())["claims"] == verdicts["claims"]
+
+
+def test_study_page_again_from_the_records(workdir: Path) -> None:
+    """afkit study page remakes the page from the records a run left (here none: a clear error)."""
+    proc = run("afkit study page gsi-trains", workdir)
+    assert proc.returncode == 5, proc.stderr
+    assert "has not been run here" in proc.stderr

@@ -1,0 +1,71 @@
+"""afkit study list|show as docs/studies.md writes them, and the errors of run/page before any job."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+
+def afkit(line: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    argv = shlex.split(line)
+    assert argv[0] == "afkit"
+    return subprocess.run([sys.executable, "-m", "afkit", *argv[1:]], capture_output=True, text=True,
+                          cwd=cwd, check=False)  # fmt: skip
+
+
+def test_study_list_names_the_studies() -> None:
+    proc = afkit("afkit study list")
+    assert proc.returncode == 0
+    assert proc.stdout.startswith("gsi-trains")
+    assert "The ALICE Analysis Facility Prototype at GSI" in proc.stdout
+
+
+def test_study_show_prints_roles_parameters_and_claims() -> None:
+    proc = afkit("afkit study show gsi-trains")
+    assert proc.returncode == 0
+    assert "servers    storage-list" in proc.stdout
+    assert "demand: 2.5MB/s" in proc.stdout  # the box's
+    assert "server-knee:" in proc.stdout and "'r2_min': 0.95" in proc.stdout
+
+
+def test_an_unknown_study_is_exit_5_naming_the_studies() -> None:
+    proc = afkit("afkit study show nosuch")
+    assert proc.returncode == 5
+    assert "no study named 'nosuch'" in proc.stderr and "gsi-trains" in proc.stderr
+
+
+def test_a_sites_file_without_a_role_is_exit_6_naming_it(tmp_path: Path) -> None:
+    sites = {"image": {"sif": "x.sif"}, "sites": {"farm": {"executor": "local", "storage": "a"}},
+             "storage": {"a": {"url": "root://a:1094", "path": str(tmp_path)}},
+             "roles": {"workers": "farm", "server": "a"}}  # fmt: skip
+    (tmp_path / "my-sites.yaml").write_text(yaml.safe_dump(sites))
+    proc = afkit("afkit study run gsi-trains --sites my-sites.yaml", cwd=tmp_path)
+    assert proc.returncode == 6
+    assert "roles.servers is missing" in proc.stderr
+    assert not (tmp_path / "studies").exists()  # nothing written, nothing started
+
+
+def test_a_role_naming_an_unknown_storage_is_exit_6(tmp_path: Path) -> None:
+    sites = {"image": {"sif": "x.sif"}, "sites": {"farm": {"executor": "local", "storage": "a"}},
+             "storage": {"a": {"url": "root://a:1094", "path": str(tmp_path)}},
+             "roles": {"workers": "farm", "server": "a", "servers": ["a", "b"]}}  # fmt: skip
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(sites))
+    proc = afkit("afkit study run gsi-trains --sites s.yaml", cwd=tmp_path)
+    assert proc.returncode == 6
+    assert "roles.servers: 'b' is not in storage (a)" in proc.stderr
+
+
+def test_set_rejects_a_parameter_the_study_lacks(tmp_path: Path) -> None:
+    proc = afkit("afkit study run gsi-trains --sites s.yaml --set nosuch=1", cwd=tmp_path)
+    assert proc.returncode == 5  # the sites file is looked at first: missing
+    sites = {"image": {"sif": "x.sif"}, "sites": {"farm": {"executor": "local", "storage": "a"}},
+             "storage": {"a": {"url": "root://a:1094", "path": str(tmp_path)}},
+             "roles": {"workers": "farm", "server": "a", "servers": ["a"]}}  # fmt: skip
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(sites))
+    proc = afkit("afkit study run gsi-trains --sites s.yaml --set nosuch=1", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "has no parameter 'nosuch'" in proc.stderr

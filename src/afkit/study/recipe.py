@@ -176,54 +176,59 @@ def check_roles(study: Study, fac: Facility) -> None:
                 )
 
 
-def _fill(value: object, params: dict[str, object]) -> object:
-    """VALUE with a whole-string "{param}" replaced by the parameter's value."""
-    if isinstance(value, str) and value.startswith("{") and value.endswith("}") and value[1:-1] in params:
-        return params[value[1:-1]]
+def fill(value: object, params: dict[str, object]) -> object:
+    """VALUE with every whole-string "{param}" (in mappings and lists too) replaced by the parameter's
+    value (UsageError naming a parameter the study does not have)."""
+    if isinstance(value, dict):
+        return {k: fill(v, params) for k, v in value.items()}
+    if isinstance(value, list):
+        return [fill(v, params) for v in value]
+    if isinstance(value, str) and value.startswith("{") and value.endswith("}"):
+        name = value[1:-1]
+        if name not in params:
+            raise UsageError(f"the recipe names a parameter {name!r} that is not set",
+                             hint=f"parameters: {', '.join(params)}")  # fmt: skip
+        return params[name]
     return value
 
 
-def dataset_name(storage: str) -> str:
-    return f"on-{storage}"
+def dataset_name(template: str, storage: str) -> str:
+    return f"{template}-{storage}"
+
+
+def _storages(filled: object) -> list[str]:
+    return [str(s) for s in (filled if isinstance(filled, list) else [filled])]
 
 
 def campaign(study: Study, fac: Facility) -> dict[str, object]:
-    """The campaign (a campaign file's mapping) of STUDY at FAC."""
+    """The campaign (a campaign file's mapping) of STUDY at FAC: the recipe's benchmarks whose role
+    the facility fills, at its ``workers`` site, each dataset template made once per storage."""
     recipe = study.recipe
-    params = fac.params
-    datasets_recipe = cast("dict[str, dict[str, object]]", recipe["datasets"])
-    gen = {k: _fill(v, params) for k, v in datasets_recipe["generate"].items()}
+    templates = cast("dict[str, dict[str, object]]", recipe["datasets"])
     benchmarks: list[dict[str, object]] = []
-    used: list[str] = []
+    datasets: dict[str, object] = {}
     workers = str(fac.roles["workers"])
     for b in cast("list[dict[str, object]]", recipe["benchmarks"]):
         filled = fac.roles.get(str(b["role"]))
         if filled is None:
             continue  # an optional role the facility does not fill: its claims are not judged
-        stores = [str(s) for s in (filled if isinstance(filled, list) else [filled])]
-        used += [s for s in stores if s not in used]
-        bench: dict[str, object] = {
-            "name": b["name"],
-            "type": b["type"],
-            "sites": [workers],
-            "datasets": [dataset_name(s) for s in stores],
-            "sweep": {
-                "jobs": params[str(b["jobs"])],
-                "block_size": [params["block_size"]],
-                "repetitions": params["repetitions"],
-            },
-        }
-        if params.get("demand"):
-            bench["demand"] = params["demand"]
-        if b.get("spread"):
-            bench["spread"] = True
+        bench = cast(
+            "dict[str, object]", fill({k: v for k, v in b.items() if k not in ("role",)}, fac.params)
+        )
+        names = []
+        for t in cast("list[str]", b["datasets"]):
+            for s in _storages(filled):
+                name = dataset_name(t, s)
+                datasets.setdefault(
+                    name, {"storage": s, **cast("dict[str, object]", fill(templates[t], fac.params))}
+                )
+                names.append(name)
+        bench["sites"] = [workers]
+        bench["datasets"] = names
         benchmarks.append(bench)
     if not benchmarks:
-        raise UsageError(
-            f"study {study.name}: no part of the recipe has its role filled",
-            hint=f"roles: {', '.join(study.roles)}",
-        )
-    datasets = {dataset_name(s): {"storage": s, "generate": dict(gen)} for s in used}
+        raise UsageError(f"study {study.name}: no part of the recipe has its role filled",
+                         hint=f"roles: {', '.join(study.roles)}")  # fmt: skip
     return {
         "name": f"study-{study.name}",
         "version": 1,

@@ -127,5 +127,5 @@ def test_box_campaign_is_a_valid_campaign(study: model.Study, tmp_path: Path) ->
     benches = {b["name"]: b for b in c.config["benchmarks"]}
     assert set(benches) == {"server", "all"}
     assert benches["all"]["spread"] is True
-    assert benches["all"]["datasets"] == ["on-gsi", "on-frankfurt", "on-alpes"]
+    assert benches["all"]["datasets"] == ["data-gsi", "data-frankfurt", "data-alpes"]
     assert fac.facts["server_capacity"] == "25 MB/s"

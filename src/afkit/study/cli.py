@@ -24,7 +24,7 @@ from afkit.atomic import write_atomic
 from afkit.campaign import config
 from afkit.campaign.rows import read_intervals, read_jobs
 from afkit.errors import ExitCode, NotFoundError, UsageError
-from afkit.study import model, page, recipe, trains, trains_figures
+from afkit.study import analyses, model, page, recipe
 
 DEFAULT_IMAGE = Path("build/bench.sif")
 DEFAULT_WORKDIR = Path("studies")
@@ -71,7 +71,8 @@ def facility(args: argparse.Namespace, study: model.Study) -> recipe.Facility:
     if args.sites:
         fac = recipe.from_sites_file(study, args.sites)
     else:
-        fac = recipe.from_federation(study, recipe.federation_urls(), args.image)
+        image = args.image or Path(str(study.box.get("image", DEFAULT_IMAGE)))
+        fac = recipe.from_federation(study, recipe.federation_urls(), image)
     if args.scale != 1.0:
         fac.params = _scaled(fac.params, args.scale)
         fac.facts["scale"] = args.scale
@@ -120,22 +121,12 @@ def make_page(study: model.Study, fac: recipe.Facility, path: Path) -> Path:
     tables = c.results_dir / "aggregate"
     rows = read_jobs(tables / "jobs.csv")
     intervals = read_intervals(tables / "intervals.csv")
-    data = trains.measure(rows, intervals)
-    verdicts = trains.judge(study, data)
     out = c.results_dir / "study"
-    figures = trains_figures.write_all(
-        study,
-        data,
-        verdicts,
-        trains.per_job_rates(data, verdicts),
-        out,
-        "box" if fac.scaled else "your sites",
-    )
-    numbers = [page.NumberRow(*n) for n in trains.numbers(study, data, verdicts)]
+    ev = analyses.EVALUATE[study.name](study, rows, intervals, fac, out)
     image = next((r.image_sha256 for r in rows if r.image_sha256), "")
     tag = next((r.image_tag for r in rows if r.image_tag), "")
     prov = page.provenance(c.name, c.hash, image, tag)
-    return page.render(study, fac, verdicts, numbers, figures, prov, out)
+    return page.render(study, fac, ev.verdicts, ev.numbers, ev.figures, prov, out)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -183,9 +174,9 @@ def _where_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--image",
         type=Path,
-        default=DEFAULT_IMAGE,
         metavar="SIF",
-        help="in the box: the image the jobs run in (default build/bench.sif, which make demo links)",
+        help="in the box: the image the jobs run in (default: the study's, build/bench.sif or "
+        "build/alice-root.sif, which make demo links)",
     )
     p.add_argument(
         "--set",

@@ -109,9 +109,13 @@ def from_federation(study: Study, urls: dict[str, object], image: Path) -> Facil
             hint="make demo links the afkit bench image as build/bench.sif; or give --image SIF",
         )
     fsites = cast("dict[str, dict[str, object]]", urls.get("sites", {}))
-    storage: dict[str, object] = {
+    storage: dict[str, dict[str, object]] = {
         name: {"url": s["storage_url"], "path": s["data"]} for name, s in fsites.items()
     }
+    for s in fsites.values():  # a site's caches stand in front of the storage of its cache_origin
+        origin = s.get("cache_origin")
+        if origin in storage and s.get("caches"):
+            storage[str(origin)]["caches"] = dict(cast("dict[str, str]", s["caches"]))
     roles = dict(study.box_roles)
     for rname, value in roles.items():
         for v in value if isinstance(value, list) else [value]:
@@ -126,16 +130,17 @@ def from_federation(study: Study, urls: dict[str, object], image: Path) -> Facil
         if value == SUBMIT:  # the submit host: unshaped to the WAN, every site's storage across its link
             sites[SUBMIT] = {"executor": "local", "storage": first, "apptainer_args": ["--userns"]}
         elif study.roles[rname].kind == "site":
-            sites[str(value)] = {
-                "executor": "local",
-                "storage": value,
-                "netns": value,
-                "apptainer_args": ["--userns"],
-            }
+            sites[str(value)] = _box_site(str(value), fsites[str(value)], bool(study.box.get("nodes")))
     rates = {n: float(cast(float, s.get("rate_mbit", 0))) for n, s in fsites.items()}
     server = roles.get("server")
     servers = roles.get("servers") if isinstance(roles.get("servers"), list) else []
+    wan = min(rates.values(), default=0.0)
+    node_rates = [float(cast(float, n["rate_mbit"])) for s in fsites.values()
+                  for n in cast("list[dict[str, object]]", s.get("nodes") or [])]  # fmt: skip
     facts: dict[str, object] = {
+        "wan": f"{wan:g} Mbit/s",
+        "wan_rate_MBps": wan / 8,
+        "node_link": f"{min(node_rates):g} Mbit/s" if node_rates else "n/a",
         "server_capacity": f"{rates.get(str(server), 0) / 8:g} MB/s" if server else "n/a",
         "servers": len(cast(list[object], servers)),
         "links": {n: f"{r:g} Mbit/s" for n, r in rates.items()},
@@ -143,13 +148,31 @@ def from_federation(study: Study, urls: dict[str, object], image: Path) -> Facil
     return Facility(
         image={"sif": str(image.absolute())},
         sites=sites,
-        storage=storage,
+        storage=dict(storage),
         roles=roles,
         params=dict(study.box_params),
         where="the federation in the box",
         scaled=True,
         facts=facts,
     )
+
+
+def _box_site(name: str, fsite: dict[str, object], on_nodes: bool) -> dict[str, object]:
+    """A federation site as a campaign site: its jobs in its namespace (or spread over its client
+    nodes, ON_NODES); a site with caches binds their directory, as the site mounts its cache file
+    system on its worker nodes (DCA and DCOTF hand a client the cached file itself). The cache
+    directory is the federation's layout: SITE/storage beside SITE/data (docs/federation.md)."""
+    args = ["--userns"]
+    if fsite.get("caches"):
+        cache_dir = str(Path(str(fsite["data"])).parent / "storage")
+        args += ["--bind", f"{cache_dir}:{cache_dir}:ro"]
+    site: dict[str, object] = {"executor": "local", "storage": name, "apptainer_args": args}
+    nodes = cast("list[dict[str, object]]", fsite.get("nodes") or [])
+    if on_nodes and nodes:
+        site["node_netns"] = [str(n["namespace"]) for n in nodes]
+    else:
+        site["netns"] = name
+    return site
 
 
 def check_roles(study: Study, fac: Facility) -> None:

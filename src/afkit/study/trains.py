@@ -137,9 +137,7 @@ def _extrapolation(study: Study, claim: Claim, data: TrainData, verdicts: dict[s
     rates = per_job_rates(data, verdicts)
     job_rate = rates.get("all") or rates.get("server")
     knee = verdicts.get("server-knee")
-    server_rate = (
-        knee.values.get("plateau") if knee is not None and knee.status != NOT_JUDGEABLE else None
-    )
+    server_rate = knee.values.get("plateau") if knee is not None and knee.status != NOT_JUDGEABLE else None
     if not job_rate or not server_rate:
         return Verdict(NOT_JUDGEABLE, "needs a measured per-job rate and one server's plateau", formula)
     p = extrapolate.plan(goal, job_rate * MB, server_rate * MB)

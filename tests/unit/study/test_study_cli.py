@@ -20,7 +20,8 @@ def afkit(line: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str
 def test_study_list_names_the_studies() -> None:
     proc = afkit("afkit study list")
     assert proc.returncode == 0
-    assert proc.stdout.startswith("gsi-trains")
+    names = [line.split()[0] for line in proc.stdout.splitlines()]
+    assert names == sorted(names) and {"dcotf-xcache", "gsi-trains"} <= set(names)
     assert "The ALICE Analysis Facility Prototype at GSI" in proc.stdout
 
 

@@ -41,8 +41,15 @@ def workdir(bench_sif: Path) -> Iterator[Path]:
 
 
 def run(line: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(shlex.split(line), cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **FED_XRD_ENV}, check=False)  # fmt: skip
+    return subprocess.run(
+        shlex.split(line),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **FED_XRD_ENV},
+        check=False,
+    )
 
 
 def test_gsi_trains_runs_in_the_box_and_judges_every_claim(workdir: Path) -> None:
@@ -81,3 +88,75 @@ def test_study_page_again_from_the_records(workdir: Path) -> None:
     proc = run("afkit study page gsi-trains", workdir)
     assert proc.returncode == 5, proc.stderr
     assert "has not been run here" in proc.stderr
+
+
+# docs/studies.md, "At your sites": a sites file as a user writes it, here the testbed federation's
+# own batch sites: gsi's SLURM partition and frankfurt's HTCondor execute node (the campaign keys of
+# workflows/config/federation-workers.yaml), with small parameters of the user's own
+SITES = {
+    "image": {"sif": "IMAGE"},
+    "sites": {
+        "gsi": {"executor": "slurm", "partition": "gsi", "storage": "gsi", "apptainer_args": ["--userns"]},
+        "frankfurt": {
+            "executor": "htcondor",
+            "requirements": 'AFKIT_SITE == "frankfurt"',
+            "storage": "frankfurt",
+            "apptainer_args": ["--userns"],
+        },
+    },
+    "storage": {
+        "gsi": {"url": "root://10.77.1.1:1094", "path": "/srv/federation/gsi/data"},
+        "frankfurt": {"url": "root://10.77.2.1:1094", "path": "/srv/federation/frankfurt/data"},
+        "alpes": {"url": "root://10.77.3.1:1094", "path": "/srv/federation/alpes/data"},
+    },
+    "params": {"server_jobs": [1, 2], "all_jobs": [2], "repetitions": 1, "file_mb": 4, "demand": "2MB/s"},
+}
+
+
+@pytest.mark.parametrize(
+    ("workers", "server", "servers"),
+    [("gsi", "frankfurt", ["frankfurt", "alpes"]), ("frankfurt", "gsi", ["gsi", "alpes"])],
+)
+def test_gsi_trains_runs_at_the_users_slurm_and_htcondor_sites(
+    workdir: Path, bench_sif: Path, workers: str, server: str, servers: list[str]
+) -> None:
+    import yaml
+
+    home = Path("/home/afkit") / f"study-{workers}"
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir(parents=True)
+    sites = json.loads(json.dumps(SITES))
+    sites["image"]["sif"] = str(bench_sif.resolve())
+    sites["roles"] = {"workers": workers, "server": server, "servers": servers}
+    (home / "my-sites.yaml").write_text(yaml.safe_dump(sites))
+    shutil.chown(home, "afkit", "afkit")
+    shutil.chown(home / "my-sites.yaml", "afkit", "afkit")
+    env = {
+        **os.environ,
+        **FED_XRD_ENV,
+        "HOME": "/home/afkit",
+        "USER": "afkit",
+        "LOGNAME": "afkit",
+        "PYTHONPATH": str(itsupport.REPO / "src"),
+    }
+    as_afkit = ["setpriv", "--reuid=afkit", "--regid=afkit", "--init-groups"]
+    try:
+        proc = subprocess.run(
+            [*as_afkit, *shlex.split("afkit study run gsi-trains --sites my-sites.yaml")],
+            cwd=home,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        page = home / proc.stdout.strip().splitlines()[-1]
+        verdicts = json.loads((page.parent / "verdicts.json").read_text())
+        assert verdicts["where"] == "my-sites.yaml" and verdicts["scaled"] is False
+        assert {c["id"] for c in verdicts["claims"]} == {c.id for c in model.load("gsi-trains").claims}
+        jobs = (page.parent.parent / "aggregate" / "jobs.csv").read_text()
+        executor = SITES["sites"][workers]["executor"]  # type: ignore[index]
+        assert f",{executor}," in jobs  # the jobs ran on the site's batch system
+    finally:
+        shutil.rmtree(home, ignore_errors=True)

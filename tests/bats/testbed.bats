@@ -6,6 +6,7 @@
 setup() {
   load '/usr/lib/bats/bats-support/load'
   load '/usr/lib/bats/bats-assert/load'
+  load "$BATS_TEST_DIRNAME/waiting"
   REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd -P)
   TB="$REPO/scripts/testbed"
   export AFKIT_TESTBED_CACHE="$BATS_TEST_TMPDIR/cache"
@@ -20,14 +21,17 @@ setup() {
 own_ns_sleeper() {
   unshare --mount --propagation private sleep 300 </dev/null >/dev/null 2>&1 3>&- &
   SLEEPER=$!
-  local i host_ns
-  host_ns=$(readlink /proc/self/ns/mnt)
-  for ((i = 0; i < 300; i++)); do
-    [[ $(readlink "/proc/$SLEEPER/ns/mnt" 2>/dev/null) == "$host_ns" ]] || break
-    sleep 0.1
-  done
-  assert_not_equal "$(readlink "/proc/$SLEEPER/ns/mnt")" "$host_ns"
+  assert wait_until 30 in_other_mount_ns "$SLEEPER" "$(readlink /proc/self/ns/mnt)"
 }
+
+# in_other_mount_ns PID NS : is PID alive in a mount namespace other than NS?
+in_other_mount_ns() {
+  local ns
+  ns=$(readlink "/proc/$1/ns/mnt" 2>/dev/null) && [[ -n $ns && $ns != "$2" ]]
+}
+
+# running_cmd CMDLINE : is a process of exactly CMDLINE running?
+running_cmd() { pgrep -x -f "$1" >/dev/null; }
 
 # fake_rootfs DIR KEY : a tree that passes the completeness check (marker + key programs).
 fake_rootfs() {
@@ -387,13 +391,9 @@ teardown() {
   # A process started inside the testbed, in its own session like a daemon.
   cd "$WORKDIR"
   "$TB" run -- setsid sleep 301 </dev/null >/dev/null 2>&1 3>&- &
-  local i inside=''
-  for ((i = 0; i < 50; i++)); do
-    inside=$(pgrep -x -f 'sleep 301' || true)
-    [[ -z $inside ]] || break
-    sleep 0.1
-  done
-  assert [ -n "$inside" ]
+  local inside
+  assert wait_until 30 running_cmd 'sleep 301'
+  inside=$(pgrep -x -f 'sleep 301')
   assert_equal "$(readlink "/proc/$inside/ns/mnt")" "$(cat "$AFKIT_TESTBED_STATE/holder.ns")"
   run "$TB" down
   assert_success

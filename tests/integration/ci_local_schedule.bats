@@ -37,6 +37,9 @@ storage_up() {
   AFKIT_STORAGE_BASE_PORT=$STORAGE_BASE python3 -m afkit storage up origin --data "$OUT/data" --state-dir "$OUT/storage" "$@" >/dev/null
 }
 
+# port_closed PORT : does nothing answer on 127.0.0.1:PORT?
+port_closed() { ! (: <"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
 # registry_creds : USER:PASSWORD of the last run's registry.
 registry_creds() {
   local vars=$OUT/$1/project/.gitlab-ci-local-variables.yml
@@ -65,6 +68,7 @@ PY
 }
 
 setup_file() {
+  load "$BATS_TEST_DIRNAME/../bats/waiting"
   REPO="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
   export REPO
   OUT=$(mktemp -d "${TMPDIR:-/tmp}/ci-local-schedule-it.XXXXXX")
@@ -91,7 +95,7 @@ PY
   # night 3: the image under the tag was replaced by a modified copy; only the functional jobs run
   tamper_registry_image run2 || echo "tampering failed" >"$OUT/tamper-failed"
   kill "$(cat "$OUT/run2/registry/pid")" 2>/dev/null || true
-  sleep 1
+  wait_until 60 port_closed "$PORT" # the next run starts its registry on the same port
   ci_local run3 --functional-only
 }
 

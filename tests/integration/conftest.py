@@ -33,9 +33,18 @@ SHARED_GROUPS = {
 ALONE = {"test_federation", "test_federation_faults"}
 
 
+# pytest-timeout's limit for one integration test (pyproject.toml's `timeout`, 120 s, is the unit
+# tests'): its setup included, where a module-scoped fixture may build an image (up to 900 s, the
+# alice_root_sif build's own timeout) before the test's campaign runs. A test marked
+# @pytest.mark.timeout(N) keeps its own limit.
+TIMEOUT = 1800
+
+
 def pytest_itemcollected(item: pytest.Item) -> None:
     if item.path.stem in ALONE:
         item.add_marker(pytest.mark.alone)
+    if item.get_closest_marker("timeout") is None:
+        item.add_marker(pytest.mark.timeout(TIMEOUT))
 
 
 def xdist_group(module: str) -> str:

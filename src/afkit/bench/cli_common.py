@@ -25,10 +25,13 @@ Options = Callable[[argparse.ArgumentParser], None]
 Handler = Callable[[argparse.Namespace], int]
 
 
-def check_duration(args: argparse.Namespace) -> None:
-    """``--duration`` is optional; when given it must be positive (exit 2 otherwise)."""
-    if args.duration is not None and args.duration <= 0:
-        raise UsageError(f"--duration must be positive, got {args.duration}")
+def check_duration(args: argparse.Namespace) -> float | None:
+    """``--duration`` is optional; when given it must be positive (exit 2 otherwise). The duration
+    (None: none given)."""
+    duration: float | None = args.duration
+    if duration is not None and duration <= 0:
+        raise UsageError(f"--duration must be positive, got {duration}")
+    return duration
 
 
 def add_benchmark(

@@ -24,17 +24,17 @@ from afkit.errors import NotFoundError, PrereqError, UnsafeError
 STAT_TIMEOUT = 20
 
 
-def check_executor(campaign: Campaign, executor: str, site: str | None = None) -> None:
+def check_executor(campaign: Campaign, executor: str, site: str | None = None) -> list[str]:
     """Refuse sites (SITE, or all with jobs) whose executor is not EXECUTOR (a snakemake
     executor plugin's name: afkit's own, e.g. ``afkit-slurm``, run the sites of their executor,
-    afkit.campaign.executors)."""
+    afkit.campaign.executors). The sites checked, which this executor runs."""
     executor = executors.of_plugin(executor)
     used = {s for b in campaign.config["benchmarks"] for s in b["sites"]}
     scope = [site] if site else [s for s in campaign.config["sites"] if s in used]
     wrong = {s: campaign.config["sites"][s]["executor"] for s in scope}
     wrong = {s: e for s, e in wrong.items() if e != executor}
     if not wrong:
-        return
+        return scope
     names = ", ".join(f"{s} ({e})" for s, e in wrong.items())
     kinds = sorted(set(wrong.values()) | {executor})
     if len(kinds) > 1 and len({campaign.config["sites"][s]["executor"] for s in scope}) > 1:

@@ -310,26 +310,30 @@ def build_narrowed(n: Narrowing, full_sif: Path, user_commands: list[str], closu
     }
 
 
-def check_fakeroot_base(runtime: apptainer.Runtime, base: render.Base) -> None:
+def check_fakeroot_base(runtime: apptainer.Runtime, base: render.Base) -> int:
     """A --fakeroot build copies a sandbox base inside a user namespace that maps only the building
     user and group: a file of another owner cannot be copied (apptainer: 'failed to Lchown ... for
-    UID 65534'). PrereqError naming the first such file, before anything is staged."""
+    UID 65534'). PrereqError naming the first such file, before anything is staged. The number of
+    the base directory's entries checked (itself included; 0: no fakeroot build from a directory)."""
     if runtime.mode != "fakeroot" or base.bootstrap != "localimage" or not base.from_:
-        return
+        return 0
     top = Path(base.from_)
     if not top.is_dir():
-        return
+        return 0
     uid, gid = os.getuid(), os.getgid()
-    for dirpath, dirnames, filenames in os.walk(top):
-        for path in (Path(dirpath), *(Path(dirpath) / n for n in (*dirnames, *filenames))):
-            st = path.lstat()
-            if (st.st_uid, st.st_gid) != (uid, gid):
-                raise PrereqError(
-                    f"{path} (in the base directory {top}) belongs to uid {st.st_uid}, gid {st.st_gid}: "
-                    f"a --fakeroot build maps only your user (uid {uid}, gid {gid}) and cannot copy it",
-                    hint="build as root (sudo), or from a base directory whose files are all yours "
-                    "(docs/image-builder.md, 'Restricted hosts')",
-                )
+    entries = (Path(d) / n for d, dirnames, filenames in os.walk(top) for n in (*dirnames, *filenames))
+    checked = 0
+    for path in (top, *entries):
+        st = path.lstat()
+        if (st.st_uid, st.st_gid) != (uid, gid):
+            raise PrereqError(
+                f"{path} (in the base directory {top}) belongs to uid {st.st_uid}, gid {st.st_gid}: "
+                f"a --fakeroot build maps only your user (uid {uid}, gid {gid}) and cannot copy it",
+                hint="build as root (sudo), or from a base directory whose files are all yours "
+                "(docs/image-builder.md, 'Restricted hosts')",
+            )
+        checked += 1
+    return checked
 
 
 def write_info(tree: Path, info: ImageInfo) -> None:

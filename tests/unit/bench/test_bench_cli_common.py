@@ -29,7 +29,7 @@ def _subparsers() -> tuple[argparse.ArgumentParser, Any]:
 
 @pytest.mark.parametrize("duration", [None, 0.5, 30.0])
 def test_check_duration_accepts_none_and_positive(duration: float | None) -> None:
-    cli_common.check_duration(argparse.Namespace(duration=duration))
+    assert cli_common.check_duration(argparse.Namespace(duration=duration)) == duration
 
 
 @pytest.mark.parametrize("duration", [0.0, -1.0])

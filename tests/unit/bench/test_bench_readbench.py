@@ -36,7 +36,8 @@ def test_sequential_read_counts_every_byte(tmp_path: Path, pattern_file: Path) -
 
 
 class _SlowPlan:
-    """A plan whose set-up takes 0.3 s (like drawing a random order), then one block."""
+    """A plan whose set-up takes 0.3 s (like drawing a random order), then one block. (A fixed
+    sleep on purpose: the test is about time itself, the clock must not count this set-up.)"""
 
     block = 4096
 

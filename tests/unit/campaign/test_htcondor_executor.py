@@ -9,7 +9,6 @@ check always runs first: upstream's status thread dies, afkit's waits and keeps 
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import pytest
 import snakemake_executor_plugin_htcondor as upstream
 from snakemake_interface_executor_plugins.settings import SharedFSUsage
+from waitsupport import wait_until
 
 import snakemake_executor_plugin_afkit_htcondor as afkit_htcondor
 
@@ -72,19 +72,10 @@ def slow_post_init(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
     return checked
 
 
-def wait_for(cond: Any, timeout: float = 10.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if cond():
-            return True
-        time.sleep(0.02)
-    return False
-
-
 def test_upstream_executor_loses_the_forced_race(tmp_path: Path, slow_post_init: threading.Event) -> None:
     log = Logger()
     ex = upstream.Executor(workflow(tmp_path), log)
-    assert wait_for(lambda: not ex.wait_thread.is_alive())  # the status loop died ...
+    wait_until(lambda: not ex.wait_thread.is_alive(), 10, 0.02, what="the status loop to end")  # it died,
     assert any("_event_logs" in e for e in log.errors)  # ... on the state __post_init__ makes
     ex.wait = False
 
@@ -93,8 +84,9 @@ def test_afkit_executor_checks_only_after_post_init(tmp_path: Path, slow_post_in
     log = Logger()
     ex = afkit_htcondor.Executor(workflow(tmp_path), log)
     slow_post_init.clear()
-    assert wait_for(slow_post_init.is_set)  # status checks run (after __post_init__) ...
-    assert wait_for(lambda: 1 in ex._event_logs)  # ... and read the earlier run's event log
+    # status checks run (after __post_init__) and read the earlier run's event log
+    wait_until(slow_post_init.is_set, 10, 0.02, what="a status check")
+    wait_until(lambda: 1 in ex._event_logs, 10, 0.02, what="job 1's event log read")
     assert ex.wait_thread.is_alive()
     assert log.errors == []
     ex.wait = False

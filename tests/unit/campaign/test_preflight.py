@@ -21,12 +21,18 @@ def test_a_site_of_another_executor_is_refused(raw: dict[str, Any], make: Any) -
 
 def test_only_the_selected_site_counts(raw: dict[str, Any], make: Any) -> None:
     raw["benchmarks"][0]["sites"] = ["here", "far"]
-    preflight.check_executor(make(raw), "slurm", site="far")
+    assert preflight.check_executor(make(raw), "slurm", site="far") == ["far"]
+
+
+def test_without_a_site_every_site_with_jobs_counts(raw: dict[str, Any], make: Any) -> None:
+    raw["benchmarks"][0]["sites"] = ["here"]  # far has no job: its executor does not matter
+    assert preflight.check_executor(make(raw), "local") == ["here"]
 
 
 def test_afkits_slurm_plugin_runs_the_slurm_sites(raw: dict[str, Any], make: Any) -> None:
     raw["benchmarks"][0]["sites"] = ["far"]
-    preflight.check_executor(make(raw), "afkit-slurm", site="far")  # workflows/profiles/slurm's executor
+    # workflows/profiles/slurm's executor
+    assert preflight.check_executor(make(raw), "afkit-slurm", site="far") == ["far"]
 
 
 def fake_xrootd(monkeypatch: pytest.MonkeyPatch, existing: set[str], asked: list[str]) -> None:

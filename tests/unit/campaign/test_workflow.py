@@ -13,11 +13,11 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from waitsupport import wait_until
 
 from afkit.campaign import aggregate as agg
 
@@ -336,6 +336,18 @@ def test_a_finished_campaign_started_by_another_path_of_the_same_python_has_noth
     assert "Nothing to be done" in proc.stdout + proc.stderr
 
 
+def payload_reading(scratch: Path) -> bool:
+    """Has a job's payload (its scratch directory in SCRATCH) written an interval record, i.e. is
+    it reading? (afkit.bench.records.JsonlWriter writes, flushed, to .NAME.PID.part until it ends.)"""
+    for part in scratch.glob("afkit-job-*/**/.*.jsonl.*.part"):
+        try:
+            if '"interval"' in part.read_text(encoding="utf-8"):
+                return True
+        except OSError:  # renamed into place meanwhile
+            continue
+    return False
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_an_interrupt_cuts_the_local_job_off_without_a_record_and_exits_130(
     sig: signal.Signals, tmp_path: Path, raw: dict[str, Any], write: Any
@@ -349,12 +361,9 @@ def test_an_interrupt_cuts_the_local_job_off_without_a_record_and_exits_130(
     sm = subprocess.Popen(
         cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
+    scratch = tmp_path / "scratch"  # the site's (tests/unit/campaign/conftest.py)
     try:
-        for _ in range(600):  # until the payload runs
-            if (tmp_path / "apptainer.calls").exists() or sm.poll() is not None:
-                break
-            time.sleep(0.1)
-        time.sleep(1)
+        wait_until(lambda: payload_reading(scratch), 60, what="the payload's first interval record", proc=sm)
         sm.send_signal(sig)  # to snakemake only, as `kill PID` would
         out, _ = sm.communicate(timeout=60)
     finally:

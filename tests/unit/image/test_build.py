@@ -8,10 +8,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from waitsupport import wait_until
 
 from afkit.errors import ExitCode
 
@@ -27,6 +27,7 @@ printf 'partial' >"$target"
 echo "$*" >"$AFKIT_FAKE_DIR/args"
 case $AFKIT_FAKE_MODE in
   fail) exit 1 ;;
+  # hang: a build that runs until it is interrupted (the test waits for 'started', not for a time)
   hang) trap 'exit 130' INT; touch "$AFKIT_FAKE_DIR/started"; while :; do sleep 0.1; done ;;
   ok) exit 0 ;;
 esac
@@ -69,12 +70,7 @@ def test_failed_build_leaves_no_sif(on_fixture: Path, fake: dict[str, str], tmp_
 def test_interrupted_build_leaves_no_sif(on_fixture: Path, fake: dict[str, str], tmp_path: Path) -> None:
     out = tmp_path / "work"
     proc = _start(on_fixture, fake, out, "hang")
-    started = tmp_path / "started"
-    for _ in range(1200):  # wait for the fake build to run (bounded; not a timing assertion)
-        if started.exists() or proc.poll() is not None:
-            break
-        time.sleep(0.1)
-    assert started.exists(), proc.communicate()[1]
+    wait_until((tmp_path / "started").exists, 60, what="the fake build to run", proc=proc)
     proc.send_signal(signal.SIGINT)
     _stdout, err = proc.communicate(timeout=120)
     assert proc.returncode == ExitCode.INTERRUPTED, err

@@ -1,0 +1,31 @@
+"""tests/waitsupport.py: wait_until, how tests wait for a condition instead of a fixed time."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from waitsupport import WaitTimeout, wait_until
+
+
+def test_returns_the_predicates_value_once_it_holds(tmp_path: Path) -> None:
+    flag = tmp_path / "ready"
+    # the condition comes true later, made by another thread
+    threading.Timer(0.2, flag.write_text, args=("yes",)).start()
+    assert wait_until(lambda: flag.is_file() and flag.read_text(), 30, what="the flag file") == "yes"
+
+
+def test_a_timeout_names_what_was_awaited() -> None:
+    with pytest.raises(WaitTimeout, match=r"timed out after 0\.2 s waiting for the flag file"):
+        wait_until(lambda: False, 0.2, what="the flag file")
+
+
+def test_a_process_that_ends_first_fails_the_wait_at_once_with_its_exit_code_and_output() -> None:
+    proc = subprocess.Popen([sys.executable, "-c", "print('it said this'); raise SystemExit(3)"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    with pytest.raises(WaitTimeout, match=r"exited 3 before the flag file: it said this") as exc:
+        wait_until(lambda: False, 300, what="the flag file", proc=proc)
+    assert isinstance(exc.value, AssertionError)  # pytest shows it as a failed assertion

@@ -1,0 +1,63 @@
+"""Waiting in tests: ``wait_until`` polls a condition instead of sleeping a fixed time.
+
+Shared by the unit and the integration tests (``pythonpath = ["tests"]`` in pyproject.toml's
+pytest settings puts this folder on ``sys.path``). A test waits for something it can observe (a
+file appears, a record is written, a process is gone, a port answers), never for a number of
+seconds; the timeout only bounds a wait that would otherwise hang. Its bats twin is
+``wait_until`` in ``tests/bats/waiting.bash``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class WaitTimeout(AssertionError):
+    """The awaited condition did not hold in time (or the process it depended on ended first)."""
+
+
+def _ended(proc: subprocess.Popen[Any], what: str) -> WaitTimeout:
+    """The failure for PROC having ended before WHAT: its exit code and the tail of its output."""
+    out: Any
+    err: Any
+    try:
+        out, err = proc.communicate(timeout=10)
+    except (ValueError, OSError, subprocess.TimeoutExpired):  # its pipes were read or closed already
+        out, err = "", ""
+    tail = "".join(x if isinstance(x, str) else x.decode(errors="replace") for x in (out or "", err or ""))
+    return WaitTimeout(f"{proc.args!r} exited {proc.returncode} before {what}: {tail[-3000:]}")
+
+
+def wait_until(
+    predicate: Callable[[], T],
+    timeout: float,
+    interval: float = 0.1,
+    *,
+    what: str,
+    proc: subprocess.Popen[Any] | None = None,
+) -> T:
+    """Call PREDICATE every INTERVAL seconds until it returns a true value, and return that value.
+
+    Raise WaitTimeout naming WHAT (the awaited condition, e.g. "the job's first interval record")
+    when TIMEOUT seconds pass first, or at once when PROC (the process that should bring the
+    condition about) ends before it holds. PREDICATE is called once more at the deadline.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if proc is not None and proc.poll() is not None:
+            value = predicate()  # it may have made the condition true just before it ended
+            if value:
+                return value
+            raise _ended(proc, what)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise WaitTimeout(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(min(interval, left))

@@ -229,3 +229,55 @@ def jobs_by_dataset(results: Path) -> dict[str, dict[str, str]]:
 def job_records(results: Path, bench: str) -> dict[str, tuple[int, bytes]]:
     """(mtime in ns, content) of every job record of BENCH: what a rerun must leave alone."""
     return {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in (results / "job" / bench).glob("*.json")}
+
+
+# XRootD's XCache (libXrdPfc) keeps beside each cached file FILE.cinfo: a version (int32, 4 since
+# XRootD 5), its Store struct (block size, file size as int64 first; 48 bytes on x86_64), the
+# struct's crc32c (4 bytes), then one bit per block that is written and synced to disk (xrootd
+# src/XrdPfc/XrdPfcInfo.cc Info::Write, XrdPfcInfo.hh struct Store). XrdPfcFile.cc File::Sync
+# writes it after the data file's fsync: a block's bit is set there only once its bytes are on disk.
+PFC_CINFO_VERSION = 4
+PFC_BITMAP_OFFSET = 4 + 48 + 4
+
+
+def xcache_holds(cached: Path) -> bool:
+    """Has XCache written every block of CACHED (a file in its cache directory) to disk and recorded
+    that in CACHED.cinfo (so that a read with the origin down is served from the cache)?"""
+    try:
+        info = cached.with_name(cached.name + ".cinfo").read_bytes()
+    except OSError:
+        return False
+    if len(info) < PFC_BITMAP_OFFSET:
+        return False
+    version = int.from_bytes(info[0:4], "little")
+    assert version == PFC_CINFO_VERSION, f"{cached}.cinfo: version {version}, not {PFC_CINFO_VERSION}"
+    block, size = int.from_bytes(info[4:12], "little"), int.from_bytes(info[12:20], "little")
+    if block <= 0 or size <= 0:
+        return False
+    blocks = -(-size // block)
+    bits = info[PFC_BITMAP_OFFSET : PFC_BITMAP_OFFSET + -(-blocks // 8)]
+    return len(bits) * 8 >= blocks and all(bits[i // 8] >> (i % 8) & 1 for i in range(blocks))
+
+
+def fed_cache_file(site: str, scenario: str, path: str) -> Path:
+    """Where SITE's cache SCENARIO (``afkit storage up SCENARIO`` with the site's storage directory as
+    its state directory, afkit.federation.control.storage_cmd) keeps its copy of PATH."""
+    from afkit.federation.control import storage_dir
+
+    return storage_dir(site) / scenario / "cache" / path.lstrip("/")
+
+
+def processes_in(directory: Path) -> list[str]:
+    """The processes (pid: command line) working in DIRECTORY or naming it on their command line: a
+    job of a test's campaign that still runs."""
+    import psutil
+
+    found = []
+    for p in psutil.process_iter(["pid", "cwd", "cmdline", "status"]):
+        if p.info["status"] == psutil.STATUS_ZOMBIE or p.info["pid"] == os.getpid():
+            continue
+        cmdline = " ".join(p.info["cmdline"] or [])
+        cwd = p.info["cwd"] or ""
+        if str(directory) in cmdline or cwd == str(directory) or cwd.startswith(f"{directory}/"):
+            found.append(f"{p.info['pid']}: {cmdline}")
+    return found

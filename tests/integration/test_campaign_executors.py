@@ -17,7 +17,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from typing import Any
 import pytest
 import yaml
 from itsupport import REPO, origin_dataset, require_env
+from waitsupport import wait_until
 
 pytestmark = pytest.mark.testbed
 
@@ -172,14 +172,8 @@ def test_killed_job_is_retried_and_a_restart_reruns_nothing(bench_sif: Path, dat
         sm = subprocess.Popen(
             cmd, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
-        killed: list[str] = []
         try:
-            for _ in range(240):  # until the job runs (at most 120 s)
-                killed = _condor_running(work)
-                if killed or sm.poll() is not None:
-                    break
-                time.sleep(0.5)
-            assert killed, "the job never ran"
+            killed = wait_until(lambda: _condor_running(work), 120, 0.5, what="the job to run", proc=sm)
             as_user("afkit", ["condor_rm", *killed], work)
             out, _ = sm.communicate(timeout=240)
         finally:

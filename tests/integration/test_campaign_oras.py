@@ -18,7 +18,6 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -27,6 +26,7 @@ from pathlib import Path
 
 import pytest
 from itsupport import origin_dataset, snakemake_local, steps_campaign, text_or_empty
+from waitsupport import WaitTimeout, wait_until
 
 from afkit.image.store import sha256_file
 
@@ -49,6 +49,15 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def answers(port: int) -> bool:
+    """Does the registry on 127.0.0.1:PORT answer its API's base endpoint (GET /v2/: 200)?"""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=2) as r:
+            return bool(r.status == 200)
+    except (urllib.error.URLError, ConnectionError):
+        return False
+
+
 @pytest.fixture(scope="module")
 def registry() -> Iterator[Registry]:
     """docker-registry on 127.0.0.1:PORT (the config of scripts/ci-local's start_registry, without auth)."""
@@ -65,17 +74,10 @@ def registry() -> Iterator[Registry]:
         proc = subprocess.Popen(["docker-registry", "serve", str(d / "config.yml")], stdout=fh, stderr=fh)
     reg = Registry(port, proc, log)
     try:
-        for _ in range(100):
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except (urllib.error.URLError, ConnectionError):
-                pass
-            assert proc.poll() is None, log.read_text(encoding="utf-8", errors="replace")
-            time.sleep(0.1)
-        else:
-            pytest.fail(f"the registry did not come up on 127.0.0.1:{port}: {log.read_text()}")
+        try:
+            wait_until(lambda: answers(port), 30, what=f"the registry on 127.0.0.1:{port}", proc=proc)
+        except WaitTimeout as err:
+            pytest.fail(f"{err}; its log:\n{log.read_text(encoding='utf-8', errors='replace')}")
         yield reg
     finally:
         reg.stop()

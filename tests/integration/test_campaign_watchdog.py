@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 import yaml
 from itsupport import REPO, origin_dataset, steps_campaign
+from waitsupport import wait_until
 
 pytestmark = pytest.mark.testbed
 
@@ -168,12 +169,8 @@ def condor_q(work: Path, constraint: str) -> list[str]:
 
 def hold_when_queued(work: Path, run: subprocess.Popen[str]) -> str:
     """condor_hold (as afkit) the campaign's job as soon as it is in the queue; its cluster id."""
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and run.poll() is None:
-        queued = condor_q(work, "true")
-        if queued:
-            subprocess.run(["setpriv", "--reuid=afkit", "--regid=afkit", "--init-groups", "condor_hold",
-                            queued[0]], check=True, capture_output=True)  # fmt: skip
-            return queued[0]
-        time.sleep(0.2)
-    raise AssertionError("the campaign's job never entered the queue")
+    [job, *_] = wait_until(lambda: condor_q(work, "true"), 120, 0.2, what="the campaign's job in the queue",
+                           proc=run)  # fmt: skip
+    subprocess.run(["setpriv", "--reuid=afkit", "--regid=afkit", "--init-groups", "condor_hold", job],
+                   check=True, capture_output=True)  # fmt: skip
+    return job

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from itsupport import afkit, ok, sh
+from itsupport import afkit, fed_cache_file, ok, sh, xcache_holds
+from waitsupport import wait_until
 
 SIZE = 24 << 20  # 24 MiB: about 1 s over the default 200 Mbit/s WAN link
 SLOW = "50mbit"  # the fault tests' link rate: a read lasts about 4 s, the fault hits its middle
@@ -96,7 +97,7 @@ def read_during(
     env: dict[str, str] | None = None,
 ) -> tuple[int, list[dict[str, Any]], str]:
     """Read URL at SITE over gsi's link slowed to SLOW; after the first interval record apply FAULT
-    (a command line), HOLD s later UNDO."""
+    (a command line), HOLD s later UNDO (a fault of HOLD seconds is the scenario: time itself)."""
     ok(afkit("federation", "link", "gsi", "--rate", SLOW))
     proc = subprocess.Popen(
         bench_cmd(site, url, *opts),
@@ -112,7 +113,7 @@ def read_during(
         if '"interval"' in line:
             break
     ok(sh(fault))
-    time.sleep(hold)
+    time.sleep(hold)  # the fault lasts HOLD seconds: the scenario itself, not a wait for something
     if undo:
         ok(sh(undo))
     out, err = proc.communicate(timeout=180)
@@ -209,7 +210,8 @@ def test_origin_down_warm_cache_still_serves_and_uncached_files_fail_clearly(
     cache = fed["sites"]["frankfurt"]["caches"]["xcache"]
     rc, _ = read("frankfurt", f"{cache}//{d}/{names[0]}")
     assert rc == 0
-    time.sleep(1)
+    cached = fed_cache_file("frankfurt", "xcache", f"{d}/{names[0]}")
+    wait_until(lambda: xcache_holds(cached), 30, 0.2, what=f"frankfurt's xcache to hold {cached}")
     ok(sh("afkit federation toxic gsi disable"))  # gsi's storage unreachable from the WAN
     rc, recs = read("frankfurt", f"{cache}//{d}/{names[0]}")
     assert rc == 0 and summary(recs)["bytes"] == SIZE, "the cached file was not served with the origin down"

@@ -20,7 +20,6 @@ import shlex
 import shutil
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,7 @@ from itsupport import (
     ok,
 )
 from itsupport import fed_sh as sh
+from waitsupport import wait_until
 
 from afkit.campaign.aggregate import wave_skews
 from afkit.campaign.rows import read_jobs
@@ -76,10 +76,8 @@ def test_partitioned_site_fails_its_job_only_and_retry_redoes_just_that_job(
         env={**os.environ, **FED_XRD_ENV},
     )
     try:
-        deadline = time.monotonic() + 60
-        while not job_reading(scratch, "gsi-data") and time.monotonic() < deadline and run.poll() is None:
-            time.sleep(0.2)
-        assert job_reading(scratch, "gsi-data"), "the gsi job never started reading"
+        wait_until(lambda: job_reading(scratch, "gsi-data"), 60, 0.2, what="the gsi job's first interval",
+                   proc=run)  # fmt: skip
         ok(sh("afkit federation link gsi --down"))
         out, _ = run.communicate(timeout=120)
     finally:

@@ -24,8 +24,19 @@ from typing import Any
 
 import itsupport
 import pytest
-from itsupport import FED_READ, FED_XRD_ENV, federation_work, job_reading, job_records, jobs_by_dataset, ok
+from itsupport import (
+    FED_READ,
+    FED_XRD_ENV,
+    fed_cache_file,
+    federation_work,
+    job_reading,
+    job_records,
+    jobs_by_dataset,
+    ok,
+    xcache_holds,
+)
 from itsupport import fed_sh as sh
+from waitsupport import wait_until
 
 pytestmark = pytest.mark.testbed
 
@@ -43,20 +54,18 @@ def work(bench_sif: Path) -> Iterator[tuple[Path, str]]:
 def run_with_fault(cfile: Path, fault: str, undo: str, hold: float) -> tuple[Path, str]:
     """(results directory, campaign output): run CFILE's campaign with gsi's link at SLOW; once the
     gsi job's read has written an interval record, FAULT (a documented command line), HOLD seconds
-    later UNDO."""
+    later UNDO (a fault of HOLD seconds is the scenario: that wait is time itself)."""
     results = Path(ok(itsupport.afkit("campaign", "results", str(cfile))).strip())
     ok(sh(f"afkit federation link gsi --rate {SLOW}"))
     run = subprocess.Popen(shlex.split("afkit campaign run C.yaml"), cwd=cfile.parent, text=True,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            env={**os.environ, **FED_XRD_ENV})  # fmt: skip
     try:
-        deadline = time.monotonic() + 60
         scratch = cfile.parent / "scratch"
-        while not job_reading(scratch, "gsi-data") and time.monotonic() < deadline and run.poll() is None:
-            time.sleep(0.1)
-        assert job_reading(scratch, "gsi-data"), "the gsi job never started reading"
+        wait_until(lambda: job_reading(scratch, "gsi-data"), 60, what="the gsi job's first interval record",
+                   proc=run)  # fmt: skip
         ok(sh(fault))
-        time.sleep(hold)
+        time.sleep(hold)  # the fault lasts HOLD seconds: the scenario itself, not a wait for something
         ok(sh(undo))
         out, _ = run.communicate(timeout=120)
     finally:
@@ -173,7 +182,8 @@ def test_origin_down_the_cached_file_is_read_and_only_the_uncached_job_fails_and
     reader = [sys.executable, "-m", "afkit", "bench", "read", "--no-monitor", url]
     warm = itsupport.afkit("federation", "exec", "frankfurt", "--", *reader, timeout=120)
     assert warm.returncode == 0, warm.stderr[-2000:]
-    time.sleep(1)  # the cache writes its last block and closes the file
+    cached_copy = fed_cache_file("frankfurt", "xcache", f"{prefix}/cached-0000.dat")
+    wait_until(lambda: xcache_holds(cached_copy), 30, 0.2, what=f"frankfurt's xcache to hold {cached_copy}")
     ok(sh("afkit federation toxic gsi disable"))  # gsi's storage unreachable from the WAN
     results = Path(ok(itsupport.afkit("campaign", "results", str(cfile))).strip())
     run = sh("afkit campaign run C.yaml", cwd=cfile.parent)

@@ -20,27 +20,15 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from test_image_build import make_base
+from waitsupport import wait_until
 
 TAG = "AliPhysics/vAN-20201018_ROOT6-1"
 MANY = 20000  # small files in the base (about a second of copying)
-
-
-def _wait_for(what: str, check: Callable[[], bool], proc: subprocess.Popen[str]) -> None:
-    """Poll CHECK until it is true; fail if PROC ends first or after 300 s."""
-    deadline = time.monotonic() + 300
-    while not check():
-        if proc.poll() is not None:
-            _out, err = proc.communicate()
-            pytest.fail(f"the build ended (exit {proc.returncode}) before {what}: {err[-3000:]}")
-        if time.monotonic() > deadline:
-            pytest.fail(f"no {what} after 300 s")
-        time.sleep(0.005)
 
 
 def _processes_naming(text: str) -> list[str]:
@@ -91,7 +79,9 @@ def test_ctrl_c_leaves_no_apptainer_temporary(top: tuple[Path, list[str]]) -> No
     )
     try:
         # mid-way: Apptainer has made its bundle (and starts copying the base into it)
-        _wait_for("Apptainer's build-temp-* bundle", lambda: any(work.glob(".tmp/build-temp-*")), proc)
+        # (polled every 5 ms: the copy it must interrupt lasts about a second)
+        wait_until(lambda: any(work.glob(".tmp/build-temp-*")), 300, 0.005,
+                   what="Apptainer's build-temp-* bundle", proc=proc)  # fmt: skip
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C on afkit's terminal sends
         _out, err = proc.communicate(timeout=300)
     finally:

@@ -16,13 +16,14 @@ import re
 import shutil
 import subprocess
 import tempfile
-import time
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import itsupport
 import pytest
 from itsupport import origin_dataset, steps_campaign
+from waitsupport import wait_until
 
 pytestmark = pytest.mark.testbed
 PASS = "it-Passphrase"
@@ -42,17 +43,43 @@ def _newpair(keysdir: Path, name: str, out: Path) -> str:
                             text=True, check=True)  # fmt: skip
     fp = re.search(r"Fingerprint:\s*([0-9A-F]{40})", listed.stdout)
     assert fp, gen.stderr + listed.stdout
-    # two answers on stdin (key index, then passphrase), read by separate prompts
+    # two answers on stdin (key index, then passphrase), read by separate prompts: the first one's
+    # buffered read of a pipe takes all there is (apptainer internal/pkg/util/interactive
+    # askQuestionUsingGenericDescr), so the passphrase goes in once its prompt is out
     pipe = subprocess.PIPE
     exp = subprocess.Popen(["apptainer", "key", "export", "--secret", "--armor", str(out)], env=env,
                            stdin=pipe, stdout=pipe, stderr=pipe, text=True)  # fmt: skip
-    assert exp.stdin is not None
+    assert exp.stdin is not None and exp.stdout is not None
+    shown = PromptReader(exp.stdout.fileno())
     exp.stdin.write("0\n")
     exp.stdin.flush()
-    time.sleep(1)
-    _, err = exp.communicate(PASS + "\n", timeout=60)
-    assert exp.returncode == 0 and out.is_file(), err
+    wait_until(lambda: "Enter key passphrase" in shown.text(), 60, what="apptainer's passphrase prompt",
+               proc=exp)  # fmt: skip
+    exp.stdin.write(PASS + "\n")
+    exp.stdin.close()
+    exp.wait(timeout=60)
+    shown.thread.join(timeout=10)
+    assert exp.stderr is not None
+    assert exp.returncode == 0 and out.is_file(), exp.stderr.read() + shown.text()
     return fp.group(1)
+
+
+class PromptReader:
+    """Collects what a program writes to the pipe FD as it comes (a prompt ends in no newline), in a
+    thread of its own, until the pipe closes."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._chunks: list[bytes] = []
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        while chunk := os.read(self._fd, 4096):
+            self._chunks.append(chunk)
+
+    def text(self) -> str:
+        return b"".join(self._chunks).decode(errors="replace")
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +20,8 @@ from typing import Any
 
 import itsupport
 import pytest
-from itsupport import ok
+from itsupport import ok, xcache_holds
+from waitsupport import wait_until
 
 DATA = Path(os.environ.get("AFKIT_XROOTD_DATA", "/srv/xrootd/data"))
 BASE = "12094"  # clear of the testbed origin (1094) and of the default scenario ports
@@ -81,9 +81,7 @@ def test_second_read_is_served_from_the_cache(site: tuple[Path, Path, str], scen
     opens_after_first = origin_opens(state, path)
     assert opens_after_first >= 1, "the first read did not reach the origin"
     cached = state / scenario / "cache" / path.lstrip("/")
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and not (cached.is_file() and cached.stat().st_size == SIZE):
-        time.sleep(0.2)
+    wait_until(lambda: xcache_holds(cached), 30, 0.2, what=f"{scenario} to hold the whole file ({cached})")
     assert cached.read_bytes() == (data / path.lstrip("/")).read_bytes(), (
         "cache file differs from the origin's"
     )
@@ -122,6 +120,16 @@ def test_up_on_a_busy_port_is_refused(site: tuple[Path, Path, str]) -> None:
         shutil.rmtree(other)
 
 
+def written(directory: Path, text: str) -> bool:
+    """Has the `afkit bench read -o DIRECTORY/run.jsonl` written a record with TEXT (to its .part
+    file while it runs, to run.jsonl when it has ended)?"""
+    for path in (*directory.glob(".run.jsonl.*.part"), directory / "run.jsonl"):
+        with contextlib.suppress(OSError):  # renamed into place meanwhile, or not there yet
+            if text in path.read_text(encoding="utf-8"):
+                return True
+    return False
+
+
 def test_server_restart_during_a_read_is_recorded(site: tuple[Path, Path, str], tmp_path: Path) -> None:
     state, data, path = site
     trace = tmp_path / "trace.csv"
@@ -132,16 +140,11 @@ def test_server_restart_during_a_read_is_recorded(site: tuple[Path, Path, str], 
     cmd += ["--duration", "8", "--reconnect-timeout", "15", "-o", str(out), url]
     proc = subprocess.Popen(cmd, env=ENV, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:  # wait for the first measured second
-            parts = list(tmp_path.glob(".run.jsonl.*.part"))
-            if parts and '"type":"interval"' in parts[0].read_text():
-                break
-            time.sleep(0.1)
-        else:
-            pytest.fail("the read never got going")
+        wait_until(lambda: written(tmp_path, '"type":"interval"'), 30, what="the first measured second",
+                   proc=proc)  # fmt: skip
         ok(afkit("storage", "down", "origin", "--state-dir", str(state)))
-        time.sleep(1.0)
+        # the read has met the server's absence before it comes back
+        wait_until(lambda: written(tmp_path, '"type":"error"'), 30, what="the read's error record", proc=proc)
         ok(afkit("storage", "up", "origin", "--state-dir", str(state), "--data", str(data)))
         _, err = proc.communicate(timeout=60)
     finally:

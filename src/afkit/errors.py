@@ -1,5 +1,6 @@
 """Exit codes shared by every afkit command (documented in README, section "Exit codes"), the
-project's one table of them; and the one line of an error text a record or a message shows.
+project's one table of them; and the one line of an error text a record or a message shows, and
+how a program ended.
 
 The shell scripts use the same numbers (``scripts/lib/common.sh``, checked against this table by
 ``tests/unit/test_exit_codes.py``).
@@ -7,6 +8,7 @@ The shell scripts use the same numbers (``scripts/lib/common.sh``, checked again
 
 from __future__ import annotations
 
+import signal
 from enum import IntEnum
 
 
@@ -98,3 +100,13 @@ def last_lines(text: str, limit: int = 300) -> str:
     if not kept and text.strip():
         return "..." + text.strip()[-(limit - 3) :]
     return "\n".join(kept)
+
+
+def ended(returncode: int) -> str:
+    """How a program ended, for a one-line error: "exited 1", "was killed by SIGSEGV"."""
+    if returncode < 0:
+        try:
+            return f"was killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"was killed by signal {-returncode}"
+    return f"exited {returncode}"

@@ -1,8 +1,9 @@
-"""afkit.errors.one_line: the one line of an error text that a record or a message shows."""
+"""afkit.errors.one_line: the one line of an error text that a record or a message shows; ended: how a
+program ended."""
 
 from __future__ import annotations
 
-from afkit.errors import one_line
+from afkit.errors import ended, one_line
 
 APPTAINER = "INFO:    Starting\nFATAL:   could not open image x.sif: no such file\nINFO:    Cleaning up\n"
 
@@ -32,3 +33,9 @@ def test_a_long_line_is_cut_and_no_text_is_empty() -> None:
 
 def test_otherwise_stands_for_text_that_names_no_error() -> None:
     assert one_line("INFO: pulling\nINFO: done\n", marks=("fatal", "error"), otherwise="") == ""
+
+
+def test_a_program_killed_by_a_signal_is_named_by_the_signal() -> None:
+    assert ended(-11) == "was killed by SIGSEGV"
+    assert ended(1) == "exited 1"
+    assert ended(-200) == "was killed by signal 200"  # no such signal's name

@@ -21,7 +21,7 @@ from typing import Any, NotRequired, TypedDict
 
 from afkit.bench.units import gbit_per_s, mbit_per_s
 
-# The untyped record of payload.py and analysis.py (their owners type them), nothing else.
+# The untyped record of afkit.campaign.processing and analysis.py (their owners type them), nothing else.
 Record = dict[str, Any]
 
 

@@ -19,8 +19,8 @@ from pathlib import Path
 from types import TracebackType
 
 from afkit.bench.records import JsonlWriter
-from afkit.campaign.interrupt import signals_to_main_thread
 from afkit.errors import AfkitError
+from afkit.signals import signals_to_main_thread
 
 PROC = Path("/proc")
 SECTOR = 512  # /proc/diskstats counts 512-byte sectors whatever the device's own size

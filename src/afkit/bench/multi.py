@@ -6,7 +6,7 @@ wait on one barrier and start measuring at the same instant. The per-client resu
 second by second (:func:`afkit.bench.intervals.sum_series`).
 
 ``run_threads`` runs the same clients as threads of one process (the campaign job's builtin
-payload, afkit.bench.payload). Analysis clients import uproot (afkit.bench.analysis) only when run.
+payload, afkit.campaign.processing). Analysis clients import uproot (afkit.bench.analysis) only when run.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The read benchmark: issue a plan's requests against files and count bytes per second.
 
 Standard library only (with a sequential plan): ``afkit bench read|multi`` and the campaign job
-(afkit.bench.payload, inside the image) run this one read loop.
+(afkit.campaign.processing, inside the image) run this one read loop.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from typing import IO, Any
 from afkit.bench.intervals import IntervalCounter, Record
 from afkit.bench.records import JsonlWriter, utc_iso
 from afkit.bench.units import mbit_per_s
-from afkit.errors import AfkitError, ExitCode, PrereqError, UsageError
+from afkit.errors import AfkitError, ExitCode, PrereqError, UsageError, ended
 
 ROOT_EXE = "root.exe"
 READERS = ("ttree", "rdataframe")
@@ -161,12 +161,6 @@ class Parsed:
         return kind
 
 
-def _ended(returncode: int) -> str:
-    from afkit.bench.payload import ended
-
-    return ended(returncode)
-
-
 def root_error(stderr: str, limit: int = 300) -> str:
     """The line of ROOT's stderr that says what went wrong (cling's ``error:``, ``Error in <…>``)."""
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
@@ -267,7 +261,7 @@ def run_rootread(
         raise AfkitError(f"ROOT reader: {message}", code=ExitCode(code) if known else ExitCode.FAILURE)
     if proc.returncode != 0 or not parsed.ended_by:
         raise AfkitError(
-            f"ROOT reader ({root}) {_ended(proc.returncode)}: {root_error(stderr)}",
+            f"ROOT reader ({root}) {ended(proc.returncode)}: {root_error(stderr)}",
             hint="run the command by hand to see ROOT's whole output: "
             + " ".join(command(root, config, cfg.reader)),
         )

@@ -27,14 +27,14 @@ regression), 5 a table not found, 6 no cell in common or a table without the nee
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 
 from afkit.atomic import write_atomic
 from afkit.campaign.aggregate import write_csv
-from afkit.campaign.rows import JobRow
+from afkit.campaign.rows import CellComparison, JobRow
 from afkit.errors import InvalidError, NotFoundError
 
 CELL = ("bench", "site", "dataset", "scenario", "access", "clients", "block_size", "stride", "wave_size")
@@ -45,35 +45,6 @@ SEED = 20261123
 TOLERANCE = 0.10
 MIN_REPETITIONS = 3
 VERDICTS = ("worse", "lost", "better", "same", "inconclusive")
-
-
-@dataclass(frozen=True)
-class CellComparison:
-    bench: str
-    site: str
-    dataset: str
-    scenario: str
-    access: str
-    clients: str
-    n_base: int
-    n_new: int
-    reps_base: int
-    reps_new: int
-    base_MBps: float
-    new_MBps: float
-    ratio: float
-    low: float
-    high: float
-    verdict: str
-    block_size: str = ""  # "" for analysis cells
-    stride: str = ""
-    wave_size: int = 1
-    detail: str = ""  # what tells this cell from others with the same label head ("b1M s0 w2")
-
-    @property
-    def label(self) -> str:
-        head = (self.bench, self.site, self.dataset, self.scenario, self.access, f"{self.clients}cl")
-        return " ".join((*head, self.detail) if self.detail else head)
 
 
 def jobs_table(path: Path) -> Path:

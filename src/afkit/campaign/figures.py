@@ -13,7 +13,6 @@ from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 from statistics import median
-from typing import TYPE_CHECKING
 
 from matplotlib.axes import Axes
 from matplotlib.axis import Axis
@@ -21,11 +20,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FormatStrFormatter, LogLocator
 
 from afkit.atomic import atomic_path
-from afkit.campaign.rows import IntervalRow, JobRow
+from afkit.campaign.rows import CellComparison, IntervalRow, JobRow
 from afkit.campaign.scaling import WavePoint, server_of
-
-if TYPE_CHECKING:
-    from afkit.campaign.compare import CellComparison
 
 # series whose typical rates differ by this factor or more share a log axis
 LOG_SPREAD = 10.0

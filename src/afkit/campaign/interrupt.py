@@ -6,7 +6,8 @@ the payloads this process started (``afkit.campaign.job``) and the job commands 
 KeyboardInterrupt, so snakemake cancels
 its batch jobs at once (condor_rm, scancel) instead of waiting for them (snakemake's own SIGTERM
 handling waits). A job cut off this way leaves no record. ``interrupted()`` tells the workflow's
-``onerror`` to exit 130.
+``onerror`` to exit 130. (Helper threads leave these signals to the main thread:
+``afkit.signals.signals_to_main_thread``.)
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import os
 import signal
 import subprocess
 import threading
-from collections.abc import Iterator
 from types import FrameType
 
 _running: set[subprocess.Popen[str]] = set()
@@ -64,21 +64,6 @@ def _handler(signum: int, frame: FrameType | None) -> None:
     stop_payloads()
     if first:
         raise KeyboardInterrupt(signal.Signals(signum).name)
-
-
-@contextlib.contextmanager
-def signals_to_main_thread() -> Iterator[None]:
-    """Threads started inside start with SIGINT and SIGTERM blocked (a thread inherits its
-    creator's signal mask), so the kernel delivers them to the main thread, the only one that runs
-    Python's handlers. A signal the kernel gave to a helper thread (the host monitor, a wave's job
-    threads) only woke the main thread when its blocking call ended: a job's payload ran to its end
-    before the interrupt stopped it. Signals arriving meanwhile stay pending, none is lost."""
-    stops = {signal.SIGINT, signal.SIGTERM}
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, stops)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def install() -> None:

@@ -36,6 +36,7 @@ from afkit.campaign.contract import ImageInfo, JobRecord, JobSpec, PayloadResult
 from afkit.campaign.executors import htcondor
 from afkit.errors import AfkitError, ExitCode, NotFoundError, PrereqError, one_line
 from afkit.image import apptainer
+from afkit.signals import signals_to_main_thread
 
 # afkit's package inside the image: `python -m afkit.campaign.steps` from the working directory /
 CONTAINER_PACKAGE = "/afkit"
@@ -269,7 +270,7 @@ def run_all(specs: list[JobSpec], outputs: list[Path], logs: list[Path]) -> list
 
     if len(specs) == 1:
         return [run(specs[0], output=outputs[0], log=logs[0])]
-    with ThreadPoolExecutor(max_workers=len(specs)) as pool, interrupt.signals_to_main_thread():
+    with ThreadPoolExecutor(max_workers=len(specs)) as pool, signals_to_main_thread():
         futures = [
             pool.submit(run, s, output=o, log=lg) for s, o, lg in zip(specs, outputs, logs, strict=True)
         ]

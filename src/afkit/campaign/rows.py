@@ -9,6 +9,9 @@ not measure (a failed job's bytes, a missing job's start). Columns newer than a 
 written before ``payload``, ``bottleneck``, ``url`` ... were columns) take their defaults; only the
 columns every table has had (``REQUIRED``) must be there. A cell that is not its field's type is an
 InvalidError (exit 6) naming the table, the row and the column. Standard library only.
+
+Also the row type of a comparison's table (:class:`CellComparison`, compare.csv), which
+``afkit campaign compare`` makes and its figure (afkit.campaign.figures) draws.
 """
 
 from __future__ import annotations
@@ -89,12 +92,45 @@ class IntervalRow:
     time: float | None = None
 
 
+@dataclass(frozen=True)
+class CellComparison:
+    """One cell of ``afkit campaign compare`` (a row of compare.csv; afkit.campaign.compare makes
+    it from two jobs tables, the comparison figure and the report show it)."""
+
+    bench: str
+    site: str
+    dataset: str
+    scenario: str
+    access: str
+    clients: str
+    n_base: int
+    n_new: int
+    reps_base: int
+    reps_new: int
+    base_MBps: float
+    new_MBps: float
+    ratio: float
+    low: float
+    high: float
+    verdict: str
+    block_size: str = ""  # "" for analysis cells
+    stride: str = ""
+    wave_size: int = 1
+    detail: str = ""  # what tells this cell from others with the same label head ("b1M s0 w2")
+
+    @property
+    def label(self) -> str:
+        head = (self.bench, self.site, self.dataset, self.scenario, self.access, f"{self.clients}cl")
+        return " ".join((*head, self.detail) if self.detail else head)
+
+
 # each column's type: jobs.csv's from the contract's field table, intervals.csv's the sample's
 # numbers (contract.INTERVAL_KEYS)
 _TYPES: dict[str, dict[str, tuple[type, ...]]] = {
     "JobRow": {f.name: f.types for f in FIELDS},
     "IntervalRow": {"id": STR, "t": NUM, "time": NUM, "bytes": NUM},
 }
+
 _R = TypeVar("_R", JobRow, IntervalRow)
 
 

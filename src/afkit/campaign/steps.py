@@ -4,7 +4,7 @@ The job wrapper (afkit.campaign.job) runs ``python -m afkit.campaign.steps SPEC.
 image with afkit's package bound read-only at ``/afkit`` and ``/`` as the working directory, where
 ``-m`` finds it: images built from CVMFS tags do not contain afkit. Steps: ``setup`` (container
 start + the software environment: the imports the processing needs), ``stage_in`` (copy mode: the
-inputs copied to the job's scratch; 0 in direct mode), ``processing`` (afkit.bench.payload: N
+inputs copied to the job's scratch; 0 in direct mode), ``processing`` (afkit.campaign.processing: N
 clients of afkit's benchmark engine) and ``stage_out`` (the job's output written back).
 
 Writes the payload's part of the job record (afkit.campaign.contract.PayloadResult) to the file the
@@ -26,9 +26,9 @@ from pathlib import Path
 
 import afkit
 from afkit.atomic import atomic_path
-from afkit.bench import payload
 from afkit.bench.rootread import find_root
 from afkit.bench.sources import fetch, import_xrootd_client, is_xrootd_url
+from afkit.campaign import processing
 from afkit.campaign.contract import PayloadResult, PayloadSpec
 from afkit.errors import one_line
 from afkit.image.model import INFO_PATH, EnvVar
@@ -100,7 +100,7 @@ def run_steps(spec: PayloadSpec, steps: dict[str, float], rec: PayloadResult) ->
     inputs, staged = stage_in(spec)
     steps["stage_in"] = time.time() - t
     start = time.time()
-    out = payload.process(spec, inputs, Path(spec.scratch) / "bench")
+    out = processing.process(spec, inputs, Path(spec.scratch) / "bench")
     steps["processing"] = time.time() - start
     t = time.time()
     rec.bytes_out = stage_out(spec, {"bytes": out.bytes, "events": out.events})
@@ -129,7 +129,7 @@ def main(argv: list[str]) -> int:
     except Exception as err:  # the result carries the failure; the wrapper decides what it means
         traceback.print_exc(file=sys.stderr)  # the whole story goes to the job's log
         shown: BaseException = err
-        if isinstance(err, payload.ProcessingFailed):  # its intervals and gaps until the failure
+        if isinstance(err, processing.ProcessingFailed):  # its intervals and gaps until the failure
             rec.intervals, rec.gaps = err.intervals, err.gaps
             shown = err.__cause__ or err  # the message is the real error's
         rec.status, rec.error = "failed", one_line(describe(shown), marks=(), first=True)

@@ -167,9 +167,8 @@ def test_campaign_payload_refuses_a_tree_pattern() -> None:
 def test_the_jobs_processing_step_with_payload_rootreadspeed_matches_the_record_contract(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """afkit.bench.payload.process as a campaign job runs it (the real ROOT 6.40 on PATH)."""
-    from afkit.bench import payload
-    from afkit.campaign import record
+    """afkit.campaign.processing.process as a campaign job runs it (the real ROOT 6.40 on PATH)."""
+    from afkit.campaign import processing, record
     from afkit.campaign.contract import Job, PayloadResult, PayloadSpec
 
     monkeypatch.setenv("PATH", _real_root_env()["PATH"])
@@ -178,7 +177,7 @@ def test_the_jobs_processing_step_with_payload_rootreadspeed_matches_the_record_
               clients=1, block_size="1M", stride="0", repetition=0, payload="rootreadspeed",
               branches=("Muon_Px", "Muon_Py"))  # fmt: skip
     spec = PayloadSpec(job=job, tree="events", scratch=str(tmp_path), stage_out="", result="", t_launch=0.0)
-    out = payload.process(spec, [str(data)], tmp_path / "bench")
+    out = processing.process(spec, [str(data)], tmp_path / "bench")
     rec = PayloadResult(host="wn", container_start=1.0, status="ok", steps={"processing": 0.5},
                         processing_start=1.0, bytes_staged=0, bytes_out=0, bytes=out.bytes, events=out.events,
                         intervals=out.intervals, gaps=out.gaps, readspeed=out.readspeed,

@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from afkit.campaign import aggregate as agg
 from afkit.campaign import compare, figures
 from afkit.campaign.contract import JobRecord
-from afkit.campaign.rows import IntervalRow, JobRow, read_intervals, read_jobs
+from afkit.campaign.rows import CellComparison, IntervalRow, JobRow, read_intervals, read_jobs
 
 
 def typed(records: list[dict[str, Any]]) -> list[JobRecord]:
@@ -139,7 +139,7 @@ def test_no_figure_text_is_cut(texts_outside: TextsOutside) -> None:
         assert texts_outside(fig) == []
 
 
-def _long_cells() -> list[compare.CellComparison]:
+def _long_cells() -> list[CellComparison]:
     base, again = read_jobs(FIX / "base.jobs.csv"), read_jobs(FIX / "again.jobs.csv")
     longer = {"site": "a-worker-node-site-with-a-long-name", "dataset": "nanoaod-ttbar-2018"}
     renamed = [[replace(r, **longer) for r in rows] for rows in (base, again)]

@@ -205,10 +205,3 @@ def test_a_tree_the_file_lacks_names_the_trees_it_holds_in_the_job_error(tmp_pat
     line = one_line(_job_steps().describe(info.value), marks=(), first=True)  # as the job does
     assert line.startswith("NotFoundError: no tree 'Events' in ")
     assert line.endswith("(trees in the file: events)")
-
-
-def test_a_payload_killed_by_a_signal_is_named_by_the_signal() -> None:
-    from afkit.bench.payload import ended
-
-    assert ended(-11) == "was killed by SIGSEGV"
-    assert ended(1) == "exited 1"

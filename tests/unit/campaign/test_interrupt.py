@@ -4,7 +4,7 @@ A job process has helper threads (the host monitor; a local wave's job threads).
 signal the kernel handed to one of them only woke the main thread when its blocking wait for the
 payload ended: a 15 s payload ran to its end before the interrupt stopped it (seen with
 ``afkit campaign run`` and SIGTERM, 2 of 3 tries). Helper threads therefore start with SIGINT and
-SIGTERM blocked (afkit.campaign.interrupt.signals_to_main_thread).
+SIGTERM blocked (afkit.signals.signals_to_main_thread).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from afkit.bench.monitor import HostMonitor
-from afkit.campaign import interrupt
+from afkit.signals import signals_to_main_thread
 
 STOPS = {signal.SIGINT, signal.SIGTERM}
 
@@ -38,7 +38,7 @@ def test_the_host_monitor_thread_leaves_the_stop_signals_to_the_main_thread(tmp_
 
 def test_threads_started_in_the_context_block_the_stop_signals_and_the_caller_does_not() -> None:
     seen: list[set[int]] = []
-    with interrupt.signals_to_main_thread():
+    with signals_to_main_thread():
         worker = threading.Thread(target=lambda: seen.append(_blocked(threading.get_native_id())))
         worker.start()
     worker.join()

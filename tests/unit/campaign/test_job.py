@@ -292,8 +292,8 @@ def test_a_sites_env_reaches_its_payload_and_not_the_process_running_the_job(
 
 
 def test_a_failed_processing_step_keeps_the_intervals_and_gaps_its_clients_wrote(tmp_path: Path) -> None:
-    """afkit.bench.payload: what a job record shows of a read that failed (docs/federation.md)."""
-    from afkit.bench import payload
+    """afkit.campaign.processing: what a job record shows of a read that failed (docs/federation.md)."""
+    from afkit.campaign import processing
 
     lines = [
         {"type": "interval", "t": 100, "bytes": 5, "ops": 1, "covered": 1.0},
@@ -303,17 +303,17 @@ def test_a_failed_processing_step_keeps_the_intervals_and_gaps_its_clients_wrote
         {"type": "gap", "t": 104.5, "seconds": 10.0, "url": "root://h//f", "recovered": False},
     ]
     (tmp_path / "bench.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
-    part = payload.failed_at("reset", tmp_path, 1.0, 100.0)
+    part = processing.failed_at("reset", tmp_path, 1.0, 100.0)
     assert [(i["t"], i["bytes"]) for i in part.intervals or []] == [(1.0, 5), (2.0, 0)]
     assert [(g["t"], g["recovered"]) for g in part.gaps or []] == [(101.2, True), (104.5, False)]
     assert all("type" not in g for g in part.gaps or [])
 
 
 def test_a_torn_client_file_leaves_no_partial_result(tmp_path: Path) -> None:
-    from afkit.bench import payload
+    from afkit.campaign import processing
 
     (tmp_path / "bench.jsonl").write_text('{"type": "interval", "t": 1', encoding="utf-8")
-    part = payload.failed_at("torn", tmp_path, 1.0, 0.0)
+    part = processing.failed_at("torn", tmp_path, 1.0, 0.0)
     assert (part.intervals, part.gaps) == (None, None)
 
 

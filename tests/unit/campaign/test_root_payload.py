@@ -34,9 +34,8 @@ def test_payload_root_and_its_reader_settings_validate(raw: dict[str, Any]) -> N
 def test_the_reader_settings_reach_the_jobs_spec_and_its_root_client(raw: dict[str, Any], make: Any) -> None:
     """Planning puts the benchmark's root key into each job's spec; the payload's spec carries it
     into the image, where each client is a ROOT reader with those settings."""
-    from afkit.bench import payload
     from afkit.bench.rootread import RootReadConfig
-    from afkit.campaign import plan
+    from afkit.campaign import plan, processing
     from afkit.campaign.contract import JobSpec, PayloadSpec
 
     c = make(analysis(raw, payload="root", root={"reader": "rdataframe", "work": "histogram", "cache_mb": 8}))
@@ -44,7 +43,7 @@ def test_the_reader_settings_reach_the_jobs_spec_and_its_root_client(raw: dict[s
     assert (spec.root.reader, spec.root.work, spec.root.cache_mb) == ("rdataframe", "histogram", 8.0)
     inside = PayloadSpec(job=spec.job, tree="DF_*/O2track", scratch="/tmp", stage_out="", result="",
                          t_launch=0.0, root=spec.root)  # fmt: skip
-    client = payload.client_config(inside, ["f.root"], 1.0)
+    client = processing.client_config(inside, ["f.root"], 1.0)
     assert isinstance(client, RootReadConfig)
     assert (client.reader, client.work, client.cache_mb, client.tree) == (
         "rdataframe",

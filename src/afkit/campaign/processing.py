@@ -23,7 +23,6 @@ XRootD bindings (``root://``) are imported when a client needs them.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -37,7 +36,7 @@ from afkit.bench.offsets import BlockPlan, parse_stride
 from afkit.bench.readbench import ReadConfig
 from afkit.bench.records import read_jsonl
 from afkit.bench.units import parse_rate, parse_size
-from afkit.errors import AfkitError
+from afkit.errors import AfkitError, ended
 
 if TYPE_CHECKING:
     from afkit.bench.analysis import AnalysisConfig
@@ -134,16 +133,6 @@ def afkit_bench_command(spec: PayloadSpec, inputs: list[str], out_dir: Path) -> 
             *inputs,
         ], out_dir / "bench.jsonl"
     return [*bench, *kind, "--outdir", str(out_dir), "--no-monitor", *opts, *inputs], out_dir / "sum.jsonl"
-
-
-def ended(returncode: int) -> str:
-    """How a program ended, for a one-line error: "exited 1", "was killed by SIGSEGV"."""
-    if returncode < 0:
-        try:
-            return f"was killed by {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"was killed by signal {-returncode}"
-    return f"exited {returncode}"
 
 
 class ProcessingFailed(RuntimeError):

@@ -26,7 +26,7 @@ $(VENV)/.afkit-stamp: pyproject.toml
 	@$(VENV)/bin/python -m pip install -q -e '.[dev,workflow]'
 	@touch $@
 
-lint: venv ## shellcheck, ruff and mypy
+lint: venv ## shellcheck, ruff, mypy and the import contracts (lint-imports)
 	@scripts/run-tests lint
 
 unit: venv ## pytest unit tests

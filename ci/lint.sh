@@ -12,8 +12,9 @@ usage() {
 Usage: ci/lint.sh CHECK...
 
 Checks (each one CI job of the lint stage; run them by hand from the checkout):
-  code       shellcheck on every shell script, ruff and mypy on the Python code (scripts/run-tests lint;
-             JUnit reports in \$AFKIT_REPORTS, default build/test-reports)
+  code       shellcheck on every shell script, ruff, mypy and lint-imports (the import contracts) on
+             the Python code (scripts/run-tests lint; JUnit reports in \$AFKIT_REPORTS, default
+             build/test-reports)
   snakemake  'snakefmt --check' on workflows/Snakefile and workflows/rules/*.smk; 'snakemake --lint'
              from workflows/ with no campaign (the default config/config.yaml, as the Snakemake
              workflow catalog runs it) and with every campaign in workflows/config/

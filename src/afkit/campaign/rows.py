@@ -52,6 +52,7 @@ class JobRow:
     demand: str = ""
     wave_size: int = 1
     repetition: int | None = None
+    duration: float | None = None
     interval: float | None = None
     url: str = ""
     status: str = ""
@@ -71,6 +72,7 @@ class JobRow:
     bottleneck_reason: str = ""
     payload: str = ""
     readspeed_verdict: str = ""
+    image_ref: str = ""
 
     def step_s(self, step: str) -> float | None:
         """Seconds of STEP (setup, stage_in, processing, stage_out); None when not measured."""

@@ -27,6 +27,8 @@ JOBS_CSV = [
     "payload", "readspeed_verdict",
     # payload: root, ROOT's own read counts (docs/campaigns.md): appended too
     "root_bytes_read", "root_read_calls", "root_vector_reads",
+    # the campaign's image as given (the report's header; image_path may be a worker's copy)
+    "image_ref",
 ]  # fmt: skip
 
 

@@ -3,8 +3,9 @@ scaling series and ``afkit campaign compare`` group jobs by.
 
 A cell is one point of a benchmark's sweep: the values of :data:`KEYS`, every parameter a job
 was planned with that changes what it measures: the swept ones (scenario, access, clients,
-block size, stride, jobs per wave: the schema's ``sweep``, afkit.campaign.plan) and the fixed ones
-of the benchmark (its name, site, dataset, payload, duration, sample interval). Jobs of one cell
+block size, stride, jobs per wave: the schema's ``sweep``, afkit.campaign.plan) and the fixed
+ones of the benchmark (its name, site, dataset, read-rate demand, payload, duration, sample
+interval). Jobs of one cell
 differ only in their repetition and their place in a wave: a cell's jobs are its samples. A fixed
 parameter is constant within a campaign's benchmark, so it splits nothing there; it does split
 jobs put together from two tables (``compare``) or two benchmarks (the payload section) where it
@@ -99,6 +100,7 @@ KEYS: tuple[Key, ...] = (
     Key("clients", "clients", lambda v: f"{v}cl", always=True),
     Key("block_size", "block size", lambda v: f"block {size_text(v)}", size_text, _size_order, _READS),
     Key("stride", "stride", lambda v: f"stride {size_text(v)}", size_text, _size_order, _READS),
+    Key("demand", "demand", lambda v: f"demand {v}"),  # each client's read rate cap ("" none)
     Key("wave_size", "jobs/wave", lambda v: f"{v} job(s)/wave", always=True),
     Key("payload", "payload", lambda v: f"payload {v}", missing="builtin"),
     Key("duration", "duration [s]", lambda v: f"{_plain(v)} s reads", kinds=_TIMED),

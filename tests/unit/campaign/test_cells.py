@@ -32,7 +32,7 @@ def test_every_sweep_key_of_the_schema_is_a_cell_key() -> None:
 
 def test_a_benchmarks_fixed_parameters_in_jobs_csv_are_cell_keys() -> None:
     # what the plan sets per benchmark (afkit.campaign.plan.expand) and jobs.csv carries
-    assert {"bench", "site", "dataset", "payload", "duration", "interval"} <= set(cells.NAMES)
+    assert {"bench", "site", "dataset", "demand", "payload", "duration", "interval"} <= set(cells.NAMES)
 
 
 def test_sizes_are_named_and_ordered_by_their_bytes() -> None:
@@ -152,6 +152,7 @@ def job_tables(draw: st.DrawFn) -> tuple[list[JobRow], list[IntervalRow]]:
             wave_size=1 if kind == "read" else draw(st.sampled_from([1, 2])),
             repetition=draw(st.sampled_from([0, 1])), payload=draw(st.sampled_from(["", "builtin", "root"])),
             duration=draw(st.sampled_from([2.0, 10.0])), interval=1.0,
+            demand=draw(st.sampled_from(["", "2MB/s"])),
             url=draw(st.sampled_from(["root://se1:1094//f", "root://se2:1094//f", "/mnt/f"])),
             status=draw(st.sampled_from(["ok", "ok", "failed"])), start=start, end=start + proc + 1,
             processing_start=start + 0.5, processing_s=proc, bytes=1000,

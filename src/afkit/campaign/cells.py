@@ -5,12 +5,11 @@ A cell is one point of a benchmark's sweep: the values of :data:`KEYS`, every pa
 was planned with that changes what it measures: the swept ones (scenario, access, clients,
 block size, stride, jobs per wave: the schema's ``sweep``, afkit.campaign.plan) and the fixed
 ones of the benchmark (its name, site, dataset, read-rate demand, payload, duration, sample
-interval). Jobs of one cell
-differ only in their repetition and their place in a wave: a cell's jobs are its samples. A fixed
-parameter is constant within a campaign's benchmark, so it splits nothing there; it does split
-jobs put together from two tables (``compare``) or two benchmarks (the payload section) where it
-differs. Labels name only the keys whose values differ among the cells shown together
-(:func:`varying`, :func:`describe`).
+interval). Jobs of one cell differ only in their repetition and their place in a wave: a cell's
+jobs are its samples. A fixed parameter is constant within a campaign's benchmark, so it splits
+nothing there; it does split jobs put together from two tables (``compare``) or two benchmarks
+(the payload section) where it differs. Labels name only the keys whose values differ among the
+cells shown together (:func:`varying`, :func:`describe`).
 
 A new sweep key (a JobRow column) joins by one :class:`Key` in :data:`KEYS`: its column, its label,
 how a table prints its value and how a legend names it; no consumer lists the keys itself.

@@ -1,9 +1,11 @@
 """``afkit campaign compare BASE NEW``: per cell, NEW/BASE throughput with a bootstrap uncertainty.
 
-A cell is (bench, site, dataset, scenario, access, clients, block_size, stride, wave_size): one point
-of the campaign's sweep (block size and stride: not for analysis jobs, which read whole baskets);
-its samples are the ``throughput_MBps`` of its successful jobs (one per repetition and per job of a
-wave). Pooling the points of a block-size sweep or the waves of a train would mix populations.
+A cell is one point of the campaign's sweep, as afkit.campaign.cells defines it for the report
+too: benchmark, site, dataset, scenario, access, clients, block size, stride, jobs per wave, payload,
+duration and sample interval (block size and stride: not for analysis jobs, which read whole
+baskets); its samples are the ``throughput_MBps`` of its successful jobs (one per repetition and
+per job of a wave). Pooling the points of a block-size or stride sweep, the waves of a train, or
+runs whose fixed parameters differ would mix populations.
 The ratio is median(NEW) / median(BASE); its 95 % interval comes from a percentile bootstrap
 (both samples resampled with replacement, ``RESAMPLES`` times, fixed seed: the same tables always
 give the same numbers).
@@ -27,19 +29,21 @@ regression), 5 a table not found, 6 no cell in common or a table without the nee
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 
 from afkit.atomic import write_atomic
+from afkit.campaign import cells
 from afkit.campaign.aggregate import write_csv
-from afkit.campaign.rows import CellComparison, JobRow
+from afkit.campaign.cells import CellComparison
+from afkit.campaign.rows import JobRow
 from afkit.errors import InvalidError, NotFoundError
 
-CELL = ("bench", "site", "dataset", "scenario", "access", "clients", "block_size", "stride", "wave_size")
+CELL = cells.NAMES  # what a cell is: afkit.campaign.cells.KEYS
 METRIC = "throughput_MBps"  # JobRow.throughput_MBps
-Key = tuple[str, str, str, str, str, int, str, str, int]  # a cell: CELL's values
+Key = cells.Cell  # a cell: its values of cells.KEYS
+HEAD = cells.HEAD
 RESAMPLES = 2000
 SEED = 20261123
 TOLERANCE = 0.10
@@ -60,23 +64,19 @@ def jobs_table(path: Path) -> Path:
 
 
 def cell_of(r: JobRow) -> Key:
-    reads = ("", "") if r.type == "analysis" else (r.block_size, r.stride)  # uproot reads whole baskets
-    return (r.bench, r.site, r.dataset, r.scenario, r.access, r.clients, *reads, r.wave_size)
+    return cells.cell_of(r)
 
 
 def _details(keys: list[Key]) -> dict[Key, str]:
-    """Per cell, the sweep values (block size, stride, wave size) that tell it from the cells of
-    the same bench, site, dataset, scenario, access and clients: "b64k s0", "w4" ("" when it is the
-    only one: the label stays as short as before)."""
+    """Per cell, the keys beyond the label's head (benchmark, site, dataset, scenario, access,
+    clients) that tell it from the cells of the same head: "stride 8 MiB", "4 job(s)/wave" ("" when
+    it is the only one: the label stays short)."""
+    at = [CELL.index(n) for n in HEAD]
     heads: dict[tuple[object, ...], list[Key]] = {}
     for key in keys:
-        heads.setdefault(key[:6], []).append(key)
-    out = {}
-    for key in keys:
-        group = heads[key[:6]]
-        out[key] = " ".join(f"{tag}{key[i]}" for i, tag in ((6, "b"), (7, "s"), (8, "w"))
-                            if len({k[i] for k in group}) > 1)  # fmt: skip
-    return out
+        heads.setdefault(tuple(key[i] for i in at), []).append(key)
+    return {key: cells.describe(key, [k for k in cells.varying(heads[tuple(key[i] for i in at)])
+                                      if k.column not in HEAD]) for key in keys}  # fmt: skip
 
 
 def samples(rows: list[JobRow]) -> dict[Key, list[float]]:
@@ -136,7 +136,7 @@ def compare(
     """Per cell the two tables have in common (rows: afkit.campaign.rows.read_jobs), NEW/BASE."""
     base, new = samples(base_rows), samples(new_rows)
     reps_b, reps_n = repetitions(base_rows), repetitions(new_rows)
-    common = sorted(set(base) & set(new))
+    common = sorted(set(base) & set(new), key=cells.sort_key)
     if not common:
         raise InvalidError(
             f"{base_name} and {new_name} have no cell in common",
@@ -147,8 +147,6 @@ def compare(
     out = []
     for key in common:
         b, n = base[key], new[key]
-        bench, site, dataset, scenario, access, clients, block, stride, wave = key
-        cell = (bench, site, dataset, scenario, access, str(clients))  # as jobs.csv writes it
         if not b:
             continue  # nothing to compare with: BASE failed there too
         rb, rn, mb = reps_b[key], reps_n[key], float(np.median(b))
@@ -159,9 +157,8 @@ def compare(
             ratio, low, high = bootstrap_ratio(b, n, rng)
             found = verdict(low, high, tolerance, min(rb, rn))
         mn = float(np.median(n)) if n else 0.0
-        sweep = {"block_size": block, "stride": stride, "detail": details[key]}
-        out.append(CellComparison(*cell, len(b), len(n), rb, rn, mb, mn, ratio, low, high, found,
-                                  wave_size=wave, **sweep))  # fmt: skip
+        out.append(CellComparison(key, len(b), len(n), rb, rn, mb, mn, ratio, low, high, found,
+                                  details[key]))  # fmt: skip
     return out
 
 
@@ -191,12 +188,12 @@ def write(result: list[CellComparison], out_dir: Path, meta: dict[str, object]) 
     from afkit.campaign.figures import comparison as figure
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    fields = list(asdict(result[0])) if result else ["verdict"]
-    write_csv(out_dir / "compare.csv", fields, (asdict(c) for c in result))
+    rows = [c.as_dict() for c in result]
+    write_csv(out_dir / "compare.csv", list(rows[0]) if rows else ["verdict"], rows)
     tolerance = meta.get("tolerance")
     figure(result, out_dir / "compare.png", float(tolerance) if isinstance(tolerance, int | float) else None)
-    cells = {**meta, "cells": [asdict(c) for c in result]}
-    return write_atomic(out_dir / "compare.json", json.dumps(cells, indent=1), mode=0o644)
+    section = {**meta, "cells": rows}
+    return write_atomic(out_dir / "compare.json", json.dumps(section, indent=1), mode=0o644)
 
 
 def load_section(report_dir: Path) -> dict[str, object] | None:

@@ -191,6 +191,14 @@ class ImageInfo:
     source: str = ""
     python: str = "auto"
 
+    @property
+    def reference(self) -> str:
+        """The image as the campaign gave it: its ``oras://`` reference, ``build TAG`` for an image
+        built from a tag, else the SIF file's path on the submit host (never a worker's copy)."""
+        if self.source == "build":
+            return f"build {self.tag}"
+        return self.source if "://" in self.source else self.path
+
     @classmethod
     def read(cls, path: Path) -> ImageInfo:
         data = _load(path, "image description")
@@ -377,7 +385,7 @@ class JobRecord:
     campaign_hash: str | None = _wrap("12 hex digits over the campaign (what a job measures)")
     image_sha256: str | None = _wrap("the image's SHA-256")
     image_tag: str | None = _wrap("the software tag the image was built from")
-    image_path: str | None = _wrap("the SIF the job ran")
+    image_path: str | None = _wrap("the SIF the job ran (a worker's own pull: its copy)")
     bench: str | None = _plan("the benchmark's name")
     type: str | None = _plan("read, train, steps or analysis")
     id: str | None = _plan("the job's id (its parameters)")
@@ -387,6 +395,7 @@ class JobRecord:
     batch_job_id: str | None = _wrap("the batch system's job id (empty for local)")
     host: str | None = _pay("the worker node's host name")
     dataset: str | None = _plan("the dataset's name")
+    group: str | None = _f("plan", "a spread train's datasets, joined by '+' (empty: one dataset)", need="optional")
     scenario: str | None = _plan("origin or a cache's name")
     access: str | None = _plan("direct or copy")
     clients: int | None = _plan("reading clients of the job")
@@ -436,6 +445,9 @@ class JobRecord:
     root_bytes_read: int | None = _pay("bytes ROOT read (payload root)", need="optional", unit="bytes")
     root_read_calls: int | None = _pay("ROOT's read calls (payload root)", need="optional")
     root_vector_reads: int | None = _pay("the tree caches' vector reads (payload root)", need="optional")
+    # the report's header: the image the campaign used, not a worker's copy of it
+    image_ref: str | None = _wrap("the campaign's image as given: the SIF file, the oras:// reference "
+                                  "or build TAG (the report's header)", need="optional")  # fmt: skip
     # in the record only
     readspeed: dict[str, object] | None = _pay("rootreadspeed's figures (afkit.bench.readspeed)",  # noqa: RUF009
                                                need="optional", column=False)  # fmt: skip
@@ -462,7 +474,7 @@ class JobRecord:
         """The fields the plan writes: JOB's parameters."""
         return cls(bench=job.bench, type=job.type, id=job.id, wave=job.wave, site=job.site,
                    dataset=job.dataset, scenario=job.scenario, access=job.access, clients=job.clients,
-                   block_size=job.block_size, stride=job.stride, demand=job.demand,
+                   block_size=job.block_size, stride=job.stride, demand=job.demand, group=job.group,
                    wave_size=job.wave_size, index=job.index,
                    repetition=job.repetition, duration=job.duration, interval=job.interval,
                    template=job.template, payload=job.payload, branches=list(job.branches))  # fmt: skip

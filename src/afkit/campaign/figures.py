@@ -20,7 +20,9 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FormatStrFormatter, LogLocator
 
 from afkit.atomic import atomic_path
-from afkit.campaign.rows import CellComparison, IntervalRow, JobRow
+from afkit.campaign import cells
+from afkit.campaign.cells import CellComparison
+from afkit.campaign.rows import IntervalRow, JobRow
 from afkit.campaign.scaling import WavePoint, server_of
 
 # series whose typical rates differ by this factor or more share a log axis
@@ -79,50 +81,88 @@ def source(r: JobRow) -> str:
     return f"{r.site} <- {endpoint}"
 
 
-def rate_series(
-    rows: list[JobRow], intervals: list[IntervalRow]
-) -> dict[tuple[str, str, str, int], dict[float, float]]:
-    """(source, scenario, access, clients) → {t: Gbit/s}: summed over a job's clients, mean over
-    repetitions; one series per site and endpoint."""
+Series = tuple[str, cells.Cell]  # (source, the cell without the figure's axis keys)
+TIME_KEYS = cells.keys()  # a time series is one cell (the x axis is time)
+CLIENT_KEYS = cells.keys(without=("clients",))  # a line of the clients figures: clients on the x axis
+
+
+def _wave(r: JobRow) -> object:
+    """The jobs that ran together at one sweep point: the repetition of the job's cell (a table
+    without repetitions: each job on its own)."""
+    return r.id if r.repetition is None else r.repetition
+
+
+def series_label(series: Series, shown: list[str], among: list[cells.Cell], ks: tuple[cells.Key, ...]) -> str:
+    """'SOURCE: ' and the SERIES' cell named by the keys SHOWN and every other key whose values
+    differ AMONG the figure's series (the site is in the source)."""
+    src, cell = series
+    differ = {k.column for k in cells.varying(among, ks)}
+    named = [k for k in ks if k.column != "site" and (k.column in shown or k.column in differ)]
+    return f"{src}: {cells.describe(cell, named, ks)}"
+
+
+def rate_series(rows: list[JobRow], intervals: list[IntervalRow]) -> dict[Series, dict[float, float]]:
+    """(source, cell) → {t: Gbit/s} of the read benchmarks: per repetition the sum over the jobs
+    that ran together (a job's samples already hold all its clients; a wave's jobs are aligned on
+    wall-clock seconds since the wave's first processing start), then the mean over repetitions.
+    Never summed across cells (sweep values) or sources (sites and endpoints)."""
     kinds = {r.id: r for r in rows if r.type == "read" and r.status == "ok"}
-    series: dict[tuple[str, str, str, int], dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
+    t0: dict[tuple[Series, object], float] = {}
+    for s in intervals:
+        r = kinds.get(s.id)
+        if r is not None and s.time is not None:
+            at = ((source(r), cells.cell_of(r, TIME_KEYS)), _wave(r))
+            t0[at] = min(t0.get(at, s.time - s.t), s.time - s.t)  # the wave's processing start
+    sums: dict[Series, dict[object, dict[float, float]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(float))
+    )
     for s in intervals:
         r = kinds.get(s.id)
         if not r:
             continue
-        key = (source(r), r.scenario, r.access, r.clients)
+        key: Series = (source(r), cells.cell_of(r, TIME_KEYS))
+        wave = _wave(r)
+        t = s.t if s.time is None else s.time - t0[(key, wave)]
         step = r.interval or 1.0
-        t_bin = round(round(s.t / step) * step, 3)  # samples of repetitions line up per interval
-        series[key][t_bin].append(s.bytes * 8 / 1e9 / step)
-    return {k: {t: sum(v) / len(v) for t, v in pts.items()} for k, pts in series.items()}
+        t_bin = round(round(t / step) * step, 3)  # samples of repetitions line up per interval
+        sums[key][wave][t_bin] += s.bytes * 8 / 1e9 / step
+    out: dict[Series, dict[float, float]] = {}
+    for key, waves in sums.items():
+        per_t: dict[float, list[float]] = defaultdict(list)
+        for pts in waves.values():
+            for t, v in pts.items():
+                per_t[t].append(v)
+        out[key] = {t: sum(v) / len(v) for t, v in per_t.items()}
+    return out
 
 
-def repetitions_of(rows: list[JobRow]) -> dict[tuple[str, str, str, int], int]:
-    """(source, scenario, access, clients) → how many repetitions rate_series averages there."""
-    reps: dict[tuple[str, str, str, int], set[int | None]] = defaultdict(set)
+def repetitions_of(rows: list[JobRow]) -> dict[Series, int]:
+    """(source, cell) → how many repetitions rate_series averages there."""
+    reps: dict[Series, set[object]] = defaultdict(set)
     for r in rows:
         if r.type == "read" and r.status == "ok":
-            reps[(source(r), r.scenario, r.access, r.clients)].add(r.repetition)
+            reps[(source(r), cells.cell_of(r, TIME_KEYS))].add(_wave(r))
     return {k: len(v) for k, v in reps.items()}
 
 
 def rate_vs_time_figure(rows: list[JobRow], intervals: list[IntervalRow]) -> Figure | None:
-    """Gbit/s vs time per site, endpoint and scenario (read benchmarks)."""
+    """Gbit/s vs time per site, endpoint and cell (read benchmarks)."""
     series = rate_series(rows, intervals)
     if not series:
         return None
     reps = repetitions_of(rows)
+    among = [cell for _, cell in series]
     fig = new_figure(8, 4.5 + 0.14 * len(series))
     ax = fig.subplots()
-    for key, pts in sorted(series.items()):
-        src, scen, access, clients = key
+    for key, pts in sorted(series.items(), key=lambda kv: (kv[0][0], cells.sort_key(kv[0][1], TIME_KEYS))):
         ts = sorted(pts)
         n = reps.get(key, 1)
         mean = f", mean of {n} repetitions" if n > 1 else ""
-        ax.plot(ts, [pts[t] for t in ts], marker=".", label=f"{src}: {scen} {access} {clients} cl.{mean}")
+        label = series_label(key, ["scenario", "access", "clients"], among, TIME_KEYS)
+        ax.plot(ts, [pts[t] for t in ts], marker=".", label=f"{label}{mean}")
     rate_axis(ax, (pts.values() for pts in series.values()), "throughput [Gbit/s]")
     ax.set_xlabel("time since start of processing [s]")
-    ax.set_title("Read throughput vs time, per site, endpoint and cache scenario")
+    ax.set_title("Read throughput vs time, per site, endpoint and sweep point")
     ax.grid(alpha=0.3, which="both")
     legend(ax)
     return fig
@@ -132,33 +172,29 @@ def rate_vs_time(rows: list[JobRow], intervals: list[IntervalRow], path: Path) -
     return save(rate_vs_time_figure(rows, intervals), path)
 
 
-def client_lines(
-    rows: list[JobRow], kind: str
-) -> dict[tuple[str, str, str, int], dict[int, tuple[float, float]]]:
-    """(source, scenario, access, nodes) → {clients: (MB/s, events/s)}: the sum over a wave's jobs
-    (its nodes, all at one site), mean over repetitions; sites and endpoints are separate lines."""
-    sums: dict[tuple[str, str, str, int, int], dict[int | None, list[float]]] = defaultdict(
+def client_lines(rows: list[JobRow], kind: str) -> dict[Series, dict[int, tuple[float, float]]]:
+    """(source, cell without clients) → {clients: (MB/s, events/s)}: per repetition the sum over
+    the jobs that ran together (a wave's jobs, its nodes, all at one site), then the mean over
+    repetitions; never summed across sweep values, sites or endpoints."""
+    sums: dict[tuple[Series, int], dict[object, list[float]]] = defaultdict(
         lambda: defaultdict(lambda: [0.0, 0.0])
     )
     for r in rows:
         if r.type != kind or r.status != "ok":
             continue
-        acc = sums[(source(r), r.scenario, r.access, r.wave_size, r.clients)][r.repetition]
+        acc = sums[((source(r), cells.cell_of(r, CLIENT_KEYS)), r.clients)][_wave(r)]
         acc[0] += r.throughput_MBps or 0.0
         acc[1] += r.events_per_s or 0.0
-    lines: dict[tuple[str, str, str, int], dict[int, tuple[float, float]]] = defaultdict(dict)
-    for (src, scen, access, nodes, clients), reps in sums.items():
+    lines: dict[Series, dict[int, tuple[float, float]]] = defaultdict(dict)
+    for (key, clients), reps in sums.items():
         n = len(reps)
-        lines[(src, scen, access, nodes)][clients] = (
-            sum(v[0] for v in reps.values()) / n,
-            sum(v[1] for v in reps.values()) / n,
-        )
+        lines[key][clients] = (sum(v[0] for v in reps.values()) / n, sum(v[1] for v in reps.values()) / n)
     return dict(lines)
 
 
 def vs_clients_figure(rows: list[JobRow], kind: str) -> Figure | None:
     """Throughput (MB/s; analysis: Mbit/s) and, for analysis, events/s versus clients per node, one
-    line per site, endpoint, scenario (and node count)."""
+    line per site, endpoint and cell (scenario, access, jobs per wave, and what else differs)."""
     lines = client_lines(rows, kind)
     if not lines:
         return None
@@ -167,16 +203,18 @@ def vs_clients_figure(rows: list[JobRow], kind: str) -> Figure | None:
     scale, unit = (8.0, "Mbit/s") if kind == "analysis" else (1.0, "MB/s")
     fig = new_figure(6 * ncols + 1, 4.5 + 0.14 * len(lines))
     axes = fig.subplots(1, ncols, squeeze=False)[0]
-    for (src, scen, access, nodes), pts in sorted(lines.items()):
+    among = [cell for _, cell in lines]
+    shown = ["scenario", "access"] + (["wave_size"] if kind == "analysis" else [])
+    for key, pts in sorted(lines.items(), key=lambda kv: (kv[0][0], cells.sort_key(kv[0][1], CLIENT_KEYS))):
         cs = sorted(pts)
-        label = f"{src}: {scen} {access}" + (f" {nodes} node(s)" if kind == "analysis" else "")
+        label = series_label(key, shown, among, CLIENT_KEYS)
         axes[0].plot(cs, [scale * pts[c][0] for c in cs], marker="o", label=label)
         if kind == "analysis":
             axes[1].plot(cs, [pts[c][1] for c in cs], marker="o", label=label)
     rate_axis(
         axes[0], ([scale * v[0] for v in pts.values()] for pts in lines.values()), f"throughput [{unit}]"
     )
-    axes[0].set_title(f"{kind}: throughput vs clients, per site and endpoint")
+    axes[0].set_title(f"{kind}: throughput vs clients, per site, endpoint and sweep point")
     if kind == "analysis":
         rate_axis(axes[1], ([v[1] for v in pts.values()] for pts in lines.values()), "events/s")
         axes[1].set_title("analysis: event rate vs clients")
@@ -219,25 +257,30 @@ def train_scaling(points: list[WavePoint], path: Path) -> Path | None:
     return save(train_scaling_figure(points), path)
 
 
+STEP_COLUMNS = ("site", "dataset", "scenario", "access")  # the step table's own key columns
+
+
 def step_ranges(rows: list[JobRow]) -> list[dict[str, object]]:
-    """min-max of each step per (WN site, dataset, scenario, access mode, endpoint), over successful
-    jobs; ``endpoint`` is where the job read from (direct) or staged its input in from (copy:
-    processing then read the local copy)."""
-    groups: dict[tuple[str, str, str, str, str], list[JobRow]] = defaultdict(list)
+    """min-max of each step per cell (afkit.campaign.cells) and endpoint, over successful jobs;
+    ``endpoint`` is where the job read from (direct) or staged its input in from (copy:
+    processing then read the local copy). ``extra``: {label: value} of the cell keys beyond
+    (WN site, dataset, scenario, access) whose values differ among the rows (the table's further
+    columns, the same in every row)."""
+    groups: dict[tuple[cells.Cell, str], list[JobRow]] = defaultdict(list)
     for r in rows:
         if r.status == "ok":
-            groups[(r.site, r.dataset, r.scenario, r.access, server_of(r.url))].append(r)
+            groups[(cells.cell_of(r), server_of(r.url))].append(r)
+    extra = [k for k in cells.varying(cell for cell, _ in groups) if k.column not in STEP_COLUMNS]
     out = []
-    for (site, ds, scen, access, endpoint), rs in sorted(groups.items()):
-        copy = access == "copy"
+    for (cell, endpoint), rs in sorted(groups.items(), key=lambda kv: (cells.sort_key(kv[0][0]), kv[0][1])):
+        named = cells.named(cell)
+        copy = named["access"] == "copy"
         entry: dict[str, object] = {
-            "site": site,
-            "dataset": ds,
-            "scenario": scen,
-            "access": access,
+            **{c: named[c] for c in STEP_COLUMNS},
             "staged_from": endpoint if copy else "",
             "read_from": "local copy" if copy else endpoint,
             "jobs": len(rs),
+            "extra": {k.label: k.show(named[k.column]) for k in extra},
         }
         for step in ("setup", "stage_in", "processing", "stage_out"):
             vals = [v for r in rs if (v := r.step_s(step)) is not None]

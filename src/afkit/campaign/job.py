@@ -166,6 +166,7 @@ def base_record(spec: JobSpec, image: ImageInfo) -> JobRecord:
     rec.url, rec.files = (job.urls[0] if job.urls else ""), len(job.urls)
     rec.campaign, rec.campaign_hash = spec.campaign, spec.campaign_hash
     rec.image_path, rec.image_sha256, rec.image_tag = image.path, image.sha256, image.tag
+    rec.image_ref = image.reference
     rec.image_fingerprint = image.fingerprint
     rec.submit_host, rec.wn_site, rec.wn_address = socket.gethostname(), "", ""
     rec.submit_files = "shared" if spec.site.shared_fs else "transferred"

@@ -12,35 +12,35 @@ from pathlib import Path
 import jinja2
 
 from afkit.atomic import write_atomic
-from afkit.campaign import figures, payloads
+from afkit.campaign import cells, figures, payloads
 from afkit.campaign.aggregate import SKEW_GOAL_S, wave_skews
 from afkit.campaign.extrapolate import parse_rate, plan
 from afkit.campaign.rows import IntervalRow, JobRow, read_intervals, read_jobs
 from afkit.campaign.scaling import WavePoint, best_wave, scaling_series
 from afkit.paths import workflow_files
 
-CELL_KEYS = ("bench", "site", "dataset", "scenario", "access", "clients", "wave_size")
-
-
-def _cell_key(r: JobRow) -> tuple[str, str, str, str, str, int, int]:
-    return (r.bench, r.site, r.dataset, r.scenario, r.access, r.clients, r.wave_size)  # CELL_KEYS
-
 
 def _mean(values: list[float]) -> float:
     return sum(values) / len(values)
 
 
-def cells(rows: list[JobRow]) -> list[dict[str, object]]:
-    groups: dict[tuple[str, str, str, str, str, int, int], list[JobRow]] = defaultdict(list)
+def cell_table(rows: list[JobRow]) -> list[dict[str, object]]:
+    """The Cells table: one row per cell (afkit.campaign.cells: every swept parameter and every
+    fixed one that differs), in sweep order. ``keys``: {label: value} of the table's key columns
+    (those always shown and those whose values differ among the cells)."""
+    groups: dict[cells.Cell, list[JobRow]] = defaultdict(list)
     for r in rows:
-        groups[_cell_key(r)].append(r)
+        groups[cells.cell_of(r)].append(r)
+    shown = cells.columns(groups)
     out = []
-    for key, rs in groups.items():
+    for key, rs in sorted(groups.items(), key=lambda kv: cells.sort_key(kv[0])):
         ok = [r for r in rs if r.status == "ok"]
         bad = [r for r in rs if r.status != "ok"]
         status = "ok" if not bad else ("missing" if all(r.status == "missing" for r in bad) else "failed")
-        cell: dict[str, object] = dict(zip(CELL_KEYS, key, strict=True))
+        named = cells.named(key)
+        cell: dict[str, object] = dict(named)
         cell.update(
+            keys={k.label: k.show(named[k.column]) for k in shown},
             status=status,
             label=f"{len(ok)}/{len(rs)} ok" if bad else "ok",
             repetitions=_repetitions(ok, rs),
@@ -50,6 +50,26 @@ def cells(rows: list[JobRow]) -> list[dict[str, object]]:
         )
         out.append(cell)
     return out
+
+
+def image(rows: list[JobRow]) -> dict[str, str]:
+    """The report header's image: the campaign's image as given (``image_ref``: the SIF file, the
+    oras:// reference, build TAG), its sha256 and tag. Tables from before ``image_ref`` name the
+    SIF the jobs ran when they all ran the same file, else say where each job's is. Never one
+    worker's copy for the campaign's: a worker that pulled the image itself records its own path."""
+    ran = [r for r in rows if r.status != "missing"] or rows
+
+    def values(name: str) -> list[str]:
+        return sorted({v for r in ran if (v := str(getattr(r, name)))})
+
+    refs, paths = values("image_ref"), values("image_path")
+    if refs:
+        ref = ", ".join(refs)
+    elif len(paths) == 1:
+        ref = paths[0]
+    else:
+        ref = "(not recorded; the jobs' own copies are in jobs.csv, column image_path)" if paths else ""
+    return {"ref": ref, "sha256": ", ".join(values("image_sha256")), "tag": ", ".join(values("image_tag"))}
 
 
 def _repetitions(ok: list[JobRow], rows: list[JobRow]) -> str:
@@ -153,12 +173,10 @@ def render(
     html = env.get_template(files.report_template).render(
         campaign=first.campaign,
         hash=first.campaign_hash,
-        image_path=first.image_path,
-        image_sha256=first.image_sha256,
-        image_tag=first.image_tag,
+        image=image(rows),
         counts=counts,
         generated=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        cells=cells(rows),
+        cells=cell_table(rows),
         figures=figs,
         scaling=points,
         grouping=grouping,

@@ -9,9 +9,6 @@ not measure (a failed job's bytes, a missing job's start). Columns newer than a 
 written before ``payload``, ``bottleneck``, ``url`` ... were columns) take their defaults; only the
 columns every table has had (``REQUIRED``) must be there. A cell that is not its field's type is an
 InvalidError (exit 6) naming the table, the row and the column. Standard library only.
-
-Also the row type of a comparison's table (:class:`CellComparison`, compare.csv), which
-``afkit campaign compare`` makes and its figure (afkit.campaign.figures) draws.
 """
 
 from __future__ import annotations
@@ -55,6 +52,7 @@ class JobRow:
     demand: str = ""
     wave_size: int = 1
     repetition: int | None = None
+    duration: float | None = None
     interval: float | None = None
     url: str = ""
     status: str = ""
@@ -74,6 +72,7 @@ class JobRow:
     bottleneck_reason: str = ""
     payload: str = ""
     readspeed_verdict: str = ""
+    image_ref: str = ""
 
     def step_s(self, step: str) -> float | None:
         """Seconds of STEP (setup, stage_in, processing, stage_out); None when not measured."""
@@ -90,38 +89,6 @@ class IntervalRow:
     t: float
     bytes: float
     time: float | None = None
-
-
-@dataclass(frozen=True)
-class CellComparison:
-    """One cell of ``afkit campaign compare`` (a row of compare.csv; afkit.campaign.compare makes
-    it from two jobs tables, the comparison figure and the report show it)."""
-
-    bench: str
-    site: str
-    dataset: str
-    scenario: str
-    access: str
-    clients: str
-    n_base: int
-    n_new: int
-    reps_base: int
-    reps_new: int
-    base_MBps: float
-    new_MBps: float
-    ratio: float
-    low: float
-    high: float
-    verdict: str
-    block_size: str = ""  # "" for analysis cells
-    stride: str = ""
-    wave_size: int = 1
-    detail: str = ""  # what tells this cell from others with the same label head ("b1M s0 w2")
-
-    @property
-    def label(self) -> str:
-        head = (self.bench, self.site, self.dataset, self.scenario, self.access, f"{self.clients}cl")
-        return " ".join((*head, self.detail) if self.detail else head)
 
 
 # each column's type: jobs.csv's from the contract's field table, intervals.csv's the sample's

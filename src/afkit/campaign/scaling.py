@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from afkit.campaign import cells
 from afkit.campaign.rows import IntervalRow, JobRow
 from afkit.errors import InvalidError
 
@@ -142,10 +143,18 @@ def check_grouping(grouping: str) -> None:
         )
 
 
+# what a series' head names (grouping target; server and all merge sites and datasets on purpose)
+HEAD = ("bench", "site", "dataset", "scenario", "access")
+# the other cell keys (afkit.campaign.cells): a series never merges two of their values; the
+# concurrent jobs (wave_size) are the x axis
+REST = cells.keys(without=(*HEAD, "wave_size"))
+
+
 def series_key(row: JobRow, grouping: str = "target") -> tuple[str, ...]:
-    """The series a train job belongs to: (bench, site, dataset, scenario, access) for ``target``;
+    """The series head of a train job: (bench, site, dataset, scenario, access) for ``target``;
     (bench, "server", HOST:PORT, scenario, access) and (bench, "all", "all targets", scenario,
-    access) otherwise, so that fields 3.. name the series in the figure as for targets."""
+    access) otherwise, so that fields 3.. name the series in the figure as for targets. The series
+    is that head and the job's other cell keys (REST; :func:`scaling_series`)."""
     check_grouping(grouping)
     if grouping == "target":
         return (row.bench, row.site, row.dataset, row.scenario, row.access)
@@ -163,19 +172,27 @@ def scaling_series(
     fraction: float = 0.98,
 ) -> list[WavePoint]:
     """One point per wave size (and repetition) of the train benchmarks in each series of GROUPING
-    (``target``, ``server`` or ``all``; module docstring)."""
+    (``target``, ``server`` or ``all``; module docstring). A series is its head (series_key) and the
+    job's other cell keys: waves of different clients, block sizes, payloads ... are never put
+    together; where those differ among the series, the point's key ends in what tells them apart
+    ("stride 8 MiB")."""
     check_grouping(grouping)
     samples: dict[str, list[IntervalRow]] = defaultdict(list)
     for s in intervals or []:
         if s.time is not None:  # a sample says when it was taken (tables before ``time``: none)
             samples[s.id].append(s)
-    waves: dict[tuple[tuple[str, ...], int, int | None], list[JobRow]] = defaultdict(list)
+    waves: dict[tuple[tuple[str, ...], cells.Cell, int, int | None], list[JobRow]] = defaultdict(list)
     for r in rows:
         if r.type != "train" or r.status == "missing":
             continue
-        waves[(series_key(r, grouping), r.wave_size, r.repetition)].append(r)
+        waves[(series_key(r, grouping), cells.cell_of(r, REST), r.wave_size, r.repetition)].append(r)
+    differ = cells.varying((rest for _, rest, _, _ in waves), REST)
     points = []
-    for (key, _, _), jobs in sorted(waves.items(), key=lambda kv: (kv[0][0], kv[0][1], str(kv[0][2]))):
+    for (head, rest, _, _), jobs in sorted(
+        waves.items(), key=lambda kv: (kv[0][0], cells.sort_key(kv[0][1], REST), kv[0][2], str(kv[0][3]))
+    ):
+        detail = cells.describe(rest, differ, REST)
+        key = (*head, detail) if detail else head
         p = wave_point(jobs, samples=samples, first_window=first_window, fraction=fraction, key=key)
         if p:
             points.append(p)

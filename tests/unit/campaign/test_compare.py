@@ -60,7 +60,7 @@ def test_identical_campaigns_with_four_repetitions_are_never_changed() -> None:
 
 def test_the_throttled_run_is_worse_in_every_cell() -> None:
     result = compare.compare(_rows("base"), _rows("throttled"))
-    assert [(c.clients, c.verdict) for c in result] == [("1", "worse"), ("2", "worse")]
+    assert [(c.value("clients"), c.verdict) for c in result] == [(1, "worse"), (2, "worse")]
     assert all(c.high < 0.5 for c in result)
 
 
@@ -111,32 +111,33 @@ def test_a_clear_change_of_a_quiet_endpoint_is_better_or_worse() -> None:
 
 def test_a_cell_without_successful_jobs_in_new_is_lost() -> None:
     new = [replace(r, status="failed") if r.clients == 2 else r for r in _rows("base")]
-    verdicts = {c.clients: c.verdict for c in compare.compare(_rows("base"), new)}
-    assert verdicts == {"1": "inconclusive", "2": "lost"}
+    verdicts = {c.value("clients"): c.verdict for c in compare.compare(_rows("base"), new)}
+    assert verdicts == {1: "inconclusive", 2: "lost"}
 
 
 def test_each_block_size_of_a_read_sweep_is_its_own_cell() -> None:
     # one campaign that swept block_size [1m, 4k]: pooled, 4 KiB reads would sit in the 1 MiB cell
     sweep = _rows("base") + read_jobs(FIX / "throttled.jobs.csv")
     result = compare.compare(sweep, sweep)
-    assert [(c.clients, c.block_size, c.n_base) for c in result] == [
-        ("1", "1m", 5), ("1", "4k", 5), ("2", "1m", 5), ("2", "4k", 5)]  # fmt: skip
-    assert [c.label for c in result][:2] == ["rd wn hzz origin direct 1cl b1m",
-                                             "rd wn hzz origin direct 1cl b4k"]  # fmt: skip
+    assert [(c.value("clients"), c.value("block_size"), c.n_base) for c in result] == [
+        (1, "4k", 5), (1, "1m", 5), (2, "4k", 5), (2, "1m", 5)]  # fmt: skip
+    assert [c.label for c in result][:2] == ["rd wn hzz origin direct 1cl block 4 KiB",
+                                             "rd wn hzz origin direct 1cl block 1 MiB"]  # fmt: skip
     assert {c.ratio for c in result} == {1.0}
 
 
 def test_each_wave_size_of_a_train_is_its_own_cell() -> None:
     rows = [replace(r, bench="train", type="train", wave_size=w) for r in _rows("base") for w in (1, 4)]
     result = compare.compare(rows, rows)
-    assert [(c.clients, c.wave_size, c.detail) for c in result] == [
-        ("1", 1, "w1"), ("1", 4, "w4"), ("2", 1, "w1"), ("2", 4, "w4")]  # fmt: skip
+    one, four = "1 job(s)/wave", "4 job(s)/wave"
+    assert [(c.value("clients"), c.value("wave_size"), c.detail) for c in result] == [
+        (1, 1, one), (1, 4, four), (2, 1, one), (2, 4, four)]  # fmt: skip
 
 
 def test_analysis_cells_ignore_the_read_block_size() -> None:
     rows = [replace(r, type="analysis", block_size=b) for r in _rows("base") for b in ("8M", "1M")]
     result = compare.compare(rows, rows)
-    assert [(c.block_size, c.n_base, c.label) for c in result] == [
+    assert [(c.value("block_size"), c.n_base, c.label) for c in result] == [
         ("", 10, "rd wn hzz origin direct 1cl"), ("", 10, "rd wn hzz origin direct 2cl")]  # fmt: skip
 
 

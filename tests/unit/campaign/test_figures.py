@@ -13,8 +13,9 @@ from matplotlib.figure import Figure
 
 from afkit.campaign import aggregate as agg
 from afkit.campaign import compare, figures
+from afkit.campaign.cells import CellComparison
 from afkit.campaign.contract import JobRecord
-from afkit.campaign.rows import CellComparison, IntervalRow, JobRow, read_intervals, read_jobs
+from afkit.campaign.rows import IntervalRow, JobRow, read_intervals, read_jobs
 
 
 def typed(records: list[dict[str, Any]]) -> list[JobRecord]:
@@ -79,8 +80,8 @@ def test_copy_mode_series_are_reads_of_the_local_copy() -> None:
     fig = figures.rate_vs_time_figure(*tables(wan_and_local()))
     assert fig is not None
     labels = fig.axes[0].get_legend_handles_labels()[1]
-    assert "frankfurt <- local copy (staged from 10.77.0.2:1094): origin copy 1 cl." in labels
-    assert "frankfurt <- 10.77.0.2:1094: origin copy 1 cl." not in labels
+    assert "frankfurt <- local copy (staged from 10.77.0.2:1094): origin copy 1cl" in labels
+    assert "frankfurt <- 10.77.0.2:1094: origin copy 1cl" not in labels
 
 
 def test_the_step_table_names_where_a_copy_was_staged_in_from() -> None:
@@ -179,8 +180,8 @@ def test_a_series_averaged_over_repetitions_says_so() -> None:
     fig = figures.rate_vs_time_figure(*tables(recs))
     assert fig is not None
     assert fig.axes[0].get_legend_handles_labels()[1] == [
-        "frankfurt <- 10.77.0.2:1094: origin direct 1 cl., mean of 2 repetitions",
-        "frankfurt <- 10.77.0.2:1094: xcache direct 1 cl.",
+        "frankfurt <- 10.77.0.2:1094: origin direct 1cl, mean of 2 repetitions",
+        "frankfurt <- 10.77.0.2:1094: xcache direct 1cl",
     ]
 
 
@@ -204,6 +205,6 @@ def test_analysis_vs_clients_shows_mbit_per_s_and_events_per_s_per_scenario() ->
     assert mbit.get_ylabel().startswith("throughput [Mbit/s]")
     assert events.get_ylabel().startswith("events/s")
     lines = {str(ln.get_label()): list(ln.get_ydata()) for ln in mbit.get_lines()}  # type: ignore[arg-type]
-    origin = lines["frankfurt <- 10.77.0.2:1094: origin direct 1 node(s)"]
+    origin = lines["frankfurt <- 10.77.0.2:1094: origin direct 1 job(s)/wave"]
     assert origin == [200.0, 400.0]  # 0.2 and 0.4 Gbit/s at 1 and 2 clients
-    assert "frankfurt <- 10.77.0.2:1094: xcache direct 1 node(s)" in lines
+    assert "frankfurt <- 10.77.0.2:1094: xcache direct 1 job(s)/wave" in lines

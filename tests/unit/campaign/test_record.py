@@ -16,8 +16,8 @@ from afkit.errors import InvalidError
 # (new columns are appended)
 JOBS_CSV = [
     "campaign", "campaign_hash", "image_sha256", "image_tag", "image_path", "bench", "type", "id", "wave",
-    "site", "executor", "batch_job_id", "host", "dataset", "scenario", "access", "clients", "block_size",
-    "stride", "wave_size", "index", "repetition", "duration", "interval", "template", "url", "files",
+    "site", "executor", "batch_job_id", "host", "dataset", "group", "scenario", "access", "clients",
+    "block_size", "stride", "demand", "wave_size", "index", "repetition", "duration", "interval", "template", "url", "files",
     "status", "error", "start", "end", "processing_start", "setup_s", "stage_in_s", "processing_s",
     "stage_out_s", "wall_s", "bytes", "bytes_staged", "events", "throughput_MBps", "events_per_s",
     "image_fingerprint", "bottleneck", "bottleneck_reason",
@@ -27,6 +27,8 @@ JOBS_CSV = [
     "payload", "readspeed_verdict",
     # payload: root, ROOT's own read counts (docs/campaigns.md): appended too
     "root_bytes_read", "root_read_calls", "root_vector_reads",
+    # the campaign's image as given (the report's header; image_path may be a worker's copy)
+    "image_ref",
 ]  # fmt: skip
 
 

@@ -117,10 +117,7 @@ def test_figures_keep_sites_and_endpoints_apart(tmp_path: Path) -> None:
     ]
     rows, _ = tables(tmp_path, recs)
     lines = figures.client_lines(rows, "analysis")
-    assert set(lines) == {
-        ("condor <- se-a:1094", "origin", "direct", 1),
-        ("slurm <- se-b:1094", "origin", "direct", 1),
-    }
+    assert {src for src, _ in lines} == {"condor <- se-a:1094", "slurm <- se-b:1094"}
     assert all(pts[1][0] == 100.0 for pts in lines.values())  # 3e8 B / 3 s each, never 200 (a sum)
 
 

@@ -160,11 +160,13 @@ class SiteSpec:
     link_rate: str = ""
     env: Mapping[str, str] = field(default_factory=dict)
     apptainer_args: tuple[str, ...] = ()
+    image_cache: str = ""  # shared_fs: false: the worker's image cache (afkit.campaign.imagecache)
 
     def as_dict(self) -> dict[str, object]:
         return {"name": self.name, "executor": self.executor, "shared_fs": self.shared_fs,
                 "scratch": self.scratch, "netns": self.netns, "link_rate": self.link_rate,
-                "env": dict(self.env), "apptainer_args": list(self.apptainer_args)}  # fmt: skip
+                "env": dict(self.env), "apptainer_args": list(self.apptainer_args),
+                "image_cache": self.image_cache}  # fmt: skip
 
     @classmethod
     def from_config(cls, name: str, site: Mapping[str, object]) -> SiteSpec:
@@ -177,6 +179,7 @@ class SiteSpec:
             link_rate=str(site.get("link_rate") or ""),
             env={str(k): str(v) for k, v in cast("dict[str, object]", site.get("env") or {}).items()},
             apptainer_args=tuple(str(a) for a in cast("list[object]", site.get("apptainer_args") or [])),
+            image_cache=str(site.get("image_cache") or ""),
         )
 
 
@@ -436,6 +439,9 @@ class JobRecord:
     root_bytes_read: int | None = _pay("bytes ROOT read (payload root)", need="optional", unit="bytes")
     root_read_calls: int | None = _pay("ROOT's read calls (payload root)", need="optional")
     root_vector_reads: int | None = _pay("the tree caches' vector reads (payload root)", need="optional")
+    image_cache: str | None = _wrap("the node's image cache at the pull (shared_fs: false): hit, miss, "
+                                    "off or unusable (afkit.campaign.imagecache)",
+                                    need="optional")  # fmt: skip
     # in the record only
     readspeed: dict[str, object] | None = _pay("rootreadspeed's figures (afkit.bench.readspeed)",  # noqa: RUF009
                                                need="optional", column=False)  # fmt: skip

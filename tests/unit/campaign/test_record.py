@@ -27,6 +27,8 @@ JOBS_CSV = [
     "payload", "readspeed_verdict",
     # payload: root, ROOT's own read counts (docs/campaigns.md): appended too
     "root_bytes_read", "root_read_calls", "root_vector_reads",
+    # the node's image cache at a shared_fs: false site's pull (docs/federation.md): appended too
+    "image_cache",
 ]  # fmt: skip
 
 

@@ -249,6 +249,11 @@ def _check_sites(cfg: CampaignConfig) -> list[str]:
                 f"sites.{name}.shared_fs: false needs image.sif to be an oras:// reference: the "
                 "site's jobs pull the image from the registry (they cannot see a SIF file here)"
             )
+        if site["shared_fs"] and "image_cache" in site:
+            problems.append(
+                f"sites.{name}.image_cache: only for a site with shared_fs: false (its jobs pull the "
+                "image on the worker node); remove it or set shared_fs: false"
+            )
     return problems
 
 

@@ -160,11 +160,13 @@ class SiteSpec:
     link_rate: str = ""
     env: Mapping[str, str] = field(default_factory=dict)
     apptainer_args: tuple[str, ...] = ()
+    image_cache: str = ""  # shared_fs: false: the worker's image cache (afkit.campaign.imagecache)
 
     def as_dict(self) -> dict[str, object]:
         return {"name": self.name, "executor": self.executor, "shared_fs": self.shared_fs,
                 "scratch": self.scratch, "netns": self.netns, "link_rate": self.link_rate,
-                "env": dict(self.env), "apptainer_args": list(self.apptainer_args)}  # fmt: skip
+                "env": dict(self.env), "apptainer_args": list(self.apptainer_args),
+                "image_cache": self.image_cache}  # fmt: skip
 
     @classmethod
     def from_config(cls, name: str, site: Mapping[str, object]) -> SiteSpec:
@@ -177,6 +179,7 @@ class SiteSpec:
             link_rate=str(site.get("link_rate") or ""),
             env={str(k): str(v) for k, v in cast("dict[str, object]", site.get("env") or {}).items()},
             apptainer_args=tuple(str(a) for a in cast("list[object]", site.get("apptainer_args") or [])),
+            image_cache=str(site.get("image_cache") or ""),
         )
 
 
@@ -395,7 +398,8 @@ class JobRecord:
     batch_job_id: str | None = _wrap("the batch system's job id (empty for local)")
     host: str | None = _pay("the worker node's host name")
     dataset: str | None = _plan("the dataset's name")
-    group: str | None = _f("plan", "a spread train's datasets, joined by '+' (empty: one dataset)", need="optional")
+    group: str | None = _f("plan", "a spread train's datasets, joined by '+' (empty: one dataset)",
+                           need="optional")
     scenario: str | None = _plan("origin or a cache's name")
     access: str | None = _plan("direct or copy")
     clients: int | None = _plan("reading clients of the job")
@@ -448,6 +452,9 @@ class JobRecord:
     # the report's header: the image the campaign used, not a worker's copy of it
     image_ref: str | None = _wrap("the campaign's image as given: the SIF file, the oras:// reference "
                                   "or build TAG (the report's header)", need="optional")  # fmt: skip
+    image_cache: str | None = _wrap("the node's image cache at the pull (shared_fs: false): hit, miss, "
+                                    "off or unusable (afkit.campaign.imagecache)",
+                                    need="optional")  # fmt: skip
     # in the record only
     readspeed: dict[str, object] | None = _pay("rootreadspeed's figures (afkit.bench.readspeed)",  # noqa: RUF009
                                                need="optional", column=False)  # fmt: skip

@@ -9,7 +9,7 @@ linear one would draw the slow series flat on zero.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 from statistics import median
@@ -285,8 +285,21 @@ def step_ranges(rows: list[JobRow]) -> list[dict[str, object]]:
         for step in ("setup", "stage_in", "processing", "stage_out"):
             vals = [v for r in rs if (v := r.step_s(step)) is not None]
             entry[step] = (min(vals), max(vals)) if vals else None
+        pulls = [r.image_pull_s for r in rs if r.image_pull_s is not None]
+        entry["image_pull"] = (min(pulls), max(pulls)) if pulls else None
+        entry["image_cache"] = image_cache_counts(rs)
         out.append(entry)
     return out
+
+
+def image_cache_counts(rows: list[JobRow]) -> str:
+    """How the image pulls of ROWS (jobs at a shared_fs: false site) met the node's image cache,
+    e.g. "1 miss, 3 hit" (afkit.campaign.imagecache); empty when none pulled."""
+    from afkit.campaign.imagecache import STATES
+
+    counts = Counter(r.image_cache for r in rows if r.image_cache)
+    states = [s for s in STATES if s in counts] + sorted(set(counts) - set(STATES))
+    return ", ".join(f"{counts[s]} {s}" for s in states)
 
 
 VERDICT_COLOURS = {

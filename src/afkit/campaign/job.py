@@ -25,6 +25,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -104,30 +105,81 @@ def worker_address(netns: str = "") -> str:
     return ""
 
 
-def pull_on_worker(image: ImageInfo, scratch: Path, env: dict[str, str]) -> tuple[str, float]:
-    """A site without the submit host's files: pull the campaign's oras:// image into the job's
-    SCRATCH with the job's ENV (the same sha256 as the submit host's pull, or the job fails);
-    (path, seconds)."""
-    from afkit.campaign.image import oras_pull_command
-    from afkit.image.store import sha256_file
+# the pull's own Apptainer settings (cmd/internal/cli/pull.go: each flag's APPTAINER_ variable): no
+# copy in Apptainer's cache in the worker's home (which may be a tmpfs: the image would sit in RAM),
+# and overwrite the destination (the cache's pull writes into a temporary file made beforehand)
+PULL_ENV = {"APPTAINER_DISABLE_CACHE": "1", "APPTAINER_FORCE": "1"}
 
-    ref = image.source
-    if not ref.startswith("oras://"):
+
+def _registry_ref(image: ImageInfo) -> str:
+    """The campaign image's oras:// reference: what a worker without the submit host's files pulls."""
+    if not image.source.startswith("oras://"):
         raise PrereqError(
             f"this site has no shared filesystem, but the image {image.path} is not from a registry",
             hint="give image.sif as an oras:// reference (docs/federation.md)",
         )
+    return image.source
+
+
+def _pull(ref: str, dest: Path, env: dict[str, str]) -> None:
+    """``apptainer pull`` of REF to DEST with the job's ENV (and :data:`PULL_ENV`)."""
+    from afkit.campaign.image import oras_pull_command
+
+    cmd = oras_pull_command(ref, dest, env)
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env={**env, **PULL_ENV})
+    if proc.returncode != 0 or not dest.is_file() or dest.stat().st_size == 0:
+        raise NotFoundError(f"cannot pull {ref} on the worker node: {one_line(proc.stderr + proc.stdout)}")
+
+
+def _not_the_campaigns(ref: str) -> AfkitError:
+    return AfkitError(f"{ref} pulled on the worker node is not the image of the campaign (sha256 differs)",
+                      hint="the tag was pushed again during the campaign: rerun it")  # fmt: skip
+
+
+def pull_on_worker(image: ImageInfo, scratch: Path, env: dict[str, str]) -> tuple[str, float]:
+    """A site without the submit host's files: pull the campaign's oras:// image into the job's
+    SCRATCH with the job's ENV (the same sha256 as the submit host's pull, or the job fails);
+    (path, seconds)."""
+    from afkit.image.store import sha256_file
+
+    ref = _registry_ref(image)
     sif = scratch / "image.sif"
     t0 = time.monotonic()
-    cmd = oras_pull_command(ref, sif, env)
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
+    _pull(ref, sif, env)
     seconds = time.monotonic() - t0
-    if proc.returncode != 0 or not sif.is_file():
-        raise NotFoundError(f"cannot pull {ref} on the worker node: {one_line(proc.stderr + proc.stdout)}")
     if sha256_file(sif) != image.sha256:
-        raise AfkitError(f"{ref} pulled on the worker node is not the image of the campaign (sha256 differs)",
-                         hint="the tag was pushed again during the campaign: rerun it")  # fmt: skip
+        raise _not_the_campaigns(ref)
     return str(sif), seconds
+
+
+def image_on_worker(
+    image: ImageInfo, site: SiteSpec, scratch: Path, env: dict[str, str], log: Path
+) -> tuple[str, float, str]:
+    """The campaign's image on a worker without the submit host's files: from the node's image
+    cache (afkit.campaign.imagecache; pulled there by the first job that needs it), else (the
+    site's ``image_cache: off``, or a cache directory this job cannot use: a warning in LOG)
+    pulled into the job's SCRATCH; (path, seconds, the record's image_cache)."""
+    from afkit.campaign import imagecache
+
+    ref = _registry_ref(image)
+    if site.image_cache == imagecache.OFF:
+        return (*pull_on_worker(image, scratch, env), imagecache.OFF)
+    cache = imagecache.directory(site.image_cache)
+    t0 = time.monotonic()
+    try:
+        imagecache.prepare(cache, default=not site.image_cache)
+        entry, state = imagecache.fetch(cache, image.sha256, lambda tmp: _pull(ref, tmp, env))
+    except imagecache.CacheUnusable as err:
+        warning = (f"afkit: warning: image cache {cache} unusable ({err}): this job pulls the image "
+                   f"into its sandbox (set sites.{site.name}.image_cache, docs/campaigns.md)")  # fmt: skip
+        print(warning, file=sys.stderr)
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("a", encoding="utf-8") as fh:
+            fh.write(warning + "\n")
+        return (*pull_on_worker(image, scratch, env), imagecache.UNUSABLE)
+    except imagecache.DigestMismatch as err:
+        raise _not_the_campaigns(ref) from err
+    return str(entry), time.monotonic() - t0, state
 
 
 def batch_identity(env: dict[str, str] | None = None) -> tuple[str, str]:
@@ -225,7 +277,8 @@ def run(spec: JobSpec, *, output: Path | None = None, log: Path | None = None) -
     try:
         image_path = image.path
         if not site.shared_fs:
-            image_path, record.image_pull_s = pull_on_worker(image, scratch, env)
+            pulled = image_on_worker(image, site, scratch, env, log)
+            image_path, record.image_pull_s, record.image_cache = pulled
             record.image_path = image_path
         result_path = scratch / "result.json"
         payload = PayloadSpec(

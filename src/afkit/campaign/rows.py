@@ -70,9 +70,11 @@ class JobRow:
     events_per_s: float | None = None
     bottleneck: str = ""
     bottleneck_reason: str = ""
+    image_pull_s: float | None = None
     payload: str = ""
     readspeed_verdict: str = ""
     image_ref: str = ""
+    image_cache: str = ""
 
     def step_s(self, step: str) -> float | None:
         """Seconds of STEP (setup, stage_in, processing, stage_out); None when not measured."""

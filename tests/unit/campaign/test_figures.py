@@ -208,3 +208,22 @@ def test_analysis_vs_clients_shows_mbit_per_s_and_events_per_s_per_scenario() ->
     origin = lines["frankfurt <- 10.77.0.2:1094: origin direct 1 job(s)/wave"]
     assert origin == [200.0, 400.0]  # 0.2 and 0.4 Gbit/s at 1 and 2 clients
     assert "frankfurt <- 10.77.0.2:1094: xcache direct 1 job(s)/wave" in lines
+
+
+
+def test_the_step_table_shows_the_image_pulls_and_their_cache_hits(tmp_path: Path) -> None:
+    from afkit.campaign import report
+
+    pulled = {"site": "alpes", "submit_files": "transferred"}
+    recs = [
+        rec(0, 1.0, image_pull_s=45.0, image_cache="miss", **pulled),
+        *[rec(i, 1.0, image_pull_s=0.01 * i, image_cache="hit", **pulled) for i in (1, 2)],
+        rec(3, 1.0),  # frankfurt: the submit host's files, no pull
+    ]
+    steps = {s["site"]: s for s in figures.step_ranges(tables(recs)[0])}
+    assert (steps["alpes"]["image_pull"], steps["alpes"]["image_cache"]) == ((0.01, 45.0), "2 hit, 1 miss")
+    assert (steps["frankfurt"]["image_pull"], steps["frankfurt"]["image_cache"]) == (None, "")
+    agg.aggregate(typed(recs), tmp_path / "jobs.csv", tmp_path / "intervals.csv")
+    html = report.render_tables(tmp_path / "jobs.csv", tmp_path / "intervals.csv", tmp_path / "r").read_text()
+    assert "<th>jobs</th><th>image pull</th><th>image cache</th><th>setup</th>" in html
+    assert "<td>0.01&ndash;45.00</td><td>2 hit, 1 miss</td>" in html

@@ -58,12 +58,14 @@ def test_a_spec_runs_without_site_packages_and_writes_the_record(
 
 def test_the_modules_a_batch_job_may_import_load_without_site_packages(tmp_path: Path) -> None:
     """A worker without the submit host's files pulls the image itself (afkit.campaign.job
-    .pull_on_worker imports afkit.campaign.image): nothing the job core reaches needs more than
-    the standard library (a campaign's config module needs jsonschema and yaml)."""
+    .pull_on_worker imports afkit.campaign.image) into the node's image cache
+    (afkit.campaign.imagecache): nothing the job core reaches needs more than the standard library
+    (a campaign's config module needs jsonschema and yaml)."""
     jobcore.pack(tmp_path / "afkit.zip")
     subprocess.run([sys.executable, "-m", "zipfile", "-e", "afkit.zip", "core"], cwd=tmp_path, check=True)
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "core")}
     modules = "afkit.campaign.jobcore, afkit.campaign.job, afkit.campaign.image, afkit.campaign.held"
+    modules += ", afkit.campaign.imagecache"
     proc = subprocess.run([sys.executable, "-S", "-c", f"import {modules}"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, check=False)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -17,7 +17,8 @@ from afkit.errors import InvalidError
 JOBS_CSV = [
     "campaign", "campaign_hash", "image_sha256", "image_tag", "image_path", "bench", "type", "id", "wave",
     "site", "executor", "batch_job_id", "host", "dataset", "group", "scenario", "access", "clients",
-    "block_size", "stride", "demand", "wave_size", "index", "repetition", "duration", "interval", "template", "url", "files",
+    "block_size", "stride", "demand", "wave_size", "index", "repetition", "duration", "interval", "template",
+    "url", "files",
     "status", "error", "start", "end", "processing_start", "setup_s", "stage_in_s", "processing_s",
     "stage_out_s", "wall_s", "bytes", "bytes_staged", "events", "throughput_MBps", "events_per_s",
     "image_fingerprint", "bottleneck", "bottleneck_reason",
@@ -29,6 +30,8 @@ JOBS_CSV = [
     "root_bytes_read", "root_read_calls", "root_vector_reads",
     # the campaign's image as given (the report's header; image_path may be a worker's copy)
     "image_ref",
+    # the node's image cache at a shared_fs: false site's pull (docs/federation.md): appended too
+    "image_cache",
 ]  # fmt: skip
 
 

@@ -86,3 +86,22 @@ def test_one_executor_with_a_site_option_still_runs_per_site(
     raw["sites"]["here"]["executor"] = "slurm"
     raw["sites"]["far"]["partition"] = "gsi"
     assert len(runner.plan_calls(make(raw), tmp_path / "c.yaml")) == 2
+
+
+def test_image_cache_only_for_htcondor(raw: dict[str, Any]) -> None:
+    raw["sites"]["far"]["image_cache"] = "/var/cache/afkit/images"  # far runs on slurm
+    assert "sites.far.image_cache: only for executor 'htcondor', not 'slurm'" in _error(raw)
+
+
+def test_image_cache_only_without_the_shared_filesystem(raw: dict[str, Any]) -> None:
+    raw["sites"]["far"].update(executor="htcondor", image_cache="/var/cache/afkit/images")
+    assert "sites.far.image_cache: only for a site with shared_fs: false" in _error(raw)
+
+
+def test_image_cache_is_an_absolute_directory_or_off(raw: dict[str, Any], make: Any) -> None:
+    raw["image"] = {"sif": "oras://10.77.0.10:5000/afkit/bench:1"}
+    raw["sites"]["far"].update(executor="htcondor", shared_fs=False, image_cache="cache/images")
+    assert "sites.far.image_cache" in _error(raw)
+    for value in ("off", "/var/cache/afkit/images"):
+        raw["sites"]["far"]["image_cache"] = value
+        assert make(raw).config["sites"]["far"]["image_cache"] == value

@@ -50,6 +50,14 @@ class HTCondor(Plain):
             refusal="sites.{site}.shared_fs: false needs executor '{owner}' (HTCondor file transfer); "
             "'{executor}' jobs read and write the submit host's files",
         ),
+        "image_cache": own_key(
+            "image_cache",
+            "htcondor only, with shared_fs: false: the directory on each worker node where the site's jobs "
+            "keep the images they pull, one pull per node and image (afkit.campaign.imagecache; default "
+            "/var/tmp/afkit-USER/images, USER the job's account), or off: each job pulls the image into "
+            "its own sandbox. The record's image_cache says hit, miss, off or unusable",
+            pattern="^(/.*|off)$",
+        ),
     }
     submitted = re.compile(r"submitted to HTCondor Cluster ID (\d+)")
 

@@ -160,11 +160,19 @@ class SiteSpec:
     link_rate: str = ""
     env: Mapping[str, str] = field(default_factory=dict)
     apptainer_args: tuple[str, ...] = ()
+    node_netns: tuple[str, ...] = ()  # client nodes: job i of a wave runs in node_netns[i mod len]
+
+    def job_netns(self, index: int) -> str:
+        """The network namespace of the job with INDEX in its wave ("": the worker's own)."""
+        return self.node_netns[index % len(self.node_netns)] if self.node_netns else self.netns
 
     def as_dict(self) -> dict[str, object]:
-        return {"name": self.name, "executor": self.executor, "shared_fs": self.shared_fs,
-                "scratch": self.scratch, "netns": self.netns, "link_rate": self.link_rate,
-                "env": dict(self.env), "apptainer_args": list(self.apptainer_args)}  # fmt: skip
+        d: dict[str, object] = {"name": self.name, "executor": self.executor, "shared_fs": self.shared_fs,
+             "scratch": self.scratch, "netns": self.netns, "link_rate": self.link_rate,
+             "env": dict(self.env), "apptainer_args": list(self.apptainer_args)}  # fmt: skip
+        if self.node_netns:  # only when given: the specs of sites without it stay as they were
+            d["node_netns"] = list(self.node_netns)
+        return d
 
     @classmethod
     def from_config(cls, name: str, site: Mapping[str, object]) -> SiteSpec:
@@ -177,6 +185,7 @@ class SiteSpec:
             link_rate=str(site.get("link_rate") or ""),
             env={str(k): str(v) for k, v in cast("dict[str, object]", site.get("env") or {}).items()},
             apptainer_args=tuple(str(a) for a in cast("list[object]", site.get("apptainer_args") or [])),
+            node_netns=tuple(str(n) for n in cast("list[object]", site.get("node_netns") or [])),
         )
 
 

@@ -35,7 +35,7 @@ pytestmark = pytest.mark.testbed
 
 NODES = ["frankfurt-n1", "frankfurt-n2", "frankfurt-n3"]
 SIZE = 24 << 20  # 24 MiB: about 2 s at the slowed node link below
-NODE_SLOW = "100mbit"  # the node's link while its rate is measured (below the WAN's 200 Mbit/s)
+NODE_SLOW = 0.1  # Gbit/s: the node's link while its rate is measured (below the WAN's 200 Mbit/s)
 
 
 @pytest.fixture(scope="module")
@@ -121,9 +121,9 @@ def test_a_warm_read_from_a_node_through_xcache_is_capped_near_the_nodes_link_ra
     assert bench_read("frankfurt", url)["status"] == "ok"  # cold: the cache fetches it from gsi
     time.sleep(1)  # the cache finishes writing the file (as afkit federation measure)
     warm_at_site = bench_read("frankfurt", url)["gbps"]  # the caching node itself: no node link
-    ok(sh(f"afkit federation link frankfurt-n2 --rate {NODE_SLOW}"))
+    ok(sh("afkit federation link frankfurt-n2 --rate 100mbit"))
     at_node = bench_read("frankfurt-n2", url)
-    link = 0.1  # Gbit/s, NODE_SLOW
+    link = NODE_SLOW
     assert at_node["bytes"] == SIZE
     rate = at_node["gbps"]
     assert 0.4 * link < rate < 1.3 * link, f"read at the node {rate} Gbit/s, its link {link}"

@@ -42,9 +42,9 @@ class Local(Plain):
                 "uniqueItems": True,
                 "items": {"type": "string", "pattern": NETNS_PATTERN},
                 "description": "the site's client nodes as named network namespaces (the testbed "
-                "federation's SITE-n1, SITE-n2, ..., docs/federation.md): job i of a wave (the "
-                "nodes, jobs or clients sweep of a benchmark) runs in node_netns[i mod len], "
-                "a job outside a wave in the first; needs root; local executor only; not with netns",
+                "federation's SITE-n1, SITE-n2, ..., docs/federation.md): job i of a wave (a "
+                "benchmark's nodes or jobs sweep) runs in node_netns[i mod len], a job outside a "
+                "wave in the first; needs root; local executor only; not with netns",
             },
         ),
     }

@@ -147,9 +147,11 @@ def storage_up_cmds(fed: Federation, site: Site) -> list[list[str]]:
     if site.cache_origin:
         upstream = fed.site(site.cache_origin)
         for scenario in site.caches:
-            cmds.append(
-                storage_cmd(fed, site, "up", scenario, "--origin", f"{upstream.gateway}:{ORIGIN_PORT}")
-            )
+            # DCOTF's redirector sends its clients to the site's address, not loopback: clients
+            # on the site's client nodes (other namespaces) reach its cache there too
+            here = ("--redirect-host", site.address) if scenario == "dcotf" else ()
+            origin = f"{upstream.gateway}:{ORIGIN_PORT}"
+            cmds.append(storage_cmd(fed, site, "up", scenario, "--origin", origin, *here))
     return cmds
 
 

@@ -144,3 +144,11 @@ def test_every_daemon_allows_the_node_addresses() -> None:
     for cmd in control.storage_up_cmds(f, f.site("gsi")):
         allowed = {cmd[i + 1] for i, a in enumerate(cmd) if a == "--allow"}
         assert "10.77.2.23" in allowed
+
+
+def test_dcotfs_redirector_sends_clients_to_the_sites_address_which_the_nodes_reach() -> None:
+    f = fed(nodes={"count": 1, "rate": "1gbit"}, caches={"origin": "gsi"})
+    cmds = {c[c.index("up") + 1]: c for c in control.storage_up_cmds(f, f.site("frankfurt"))}
+    dcotf = cmds["dcotf"]
+    assert dcotf[dcotf.index("--redirect-host") + 1] == "10.77.2.10"
+    assert "--redirect-host" not in cmds["xcache"] and "--redirect-host" not in cmds["origin"]

@@ -69,13 +69,15 @@ def cmd_link(args: argparse.Namespace) -> int:
     fed = _fed(args)
     target = fed.namespace(args.site)  # a site's WAN link, or a client node's link to its site
     if args.down or args.up:
-        net.run(net.partition(target, down=args.down))
+        for cmd in net.link_state(fed, target, down=args.down):
+            net.run(cmd)
     if args.rate or args.reset:
         link = target.link if args.reset else links.Link(links.parse_rate(args.rate), target.link.latency_ms)
         for cmd in net.link_shape(target, link):
             net.run(cmd)
     if args.reset:
-        net.run(net.partition(target, down=False))
+        for cmd in net.link_state(fed, target, down=False):
+            net.run(cmd)
         if isinstance(target, links.Site):
             toxiproxy.reset_site(target)
     return ExitCode.OK

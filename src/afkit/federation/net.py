@@ -126,10 +126,17 @@ def node_commands(site: Site, node: Node) -> list[Cmd]:
         ["ip", "-n", ns, "route", "add", f"{site.address}/32", "dev", NODE_IF],
         ["ip", "-n", ns, "route", "add", "default", "via", site.address, "dev", NODE_IF],
         ["ip", "-n", site.name, "link", "set", node.site_ifname, "up"],
-        ["ip", "-n", site.name, "route", "add", host, "dev", node.site_ifname, "src", site.address],
+        site_route_to(node, site.address),
         ["ip", "-n", WAN_NS, "route", "add", host, "via", site.address],
         *node_shape(node, node.link),
     ]
+
+
+def site_route_to(node: Node, site_address: str) -> Cmd:
+    """The site's route to NODE over its end of the node's link (``replace``: also after the link
+    was down, which deletes the routes through it)."""
+    return ["ip", "-n", node.site, "route", "replace", f"{node.address}/32", "dev", node.site_ifname,
+            "src", site_address]  # fmt: skip
 
 
 def nodes_commands(site: Site) -> list[Cmd]:
@@ -157,6 +164,14 @@ def partition(site: Site | Node, down: bool) -> Cmd:
     if isinstance(site, Node):
         return ["ip", "-n", site.site, "link", "set", site.site_ifname, "down" if down else "up"]
     return ["ip", "-n", WAN_NS, "link", "set", site.wan_ifname, "down" if down else "up"]
+
+
+def link_state(fed: Federation, target: Site | Node, down: bool) -> list[Cmd]:
+    """Take a site's WAN link or a client node's link down, or up again (a node's: with the site's
+    route to the node, which the kernel deleted with the link)."""
+    if isinstance(target, Node) and not down:
+        return [partition(target, False), site_route_to(target, fed.site(target.site).address)]
+    return [partition(target, down)]
 
 
 def link_shape(target: Site | Node, link: Link) -> list[Cmd]:

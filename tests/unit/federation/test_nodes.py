@@ -96,7 +96,7 @@ def test_a_node_routes_everything_via_its_sites_address() -> None:
 def test_the_site_forwards_and_the_site_and_the_wan_route_back_to_each_node() -> None:
     cmds = cmds_of(three())
     assert net.in_ns("frankfurt", "sysctl", "-qw", "net.ipv4.ip_forward=1") in cmds
-    back = ["ip", "-n", "frankfurt", "route", "add", "10.77.2.22/32", "dev", "n2", "src", "10.77.2.10"]
+    back = ["ip", "-n", "frankfurt", "route", "replace", "10.77.2.22/32", "dev", "n2", "src", "10.77.2.10"]
     assert back in cmds
     assert ["ip", "-n", "wan", "route", "add", "10.77.2.22/32", "via", "10.77.2.10"] in cmds
 
@@ -152,3 +152,29 @@ def test_dcotfs_redirector_sends_clients_to_the_sites_address_which_the_nodes_re
     dcotf = cmds["dcotf"]
     assert dcotf[dcotf.index("--redirect-host") + 1] == "10.77.2.10"
     assert "--redirect-host" not in cmds["xcache"] and "--redirect-host" not in cmds["origin"]
+
+
+def test_a_node_link_up_again_restores_the_sites_route_to_the_node() -> None:
+    """Setting the site's end down deletes the routes through it: up puts the route back."""
+    f = three()
+    node = f.nodes["frankfurt-n3"]
+    assert net.link_state(f, node, down=True) == [net.partition(node, True)]
+    up = net.link_state(f, node, down=False)
+    assert up[0] == ["ip", "-n", "frankfurt", "link", "set", "n3", "up"]
+    assert up[1] == [
+        "ip",
+        "-n",
+        "frankfurt",
+        "route",
+        "replace",
+        "10.77.2.23/32",
+        "dev",
+        "n3",
+        "src",
+        "10.77.2.10",
+    ]
+
+
+def test_a_sites_link_state_is_its_wan_end_only() -> None:
+    f = three()
+    assert net.link_state(f, f.site("gsi"), down=False) == [net.partition(f.site("gsi"), False)]

@@ -22,6 +22,7 @@ SHARED_GROUPS = {
     "test_federation": "federation",
     "test_federation_campaign": "federation",
     "test_federation_faults": "federation",
+    "test_federation_nodes": "federation",
     "test_federation_workers": "federation",
     "test_study": "federation",
 }
@@ -30,7 +31,7 @@ SHARED_GROUPS = {
 # Modules whose assertions are about rates and timing on the federation's shaped links (remote
 # against local read speed, the per-second bytes of a fault): they run alone, after the others
 # (scripts/run-tests: -m alone), as a second worker's load on 2 cores would change what they measure.
-ALONE = {"test_federation", "test_federation_faults"}
+ALONE = {"test_federation", "test_federation_faults", "test_federation_nodes"}
 
 
 # pytest-timeout's limit for one integration test (pyproject.toml's `timeout`, 120 s, is the unit

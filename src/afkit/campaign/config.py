@@ -41,6 +41,7 @@ class SiteConfig(TypedDict):
     shared_fs: bool
     link_rate: NotRequired[str]
     netns: NotRequired[str]
+    node_netns: NotRequired[list[str]]
     requirements: NotRequired[str]
     partition: NotRequired[str]
 
@@ -244,6 +245,11 @@ def _check_sites(cfg: CampaignConfig) -> list[str]:
             for key, rule in owner.site_keys.items():
                 if key in keys and rule.used(keys[key]):
                     problems.append(rule.refusal.format(site=name, executor=executor, owner=owner.name))
+        if site.get("netns") and site.get("node_netns"):
+            problems.append(
+                f"sites.{name}: netns and node_netns both name where its jobs run: keep netns (every "
+                "job in one namespace) or node_netns (a wave's jobs spread over the client nodes)"
+            )
         if not site["shared_fs"] and not str(cfg["image"].get("sif", "")).startswith("oras://"):
             problems.append(
                 f"sites.{name}.shared_fs: false needs image.sif to be an oras:// reference: the "

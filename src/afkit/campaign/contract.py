@@ -161,12 +161,20 @@ class SiteSpec:
     env: Mapping[str, str] = field(default_factory=dict)
     apptainer_args: tuple[str, ...] = ()
     image_cache: str = ""  # shared_fs: false: the worker's image cache (afkit.campaign.imagecache)
+    node_netns: tuple[str, ...] = ()  # client nodes: job i of a wave runs in node_netns[i mod len]
+
+    def job_netns(self, index: int) -> str:
+        """The network namespace of the job with INDEX in its wave ("": the worker's own)."""
+        return self.node_netns[index % len(self.node_netns)] if self.node_netns else self.netns
 
     def as_dict(self) -> dict[str, object]:
-        return {"name": self.name, "executor": self.executor, "shared_fs": self.shared_fs,
-                "scratch": self.scratch, "netns": self.netns, "link_rate": self.link_rate,
-                "env": dict(self.env), "apptainer_args": list(self.apptainer_args),
-                "image_cache": self.image_cache}  # fmt: skip
+        d: dict[str, object] = {"name": self.name, "executor": self.executor, "shared_fs": self.shared_fs,
+             "scratch": self.scratch, "netns": self.netns, "link_rate": self.link_rate,
+             "env": dict(self.env), "apptainer_args": list(self.apptainer_args),
+             "image_cache": self.image_cache}  # fmt: skip
+        if self.node_netns:  # only when given: the specs of sites without it stay as they were
+            d["node_netns"] = list(self.node_netns)
+        return d
 
     @classmethod
     def from_config(cls, name: str, site: Mapping[str, object]) -> SiteSpec:
@@ -180,6 +188,7 @@ class SiteSpec:
             env={str(k): str(v) for k, v in cast("dict[str, object]", site.get("env") or {}).items()},
             apptainer_args=tuple(str(a) for a in cast("list[object]", site.get("apptainer_args") or [])),
             image_cache=str(site.get("image_cache") or ""),
+            node_netns=tuple(str(n) for n in cast("list[object]", site.get("node_netns") or [])),
         )
 
 

@@ -272,7 +272,8 @@ def run(spec: JobSpec, *, output: Path | None = None, log: Path | None = None) -
     scratch_root.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="afkit-job-", dir=scratch_root))
     record = base_record(spec, image)
-    record.wn_site, record.wn_address = batch_site(), worker_address(site.netns)
+    netns = site.job_netns(spec.job.index)  # the site's namespace, or this job's client node's
+    record.wn_site, record.wn_address = batch_site(), worker_address(netns)
     record.executor, record.batch_job_id = batch_identity()
     try:
         image_path = image.path
@@ -291,7 +292,7 @@ def run(spec: JobSpec, *, output: Path | None = None, log: Path | None = None) -
         spec_path.write_text(payload.to_json(), encoding="utf-8")
         binds = [p for p in spec.binds if Path(p).is_dir()]
         cmd = apptainer_command(image_path, site, scratch, spec_path, binds, image.python)
-        cmd = in_netns(site.netns, cmd)  # a federation site: the job's network is the site's
+        cmd = in_netns(netns, cmd)  # a federation site (or its client node): the job's network
         record.start = payload.t_launch
         with HostMonitor(scratch / "monitor.jsonl"):
             proc = _run_payload(cmd, env)

@@ -2,8 +2,10 @@
 
 Each job has a stable, readable id (the Snakemake wildcard ``{job}``) built from its parameters,
 so an interrupted campaign finds its finished jobs again. Jobs whose concurrency is the measured
-variable (``train``: concurrent jobs; ``analysis``: nodes) come in *waves*: all jobs of a wave are
-released together, and the next wave waits until the previous one has finished.
+variable (``train``: concurrent jobs; ``analysis`` and ``read``: nodes) come in *waves*: all jobs of
+a wave are released together, and the next wave waits until the previous one has finished. A read
+benchmark is a wave benchmark only when its nodes sweep has a value above 1 (then all its jobs are,
+the one-node ones too: each wave is measured alone); otherwise its jobs run as they always did.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ def _sweep_points(bench: BenchmarkConfig) -> list[SweepPoint]:
     sw = bench["sweep"]
     kind = bench["type"]
     clients = sw["clients"] if kind in ("read", "analysis") else [1]
-    waves = sw["jobs"] if kind == "train" else sw["nodes"] if kind == "analysis" else [1]
+    waves = sw["jobs"] if kind == "train" else sw["nodes"] if kind in ("analysis", "read") else [1]
     blocks = sw["block_size"] if kind == "read" else [sw["block_size"][0]]
     strides = sw["stride"] if kind == "read" else ["0"]
     return [
@@ -102,11 +104,17 @@ def by_id(jobs: list[Job]) -> dict[tuple[str, str], Job]:
     return {(j.bench, j.id): j for j in jobs}
 
 
+def wave_benches(jobs: list[Job]) -> set[str]:
+    """The benchmarks whose jobs come in waves: train and analysis, and read with a nodes sweep."""
+    return {j.bench for j in jobs if j.type in ("train", "analysis") or j.wave_size > 1}
+
+
 def wave_members(jobs: list[Job]) -> dict[tuple[str, str], list[Job]]:
-    """(bench, wave) → its jobs, for the wave-type benchmarks (train, analysis)."""
+    """(bench, wave) → its jobs, for the wave-type benchmarks (:func:`wave_benches`)."""
+    waved = wave_benches(jobs)
     out: dict[tuple[str, str], list[Job]] = {}
     for j in jobs:
-        if j.type in ("train", "analysis"):
+        if j.bench in waved:
             out.setdefault((j.bench, j.wave), []).append(j)
     return out
 
@@ -116,9 +124,10 @@ def previous_waves(jobs: list[Job]) -> dict[tuple[str, str], str]:
 
     Waves run in sweep order; the first wave of a chain has no entry.
     """
+    waved = wave_benches(jobs)
     order: dict[tuple[str, str, str], list[str]] = {}
     for j in jobs:
-        if j.type not in ("train", "analysis"):
+        if j.bench not in waved:
             continue
         chain = (j.bench, j.site, j.chain)
         waves = order.setdefault(chain, [])

@@ -41,6 +41,10 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(json.dumps({"site": name, "address": site["address"], "link": link[1] if len(link) > 1 else "?",
                           "qdisc": qdisc, "storage_url": site["storage_url"],
                           "caches": site["caches"], "workers": workers.get(name, {})}))  # fmt: skip
+        for node in site.get("nodes", []):
+            qdisc = net.run(["tc", "-n", node["namespace"], "qdisc", "show", "dev", net.NODE_IF]).strip()
+            print(json.dumps({"node": node["namespace"], "site": name, "address": node["address"],
+                              "qdisc": qdisc}))  # fmt: skip
     return ExitCode.OK
 
 
@@ -55,7 +59,7 @@ def cmd_exec(args: argparse.Namespace) -> int:
         cmd = cmd[1:]
     if not cmd:
         raise UsageError("exec: no command given", hint="afkit federation exec SITE -- CMD...")
-    _fed(args).site(args.site)
+    _fed(args).namespace(args.site)
     argv = net.in_ns(args.site, *cmd)
     os.execvp(argv[0], argv)
     return ExitCode.FAILURE  # not reached
@@ -63,16 +67,19 @@ def cmd_exec(args: argparse.Namespace) -> int:
 
 def cmd_link(args: argparse.Namespace) -> int:
     fed = _fed(args)
-    site = fed.site(args.site)
+    target = fed.namespace(args.site)  # a site's WAN link, or a client node's link to its site
     if args.down or args.up:
-        net.run(net.partition(site, down=args.down))
+        for cmd in net.link_state(fed, target, down=args.down):
+            net.run(cmd)
     if args.rate or args.reset:
-        link = site.link if args.reset else links.Link(links.parse_rate(args.rate), site.link.latency_ms)
-        for cmd in net.shape(site, link):
+        link = target.link if args.reset else links.Link(links.parse_rate(args.rate), target.link.latency_ms)
+        for cmd in net.link_shape(target, link):
             net.run(cmd)
     if args.reset:
-        net.run(net.partition(site, down=False))
-        toxiproxy.reset_site(site)
+        for cmd in net.link_state(fed, target, down=False):
+            net.run(cmd)
+        if isinstance(target, links.Site):
+            toxiproxy.reset_site(target)
     return ExitCode.OK
 
 
@@ -159,12 +166,13 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_status)
     p = fs.add_parser("urls", help="the running federation: addresses, storage and cache URLs (JSON)")
     p.set_defaults(func=cmd_urls)
-    p = fs.add_parser("exec", help="run a command in a site's network namespace")
-    p.add_argument("site")
+    p = fs.add_parser("exec", help="run a command in a site's (or a client node's) network namespace")
+    p.add_argument("site", help="a site, or a site's client node (SITE-nK)")
     p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD...")
     p.set_defaults(func=cmd_exec)
-    p = fs.add_parser("link", help="change a site's WAN link: rate, partition (down/up), reset to the file")
-    p.add_argument("site")
+    p = fs.add_parser("link", help="change a site's WAN link (or a client node's link to its site): rate, "
+                      "partition (down/up), reset to the file")  # fmt: skip
+    p.add_argument("site", help="a site, or a site's client node (SITE-nK)")
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--rate", help="new tbf rate of both directions, e.g. 2mbit")
     g.add_argument("--down", action="store_true", help="partition the site (its WAN link down)")

@@ -4,7 +4,8 @@ Layout (``$AFKIT_FEDERATION_ROOT``, default /srv/federation): ``state.json`` (th
 federation: link file, sites, addresses, URLs), ``SITE/data`` (the site's origin exports it),
 ``SITE/storage`` (``afkit storage`` state of the site's daemons), ``toxiproxy/`` (config, log,
 pidfile). Every daemon runs in its site's network namespace: the origin on SITE:1094, the caches
-on 1095 (xcache), 1096 (xcache-dca), 1097 (dcotf redirector) and 1098 (dcotf cache).
+on 1095 (xcache), 1096 (xcache-dca), 1097 (dcotf redirector) and 1098 (dcotf cache). A site's
+client nodes (``SITE-n1`` ..) run no daemons: they are where a campaign's jobs read from.
 """
 
 from __future__ import annotations
@@ -44,6 +45,14 @@ def cache_url(site: Site, scenario: str) -> str:
     return f"root://{site.address}:{entry_port(SCENARIOS[scenario], ORIGIN_PORT)}"
 
 
+class NodeState(TypedDict):
+    """One client node of a site in state.json ``sites.SITE.nodes``."""
+
+    namespace: str
+    address: str
+    rate_mbit: float
+
+
 class SiteState(TypedDict):
     """One site in state.json ``sites``."""
 
@@ -58,6 +67,7 @@ class SiteState(TypedDict):
     data: str
     caches: dict[str, str]  # scenario -> its URL
     cache_origin: str | None
+    nodes: list[NodeState]  # the site's client nodes (links.yaml sites.SITE.nodes), in order
 
 
 class Clients(TypedDict):
@@ -90,6 +100,10 @@ def describe(fed: Federation) -> Clients:
             "data": str(data_dir(s.name)),
             "caches": {sc: cache_url(s, sc) for sc in s.caches},
             "cache_origin": s.cache_origin,
+            "nodes": [
+                {"namespace": n.namespace, "address": n.address, "rate_mbit": n.link.rate_mbit}
+                for n in s.nodes
+            ],
         }
     return {
         "links": str(fed.source),
@@ -103,10 +117,10 @@ def describe(fed: Federation) -> Clients:
 def allowed_hosts(fed: Federation) -> list[str]:
     """xrd.allow of every daemon: the federation's own addresses (a wildcard such as 10.77.* does
     not match: xrootd names an IPv4 client [::ffff:10.77.1.10]). Clients through toxiproxy come
-    from the WAN gateway of the server's site."""
+    from the WAN gateway of the server's site; clients on a site's client nodes from their own."""
     hosts = [net.submit_address()]
     for s in fed.sites.values():
-        hosts += [s.address, s.gateway]
+        hosts += [s.address, s.gateway, *(n.address for n in s.nodes)]
     return hosts
 
 
@@ -133,9 +147,11 @@ def storage_up_cmds(fed: Federation, site: Site) -> list[list[str]]:
     if site.cache_origin:
         upstream = fed.site(site.cache_origin)
         for scenario in site.caches:
-            cmds.append(
-                storage_cmd(fed, site, "up", scenario, "--origin", f"{upstream.gateway}:{ORIGIN_PORT}")
-            )
+            # DCOTF's redirector sends its clients to the site's address, not loopback: clients
+            # on the site's client nodes (other namespaces) reach its cache there too
+            here = ("--redirect-host", site.address) if scenario == "dcotf" else ()
+            origin = f"{upstream.gateway}:{ORIGIN_PORT}"
+            cmds.append(storage_cmd(fed, site, "up", scenario, "--origin", origin, *here))
     return cmds
 
 

@@ -51,6 +51,11 @@ def draw(fed: Federation, output: Path) -> Path:
         angle = math.radians(160 - 140 * i / max(len(sites) - 1, 1))
         x, y = 1.2 * math.cos(angle), 0.1 + 1.1 * math.sin(angle)
         caches = f"\ncaches of {site.cache_origin}: {', '.join(site.caches)}" if site.caches else ""
+        if site.nodes:
+            first, last = site.nodes[0], site.nodes[-1]
+            caches += (f"\nclient nodes {first.namespace}..n{last.number}\n"
+                       f"{first.address}-.{last.address.rsplit('.', 1)[1]}, "
+                       f"{first.link.rate_mbit:g} Mbit/s each")  # fmt: skip
         ax.text(
             x,
             y,

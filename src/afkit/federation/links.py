@@ -3,7 +3,9 @@
 ``templates/federation/links.yaml`` is the default. Every site gets the subnet
 ``10.77.INDEX.0/24``: its host (the site's namespace) is ``.10``, its WAN gateway (in the WAN
 namespace, where toxiproxy listens for the site's storage) ``.1``. The submit host (the testbed's
-own namespace) is ``10.77.0.10`` behind the gateway ``10.77.0.1``.
+own namespace) is ``10.77.0.10`` behind the gateway ``10.77.0.1``. A site's client nodes
+(``nodes: {count: N, rate: R}``) are namespaces ``SITE-n1`` .. ``SITE-nN`` with the addresses
+``10.77.INDEX.21`` .. (``20 + k``), each behind its own link to the site's namespace (its LAN).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ ORIGIN_PORT = 1094
 TOXIPROXY_API_PORT = 8474
 WAN_NS = "wan"
 CACHE_SCENARIOS = ("xcache", "xcache-dca", "dcotf")
+NODE_HOST = 20  # a site's client node k has the address 10.77.INDEX.(NODE_HOST + k)
+MAX_NODES = 32
 NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,11}$")  # interface names w-NAME stay within 15 characters
 RATE_RE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(kbit|mbit|gbit|bit)$")
 RATE_UNIT = {"bit": 1, "kbit": 1_000, "mbit": 1_000_000, "gbit": 1_000_000_000}
@@ -57,6 +61,30 @@ class Link:
 
 
 @dataclass(frozen=True)
+class Node:
+    """Client node NUMBER (1..) of site SITE: a namespace joined to the site's by a link of its own."""
+
+    site: str
+    site_index: int
+    number: int
+    link: Link  # the node's link to its site's LAN (tbf on both ends; no latency)
+
+    @property
+    def namespace(self) -> str:
+        return f"{self.site}-n{self.number}"
+
+    @property
+    def address(self) -> str:
+        """In the site's subnet (a host route each way: the site's namespace is the node's gateway)."""
+        return f"{SUBNET}.{self.site_index}.{NODE_HOST + self.number}"
+
+    @property
+    def site_ifname(self) -> str:
+        """The site's end of the node's link, in the site's namespace."""
+        return f"n{self.number}"
+
+
+@dataclass(frozen=True)
 class Site:
     name: str
     index: int
@@ -64,6 +92,7 @@ class Site:
     cache_origin: str | None = None
     caches: tuple[str, ...] = ()
     shared_fs: bool = True  # false: the site's batch workers are another file-system domain
+    nodes: tuple[Node, ...] = ()  # client nodes of the site (links.yaml sites.NAME.nodes)
 
     @property
     def address(self) -> str:
@@ -102,6 +131,20 @@ class Federation:
                 f"no site {name!r} in the federation", hint=f"sites: {', '.join(self.sites)} ({self.source})"
             ) from None
 
+    @property
+    def nodes(self) -> dict[str, Node]:
+        """Every site's client nodes, by namespace."""
+        return {n.namespace: n for s in self.sites.values() for n in s.nodes}
+
+    def namespace(self, name: str) -> Site | Node:
+        """The site or client node whose network namespace is NAME."""
+        found = self.sites.get(name) or self.nodes.get(name)
+        if found is None:
+            nodes = f"; client nodes: {', '.join(self.nodes)}" if self.nodes else ""
+            raise NotFoundError(f"no site or client node {name!r} in the federation",
+                                hint=f"sites: {', '.join(self.sites)}{nodes} ({self.source})")  # fmt: skip
+        return found
+
 
 def _link(raw: Any, base: Link | None, where: str) -> Link:
     if raw is None:
@@ -120,6 +163,22 @@ def _link(raw: Any, base: Link | None, where: str) -> Link:
     return Link(rate, float(latency))
 
 
+def _nodes(name: str, index: int, raw: Any) -> tuple[Node, ...]:
+    """``sites.NAME.nodes: {count: N, rate: R}``: N client nodes, each with a link of rate R."""
+    where = f"sites.{name}.nodes"
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict) or set(raw) != {"count", "rate"}:
+        raise InvalidError(
+            f"{where}: give a mapping with exactly 'count' and 'rate', e.g. {{count: 3, rate: 1gbit}}"
+        )
+    count = raw["count"]
+    if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= MAX_NODES:
+        raise InvalidError(f"{where}.count: {count!r} is not an integer in 1..{MAX_NODES}")
+    link = Link(parse_rate(raw["rate"], what=f"{where}.rate"), 0.0)
+    return tuple(Node(name, index, k, link) for k in range(1, count + 1))
+
+
 def _site(name: str, raw: Any, defaults: Link) -> Site:
     where = f"sites.{name}"
     if not NAME_RE.match(name) or name == WAN_NS:
@@ -127,12 +186,11 @@ def _site(name: str, raw: Any, defaults: Link) -> Site:
             f"{where}: site names are 1-12 lower-case letters or digits, starting with a letter, not 'wan'"
         )
     if not isinstance(raw, dict):
-        raise InvalidError(f"{where}: must be a mapping (index, optional wan, caches and shared_fs)")
-    extra = set(raw) - {"index", "wan", "caches", "shared_fs"}
+        raise InvalidError(f"{where}: must be a mapping (index, optional wan, caches, shared_fs and nodes)")
+    extra = set(raw) - {"index", "wan", "caches", "shared_fs", "nodes"}
     if extra:
-        raise InvalidError(
-            f"{where}: unknown key(s) {', '.join(sorted(extra))}; allowed: index, wan, caches, shared_fs"
-        )
+        allowed = "index, wan, caches, shared_fs, nodes"
+        raise InvalidError(f"{where}: unknown key(s) {', '.join(sorted(extra))}; allowed: {allowed}")
     shared_fs = raw.get("shared_fs", True)
     if not isinstance(shared_fs, bool):
         raise InvalidError(f"{where}.shared_fs: {shared_fs!r} is not true or false")
@@ -146,7 +204,8 @@ def _site(name: str, raw: Any, defaults: Link) -> Site:
         raise InvalidError(
             f"{where}.caches: give 'origin' (a site name) and 'scenarios' (of {', '.join(CACHE_SCENARIOS)})"
         )
-    return Site(name, index, _link(raw.get("wan"), defaults, f"{where}.wan"), origin, scenarios, shared_fs)
+    link = _link(raw.get("wan"), defaults, f"{where}.wan")
+    return Site(name, index, link, origin, scenarios, shared_fs, _nodes(name, index, raw.get("nodes")))
 
 
 def parse(raw: Any, source: Path) -> Federation:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from afkit.cli import usage_handler
 from afkit.errors import ExitCode, UsageError
 from afkit.storage import manager
 from afkit.storage.render import Settings, render
-from afkit.storage.scenarios import SCENARIOS, default_origin, get_scenario, url
+from afkit.storage.scenarios import HOST, SCENARIOS, default_origin, get_scenario, url
 
 
 def _settings(args: argparse.Namespace, scenario: str) -> Settings:
@@ -27,7 +28,21 @@ def _settings(args: argparse.Namespace, scenario: str) -> Settings:
         ram=getattr(args, "ram", "1g"),
         allow=tuple(getattr(args, "allow", None) or ()),
         throttle=_throttle(args, scenario),
+        redirect_host=_redirect_host(args, scenario),
     )
+
+
+def _redirect_host(args: argparse.Namespace, scenario: str) -> str:
+    """--redirect-host HOST (dcotf only), else loopback."""
+    host = getattr(args, "redirect_host", None)
+    if not host:
+        return HOST
+    if scenario != "dcotf":
+        raise UsageError(f"--redirect-host is for the dcotf scenario (its redirector), not '{scenario}'",
+                         hint="only dcotf's redirector sends clients on to another server")  # fmt: skip
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.:-]*", host):
+        raise UsageError(f"--redirect-host: {host!r} is not a host name or address", hint="e.g. 10.77.2.10")
+    return str(host)
 
 
 def _throttle(args: argparse.Namespace, scenario: str) -> int | None:
@@ -115,6 +130,13 @@ def register(sub: Any) -> None:
             metavar="HOST",
             help="also allow clients from HOST (xrd.allow host; repeatable; '*' wildcards, e.g. 10.77.*); "
             "default: loopback only",
+        )
+        p.add_argument(
+            "--redirect-host",
+            metavar="HOST",
+            help="dcotf only: the address its redirector sends clients to, where they reach its "
+            "cache (default 127.0.0.1: clients on this host; another address for clients in other "
+            "network namespaces, e.g. a federation site's client nodes)",
         )
         p.add_argument(
             "--throttle",

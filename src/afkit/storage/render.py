@@ -24,6 +24,9 @@ class Settings:
     allow: tuple[str, ...] = ()
     # origin only: bytes/s the server reads from its file system (XRootD's throttle plugin)
     throttle: int | None = None
+    # dcotf only: the address its redirector sends clients to (its cache's port there); loopback
+    # serves clients on this host only, a client in another network namespace needs the host's own
+    redirect_host: str = HOST
 
 
 def templates_dir() -> Path:
@@ -76,7 +79,7 @@ def render(scenario: Scenario, daemon: Daemon, settings: Settings) -> str:
         "origin": settings.origin,
         "ram": settings.ram,
         "blocksize": settings.blocksize,
-        "cache_host": HOST,
+        "cache_host": settings.redirect_host,
         "cache_port": port_of(scenario, cache_daemon, settings.base) if cache_daemon else 0,
         "dca": daemon.dca,
         "allow": settings.allow,

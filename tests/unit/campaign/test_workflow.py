@@ -234,6 +234,23 @@ def test_a_dry_run_of_a_local_wave_never_run_names_its_jobs_specs_in_order(
     assert [n.rsplit(".", 2)[1] for n in names] == ["i0", "i1", "i2"]
 
 
+def test_a_read_benchmarks_nodes_sweep_runs_each_wave_at_a_local_site_as_one_job_after_the_last(
+    tmp_path: Path, raw: dict[str, Any], write: Any
+) -> None:
+    """sweep.nodes of a read benchmark: waves of 1 and 3 jobs (rule wave_local_3 for the three, each
+    of its specs in index order), the second waiting for the first (docs/campaigns.md, "Client nodes")."""
+    raw["sites"]["here"].update(resources={"cores": 1}, node_netns=["fra-n1", "fra-n2", "fra-n3"])
+    raw["benchmarks"] = [{"name": "r", "type": "read", "sites": ["here"], "datasets": ["hzz"],
+                          "sweep": {"clients": [2], "nodes": [1, 3]}}]  # fmt: skip
+    proc = snakemake("-n", "-p", "-c", "4", "--configfile", str(write(raw)), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout + proc.stderr
+    [(specs, _records)] = re.findall(r"afkit campaign job (\S+ \S+ \S+) -o (.+?) --log", out)
+    assert [Path(p).name.rsplit(".", 2)[1] for p in specs.split()] == ["i0", "i1", "i2"], specs
+    assert ".c2.b8M.s0.w3.r0." in specs
+    assert re.search(r"wave/r/here\.hzz\.origin\.direct\.c2\.b8M\.s0\.w1\.r0\.done", out), out[-3000:]
+
+
 def test_local_waves_of_two_sizes_run_each_job_on_its_own_spec(
     tmp_path: Path, raw: dict[str, Any], write: Any
 ) -> None:

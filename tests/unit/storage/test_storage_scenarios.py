@@ -92,6 +92,20 @@ def test_dcotf_redirects_to_its_cache_which_shares_the_cache_dir(tmp_path: Path)
     assert shared in redirector and shared in cache
 
 
+def test_dcotf_redirects_to_the_given_host(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["storage", "render", "dcotf", "--redirect-host", "10.77.2.10", "--state-dir", str(tmp_path)]
+    assert cli.main(argv) == 0
+    redirects = [d for d in _directives(capsys.readouterr().out) if d.startswith("xrootd.redirect")]
+    assert len(redirects) == 1 and redirects[0].startswith("xrootd.redirect 10.77.2.10:"), redirects
+
+
+@pytest.mark.parametrize(
+    "argv", [["xcache", "--redirect-host", "10.77.2.10"], ["dcotf", "--redirect-host", "a b"]]
+)
+def test_redirect_host_is_for_dcotf_only_and_a_host(tmp_path: Path, argv: list[str]) -> None:
+    assert cli.main(["storage", "render", *argv, "--state-dir", str(tmp_path)]) == ExitCode.USAGE
+
+
 def test_origin_exports_the_data_dir(tmp_path: Path) -> None:
     (text,) = _configs("origin", tmp_path, data_dir=Path("/srv/data")).values()
     assert "oss.localroot /srv/data" in _directives(text)

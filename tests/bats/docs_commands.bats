@@ -63,7 +63,7 @@ campaign_dir() {
   campaign_dir
   run afkit campaign validate C.yaml
   assert_success
-  assert_output --regexp "^C.yaml: valid; campaign testbed-mixed, hash [0-9a-f]{12}, 8 jobs, results in results/testbed-mixed-[0-9a-f]{12}$"
+  assert_output --regexp "^C.yaml: valid; campaign testbed-mixed, hash [0-9a-f]{12}, 8 jobs, results in results/testbed-mixed-v1$"
   local results=${output##* }
   run afkit campaign results C.yaml
   assert_success
@@ -89,7 +89,7 @@ campaign_dir() {
   assert_output --regexp "aggregate/jobs.csv: 8 jobs, 8 failed or missing$"
   run afkit campaign report C.yaml
   assert_success
-  assert_output --regexp "^results/testbed-mixed-[0-9a-f]{12}/report/report.html$"
+  assert_output "results/testbed-mixed-v1/report/report.html"
   grep -q 'missing' "$output"
   run afkit campaign report C.yaml --grouping server
   assert_success
@@ -115,18 +115,18 @@ campaign_dir() {
 @test "docs/campaigns.md: afkit campaign compare of two runs of one campaign says inconclusive, never worse (exit 0)" {
   cd "$BATS_TEST_TMPDIR"
   local fix=$REPO/tests/unit/campaign/fixtures/compare
-  mkdir -p results/cmp-67f6c80570bd/aggregate results-today/cmp-67f6c80570bd/aggregate
-  cp "$fix/base.jobs.csv" results/cmp-67f6c80570bd/aggregate/jobs.csv
-  cp "$fix/again.jobs.csv" results-today/cmp-67f6c80570bd/aggregate/jobs.csv
-  run afkit campaign compare results/cmp-67f6c80570bd results-today/cmp-67f6c80570bd
+  mkdir -p results/cmp-v1/aggregate results-today/cmp-v1/aggregate
+  cp "$fix/base.jobs.csv" results/cmp-v1/aggregate/jobs.csv
+  cp "$fix/again.jobs.csv" results-today/cmp-v1/aggregate/jobs.csv
+  run afkit campaign compare results/cmp-v1 results-today/cmp-v1
   assert_success
   # the testbed's noise is wider than the 10 % tolerance: neither same nor changed
   assert_output --partial "5/5  inconclusive (jobs 5/5)"
   assert_output --partial "2 cell(s) inconclusive"
   refute_output --partial "worse"
   refute_output --partial "better"
-  assert [ -s results-today/cmp-67f6c80570bd/report/compare.csv ]
-  assert [ -s results-today/cmp-67f6c80570bd/report/compare.png ]
+  assert [ -s results-today/cmp-v1/report/compare.csv ]
+  assert [ -s results-today/cmp-v1/report/compare.png ]
 }
 
 @test "docs/campaigns.md: the GSI extrapolation prints the documented numbers" {

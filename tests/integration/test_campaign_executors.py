@@ -117,7 +117,7 @@ def test_campaign_through_executor(executor: str, user: str, bench_sif: Path, da
             assert r["executor"] == executor
             assert r["image_path"] == str(bench_sif)
             assert len(r["image_sha256"]) == 64
-            assert r["campaign_hash"] in results.name
+            assert len(r["campaign_hash"]) == 12 and results.name.endswith("-v1")  # NAME-vVERSION
             assert float(r["setup_s"]) > 0 and float(r["processing_s"]) > 0
         steps = {(r["dataset"], r["access"]): r for r in rows if r["bench"] == "steps"}
         assert steps[("hzz", "direct")]["url"].startswith(os.environ["AFKIT_XROOTD_DATA"])

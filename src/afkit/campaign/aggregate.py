@@ -3,8 +3,10 @@
 ``jobs.csv``: one row per job (its sweep parameters, step durations, bytes, events, rates, status,
 campaign hash, image digest, tag and signer fingerprint, site, host, bottleneck verdict and its
 reason). ``intervals.csv``: one row per per-interval sample (bytes read in that interval) for
-time series. Records from different campaign hashes or image digests are refused unless explicitly
-allowed: results are never mixed silently.
+time series. Records of different images are refused unless explicitly allowed: results are never
+mixed silently. Which records are the campaign's current ones (made from the job's spec as planned
+now) is afkit.campaign.current's to say; every row carries the hash of the campaign the tables
+were made for.
 """
 
 from __future__ import annotations
@@ -37,12 +39,13 @@ def load_records(paths: Iterable[Path]) -> list[JobRecord]:
 
 
 def check_not_mixed(records: Sequence[JobRecord]) -> None:
-    for key, what in (("campaign_hash", "campaign versions"), ("image_sha256", "images")):
+    for key, what in (("image_sha256", "images"),):
         values = sorted({str(getattr(r, key) or "") for r in records})
         if len(values) > 1:
             raise InvalidError(
                 f"job records from different {what} ({key}: {', '.join(values)}) would be mixed",
-                hint="aggregate each campaign/image separately, or pass --allow-mixed to compare on purpose",
+                hint="rerun the campaign's jobs with one image (afkit campaign run), or pass --allow-mixed "
+                "to compare on purpose",
             )
 
 
@@ -101,15 +104,19 @@ def aggregate(
     *,
     expected: Sequence[Job] | None = None,
     allow_mixed: bool = False,
+    campaign_hash: str = "",
 ) -> list[Row]:
-    """Write the two tables; return the job rows (with 'missing' rows for expected jobs lacking a record)."""
+    """Write the two tables; return the job rows (with 'missing' rows for expected jobs lacking a
+    record). CAMPAIGN_HASH: the campaign version whose current records RECORDS are (every row's
+    ``campaign_hash``; without it, the records' own)."""
     if not allow_mixed:
         check_not_mixed(records)
     all_records = [*records, *(missing_records(expected, records) if expected else [])]
-    rows = [job_row(r) for r in all_records]
+    stamp: Row = {"campaign_hash": campaign_hash} if campaign_hash else {}
+    rows = [{**job_row(r), **stamp} for r in all_records]
     rows.sort(key=lambda r: (str(r["bench"]), str(r["id"])))
     write_csv(jobs_csv, JOB_COLUMNS, rows)
-    write_csv(intervals_csv, INTERVAL_COLUMNS, (i for r in records for i in interval_rows(r)))
+    write_csv(intervals_csv, INTERVAL_COLUMNS, ({**i, **stamp} for r in records for i in interval_rows(r)))
     return rows
 
 

@@ -10,7 +10,18 @@ from pathlib import Path
 from typing import Any
 
 from afkit.campaign import aggregate as agg
-from afkit.campaign import config, extrapolate, image, locations, plan, report, retry, runner, scaling
+from afkit.campaign import (
+    config,
+    current,
+    extrapolate,
+    image,
+    locations,
+    plan,
+    report,
+    retry,
+    runner,
+    scaling,
+)
 from afkit.campaign.rows import read_intervals, read_jobs
 from afkit.errors import AfkitError, ExitCode, NotFoundError, UsageError
 
@@ -118,14 +129,13 @@ def _preflight(c: config.Campaign) -> None:
 
 
 def _records(c: config.Campaign) -> list[Path]:
-    jobs_dir = c.results_dir / "job"
-    return sorted(jobs_dir.glob("*/*.json")) if jobs_dir.is_dir() else []
+    """The record files of the planned jobs that are on disk (current or stale)."""
+    return [p.record for p in current.planned(c) if p.record.is_file()]
 
 
 def _tables_current(c: config.Campaign) -> bool:
     """jobs.csv holds exactly the records on disk, none newer than it, and the report is newer."""
-    out = c.results_dir / "aggregate" / "jobs.csv"
-    html = c.results_dir / "report" / "report.html"
+    out, html = Path(c.layout.jobs_csv), Path(c.layout.report_html)
     records = _records(c)
     if not out.is_file() or not html.is_file():
         return False
@@ -160,17 +170,17 @@ def cmd_retry(args: argparse.Namespace) -> int:
         print(line)
     if not args.dry_run:
         _preflight(c)
-        retry.clear(c, chosen)
+        retry.clear(chosen)
     todo = chosen
     while True:
         code = runner.run(c, args.campaign.absolute(), dry_run=args.dry_run, extra=extra,
-                          targets=retry.targets(c, todo))  # fmt: skip
+                          targets=retry.targets(todo))  # fmt: skip
         if args.dry_run:
             return code
         # Snakemake 9 leaves out a target whose job waits (an ancient() input) for a wave it redoes
         # for another target, silently (snakemake/snakemake#4166); the next call makes it. Again
         # while a call succeeds and makes records.
-        left = retry.without_record(c, todo)
+        left = retry.without_record(todo)
         if code != ExitCode.OK or not left or len(left) == len(todo):
             break
         print(f"afkit: retry: snakemake left {len(left)} job(s) out (snakemake/snakemake#4166); "
@@ -182,14 +192,18 @@ def cmd_retry(args: argparse.Namespace) -> int:
 def _tables(
     c: config.Campaign, allow_mixed: bool, jobs_csv: Path | None = None, intervals_csv: Path | None = None
 ) -> tuple[Path, Path, list[agg.Row]]:
-    """The tables of the records on disk (default RESULTS/aggregate/jobs.csv, intervals.csv beside it)."""
-    jobs_dir = c.results_dir / "job"
-    records = agg.load_records(sorted(jobs_dir.glob("*/*.json"))) if jobs_dir.is_dir() else []
-    jobs_csv = jobs_csv or c.results_dir / "aggregate" / "jobs.csv"
+    """The tables of the campaign's current records on disk (default RESULTS/aggregate/jobs.csv,
+    intervals.csv beside it); a stale record (made from an older spec of its job) is left out, its
+    job missing (afkit.campaign.current)."""
+    records, stale = current.records(c)
+    if stale:
+        print(current.stale_message(stale), file=sys.stderr)
+    jobs_csv = jobs_csv or Path(c.layout.jobs_csv)
     intervals_csv = intervals_csv or jobs_csv.with_name("intervals.csv")
     for p in (jobs_csv, intervals_csv):
         p.parent.mkdir(parents=True, exist_ok=True)
-    rows = agg.aggregate(records, jobs_csv, intervals_csv, expected=plan.expand(c), allow_mixed=allow_mixed)
+    rows = agg.aggregate(records, jobs_csv, intervals_csv, expected=plan.expand(c), allow_mixed=allow_mixed,
+                         campaign_hash=c.hash)  # fmt: skip
     return jobs_csv, intervals_csv, rows
 
 
@@ -254,7 +268,7 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 def _report(c: config.Campaign, *, allow_mixed: bool, grouping: str) -> Path:
     jobs_csv, intervals_csv, _ = _tables(c, allow_mixed)
-    return report.render_tables(jobs_csv, intervals_csv, c.results_dir / "report", grouping=grouping)
+    return report.render_tables(jobs_csv, intervals_csv, Path(c.layout.report_dir), grouping=grouping)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -413,7 +427,7 @@ def register(sub: Any) -> None:
     p = cs.add_parser("validate", help="check a campaign file against the schema; count its jobs")
     _campaign_arg(p)
     p.set_defaults(func=cmd_validate)
-    p = cs.add_parser("results", help="print the campaign's results directory (RESULTS/NAME-HASH)")
+    p = cs.add_parser("results", help="print the campaign's results directory (RESULTS/NAME-vVERSION)")
     _campaign_arg(p)
     p.set_defaults(func=cmd_results)
     p = cs.add_parser("locations", help="print the resolved input-location matrix")
@@ -434,7 +448,8 @@ def register(sub: Any) -> None:
                       description=jobcore.DESCRIPTION)  # fmt: skip
     jobcore.add_arguments(p)
     p.set_defaults(func=cmd_job)
-    p = cs.add_parser("retry", help="rerun exactly the failed and/or missing jobs, then the report")
+    p = cs.add_parser("retry", help="rerun exactly the failed and/or missing jobs (and, always, those whose "
+                      "record is stale: made from an older spec of the job), then the report")  # fmt: skip
     _campaign_arg(p)
     p.add_argument("--failed", action="store_true", help="the jobs whose record says failed")
     p.add_argument("--missing", action="store_true", help="the planned jobs without a record")
@@ -443,7 +458,7 @@ def register(sub: Any) -> None:
     p = cs.add_parser("aggregate", help="job records -> jobs.csv/intervals.csv (missing jobs marked; "
                       "what rule aggregate runs)")  # fmt: skip
     _step_campaign_arg(p)
-    p.add_argument("--allow-mixed", action="store_true", help="allow records of other campaign hashes/images")
+    p.add_argument("--allow-mixed", action="store_true", help="allow records of different images")
     p.add_argument("-o", "--output", type=Path, metavar="JOBS_CSV",
                    help="the jobs table (default: RESULTS/aggregate/jobs.csv)")  # fmt: skip
     p.add_argument("--intervals", type=Path, metavar="INTERVALS_CSV",
@@ -452,7 +467,7 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_aggregate)
     p = cs.add_parser("report", help="aggregate what exists and write the HTML report")
     _campaign_arg(p)
-    p.add_argument("--allow-mixed", action="store_true", help="allow records of other campaign hashes/images")
+    p.add_argument("--allow-mixed", action="store_true", help="allow records of different images")
     _grouping_arg(p)
     p.set_defaults(func=cmd_report)
     _register_steps(cs)

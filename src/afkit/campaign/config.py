@@ -17,6 +17,7 @@ import jsonschema
 import yaml
 
 from afkit.campaign import executors
+from afkit.campaign.layout import ResultsLayout
 from afkit.errors import AfkitError, InvalidError, NotFoundError
 from afkit.paths import beside, workflow_files
 
@@ -385,16 +386,22 @@ class Campaign:
         return campaign_hash(self.config)
 
     @property
+    def layout(self) -> ResultsLayout:
+        """The files of the campaign's results folder (afkit.campaign.layout)."""
+        return ResultsLayout.at(self.config["results"], self.name, self.config["version"])
+
+    @property
     def results_dir(self) -> Path:
-        """RESULTS/NAME-HASH (a relative ``results`` is relative to the working directory)."""
-        return Path(self.config["results"]) / f"{self.name}-{self.hash}"
+        """RESULTS/NAME-vVERSION (a relative ``results`` is relative to the working directory)."""
+        return self.layout.path
 
     def resolve(self, path: str) -> Path:
         return beside(self.base_dir, path)
 
 
 def campaign_hash(cfg: CampaignConfig) -> str:
-    """12 hex digits over everything that changes what a job measures (not ``results``)."""
+    """12 hex digits over the whole campaign but ``results``: which version of the campaign a table
+    was made for (the results folder is not keyed by it: afkit.campaign.layout)."""
     significant = {k: v for k, v in cfg.items() if k not in ("results",)}
     blob = json.dumps(significant, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:12]

@@ -22,6 +22,7 @@ Standard library only: the job core on a batch worker and the payload inside the
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -254,11 +255,16 @@ class JobSpec:
     """Everything one job needs, made once by planning: ``afkit campaign job SPEC`` reruns it.
 
     Paths are as the workflow names them (relative to the submit directory when ``results`` is):
-    ``image`` is the image rule's ``image.json``, ``record`` and ``log`` where the job writes."""
+    ``image`` is the image rule's ``image.json``, ``record`` and ``log`` where the job writes;
+    ``tree`` the tree an analysis job reads (empty for the others, which read bytes).
+
+    The spec holds what the job does and nothing of the rest of the campaign (no campaign hash), so
+    that an edit of the campaign leaves the specs of the jobs it does not touch as they were: their
+    files keep their time and snakemake does not rerun them. The record carries :meth:`digest`
+    (``spec_sha256``): a record made from another spec is stale, never a current result."""
 
     job: Job
     campaign: str
-    campaign_hash: str
     site: SiteSpec
     tree: str
     binds: tuple[str, ...]
@@ -271,7 +277,6 @@ class JobSpec:
         data: dict[str, object] = {
             "job": self.job.as_dict(),
             "campaign": self.campaign,
-            "campaign_hash": self.campaign_hash,
             "site": self.site.as_dict(),
             "tree": self.tree,
             "binds": list(self.binds),
@@ -282,6 +287,10 @@ class JobSpec:
         if self.job.payload == "root":
             data["root"] = self.root.as_dict()
         return json.dumps(data, indent=1, sort_keys=True) + "\n"
+
+    def digest(self) -> str:
+        """SHA-256 of the spec as planning writes it (its file's content): the record's ``spec_sha256``."""
+        return hashlib.sha256(self.to_json().encode()).hexdigest()
 
     @classmethod
     def from_json(cls, text: str, *, source: str = "job spec") -> JobSpec:
@@ -302,7 +311,6 @@ class JobSpec:
         return cls(
             job=Job.from_dict(data["job"]),
             campaign=_str(data, "campaign", source),
-            campaign_hash=_str(data, "campaign_hash", source),
             site=SiteSpec.from_config(_str(site, "name", source), site),
             tree=_str(data, "tree", source),
             binds=tuple(str(b) for b in _list(data, "binds", source)),
@@ -394,7 +402,12 @@ class JobRecord:
     bottleneck verdict). ``derived`` fields are computed for jobs.csv (afkit.campaign.aggregate)."""
 
     campaign: str | None = _wrap("the campaign's name")
-    campaign_hash: str | None = _wrap("12 hex digits over the campaign (what a job measures)")
+    campaign_hash: str | None = _wrap("12 hex digits over the campaign: in jobs.csv the campaign version the "
+                                      "tables were made for (aggregation sets it; every row's record is "
+                                      "current for it); not in new records", need="optional")  # fmt: skip
+    spec_sha256: str | None = _wrap("the SHA-256 of the job's spec: a record without it, or whose job's spec "
+                                    "has changed since, is stale (redone, never a result)", column=False,
+                                    need="optional")  # fmt: skip
     image_sha256: str | None = _wrap("the image's SHA-256")
     image_tag: str | None = _wrap("the software tag the image was built from")
     image_path: str | None = _wrap("the SIF the job ran (a worker's own pull: its copy)")

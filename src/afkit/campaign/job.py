@@ -212,11 +212,11 @@ def _run_payload(cmd: list[str], env: dict[str, str]) -> subprocess.CompletedPro
 
 
 def base_record(spec: JobSpec, image: ImageInfo) -> JobRecord:
-    """The record's fields known before the job runs: the plan's, the campaign's, the image's."""
+    """The record's fields known before the job runs: the plan's, its spec's digest, the image's."""
     job = spec.job
     rec = JobRecord.planned(job)
     rec.url, rec.files = (job.urls[0] if job.urls else ""), len(job.urls)
-    rec.campaign, rec.campaign_hash = spec.campaign, spec.campaign_hash
+    rec.campaign, rec.spec_sha256 = spec.campaign, spec.digest()
     rec.image_path, rec.image_sha256, rec.image_tag = image.path, image.sha256, image.tag
     rec.image_ref = image.reference
     rec.image_fingerprint = image.fingerprint

@@ -13,24 +13,28 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import itertools
+import json
 import os
 from pathlib import Path
 from typing import TypedDict
 
 from afkit.atomic import write_atomic, write_if_changed
-from afkit.campaign.config import BenchmarkConfig, Campaign
+from afkit.campaign.config import BenchmarkConfig, Campaign, CampaignConfig
 from afkit.campaign.contract import Job, JobSpec, RootOptions, SiteSpec
+from afkit.campaign.layout import ResultsLayout
 from afkit.campaign.locations import Location, resolve
 
 __all__ = [
     "Job",
     "JobSpec",
     "by_id",
+    "digests",
     "expand",
     "present_specs",
     "previous_waves",
     "specs",
     "wave_members",
+    "write_inputs",
     "write_specs",
 ]
 
@@ -142,33 +146,67 @@ def previous_waves(jobs: list[Job]) -> dict[tuple[str, str], str]:
 
 def record_path(results: str, job: Job) -> str:
     """Where JOB's record goes (the workflow's rule ``job``); its log is beside it (``.log``)."""
-    return f"{results}/job/{job.bench}/{job.id}.json"
+    return ResultsLayout(results).record(job.bench, job.id)
 
 
 def spec_path(results: str, job: Job) -> str:
-    return f"{results}/jobspec/{job.bench}/{job.id}.json"
+    return ResultsLayout(results).spec(job.bench, job.id)
 
 
 def specs(campaign: Campaign, jobs: list[Job], results: str | None = None) -> list[JobSpec]:
     """Each job's spec: the job, its site, tree, binds, where its image description, record and
-    log are (RESULTS: the campaign's results directory as the workflow names it)."""
+    log are (RESULTS: the campaign's results directory as the workflow names it). Nothing else of
+    the campaign goes in (a spec changes only when what its job does changes)."""
     cfg = campaign.config
-    results = str(campaign.results_dir) if results is None else results
+    layout = campaign.layout if results is None else ResultsLayout(results)
     sites = {name: SiteSpec.from_config(name, site) for name, site in cfg["sites"].items()}
     binds = tuple(sorted({s["path"] for s in cfg["storage"].values() if s.get("path")}))
-    name, digest = campaign.name, campaign.hash
-    image = f"{results}/image/image.json"
+    image = layout.image_json
     # payload root: how its ROOT reads (the benchmark's root key, schema defaults filled in)
     roots = {b["name"]: RootOptions.from_dict(b.get("root", {})) for b in cfg["benchmarks"]
              if b["payload"] == "root"}  # fmt: skip
     out = []
     for j in jobs:
-        record = record_path(results, j)
-        out.append(JobSpec(job=j, campaign=name, campaign_hash=digest, site=sites[j.site],
-                           tree=str(cfg["datasets"][j.dataset]["tree"]), binds=binds, image=image,
-                           record=record, log=record[: -len(".json")] + ".log",
+        out.append(JobSpec(job=j, campaign=campaign.name, site=sites[j.site],
+                           tree=_tree(cfg, j), binds=binds, image=image,
+                           record=layout.record(j.bench, j.id), log=layout.record_log(j.bench, j.id),
                            root=roots.get(j.bench, RootOptions())))  # fmt: skip
     return out
+
+
+def _tree(cfg: CampaignConfig, job: Job) -> str:
+    """The tree JOB reads: its dataset's for an analysis job, none for the others (they read
+    bytes: a fixed tree name is no change of theirs)."""
+    return str(cfg["datasets"][job.dataset]["tree"]) if job.type == "analysis" else ""
+
+
+def digests(campaign: Campaign, jobs: list[Job]) -> dict[tuple[str, str], str]:
+    """(bench, id) → the SHA-256 of the job's spec as planning makes it now: a record whose
+    ``spec_sha256`` differs is stale (afkit.campaign.current)."""
+    return {(s.job.bench, s.job.id): s.digest() for s in specs(campaign, jobs)}
+
+
+def write_inputs(campaign: Campaign, results: str) -> int:
+    """Write what the campaign's image and each dataset's manifest are made from (RESULTS/plan/
+    image.json, RESULTS/plan/dataset/NAME.json: the inputs of rules image and dataset) unless the
+    file already holds it: an edit of the campaign redoes the image or a manifest only when it
+    changed what they are made from (and then every job that reads them). Return how many were
+    written."""
+    from afkit.campaign.dataset import apptainer_args_for
+
+    cfg = campaign.config
+    layout = ResultsLayout(results)
+    image = {"image": cfg["image"], "campaign_dir": str(campaign.base_dir)}
+    written = int(write_if_changed(layout.plan_image, _json(image), mode=0o644))
+    for name, ds in cfg["datasets"].items():
+        made_of = {"dataset": {k: v for k, v in ds.items() if k not in ("tree", "branches")},
+                   "storage": cfg["storage"][ds["storage"]], "apptainer_args": apptainer_args_for(cfg, name)}
+        written += write_if_changed(layout.plan_dataset(name), _json(made_of), mode=0o644)
+    return written
+
+
+def _json(data: object) -> str:
+    return json.dumps(data, indent=1, sort_keys=True) + "\n"
 
 
 def write_specs(campaign: Campaign, jobs: list[Job], results: str) -> int:
@@ -178,7 +216,7 @@ def write_specs(campaign: Campaign, jobs: list[Job], results: str) -> int:
     ``RESULTS/jobspec/.plan.sha256`` is a digest of what the specs are made from (the jobs, the
     campaign, this contract): when it matches and every spec is there, nothing is made, read or
     written (planning a large campaign again costs no file reads)."""
-    root = Path(results) / "jobspec"
+    root = Path(ResultsLayout(results).specs_dir)
     made_by = hashlib.sha256(Path(__file__).with_name("contract.py").read_bytes()).hexdigest()
     key = repr((made_by, campaign.hash, campaign.config, results, jobs))
     digest = hashlib.sha256(key.encode()).hexdigest()
@@ -218,5 +256,5 @@ def _listed(root: Path) -> set[str]:
 def present_specs(jobs: list[Job], results: str) -> set[tuple[str, str]]:
     """The (bench, id) of the JOBS whose spec file exists (a dry run writes none: it declares the
     specs that a run before wrote, so that it sees the jobs as the run will)."""
-    there = _listed(Path(results) / "jobspec")
+    there = _listed(Path(ResultsLayout(results).specs_dir))
     return {(j.bench, j.id) for j in jobs if (p := spec_path(results, j)) in there or str(Path(p)) in there}

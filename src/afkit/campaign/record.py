@@ -1,6 +1,6 @@
 """The job record's field table, as the rest of afkit names it: afkit.campaign.contract.JobRecord.
 
-A job record is one JSON object per job (``results/NAME-HASH/job/BENCH/ID.json``). Three writers
+A job record is one JSON object per job (``results/NAME-vVERSION/job/BENCH/ID.json``). Three writers
 fill it: the **plan** (the job's parameters, afkit.campaign.plan), the **payload** in the image
 (steps, bytes, events, intervals: afkit.campaign.steps) and the **wrapper** on the worker node
 (provenance, the container's start and end, the bottleneck verdict: afkit.campaign.job). The

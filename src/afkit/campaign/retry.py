@@ -1,66 +1,56 @@
-"""``afkit campaign retry``: which jobs to redo (failed records, planned jobs without a record).
+"""``afkit campaign retry``: which jobs to redo (failed records, planned jobs without a record, and
+stale records: made from an older spec of their job, afkit.campaign.current).
 
-The records of failed jobs are deleted (their logs stay and get the new attempt appended); the
-runner then asks snakemake for exactly these records as its targets.
+The records of failed and stale jobs are deleted (their logs stay and get the new attempt
+appended); the runner then asks snakemake for exactly these records as its targets.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from afkit.campaign import plan
-from afkit.campaign import record as jobrecord
+from afkit.campaign import current
 from afkit.campaign.config import Campaign
+from afkit.campaign.contract import Job
+
+Chosen = list[tuple[current.Planned, str]]
 
 
-def record_path(c: Campaign, job: plan.Job) -> Path:
-    """Where the workflow writes JOB's record (workflows/rules/common.smk: job_record)."""
-    return c.results_dir / "job" / job.bench / f"{job.id}.json"
-
-
-def status(c: Campaign, job: plan.Job) -> str:
-    """ok | failed | missing (an unreadable record, or one that breaks the job-record contract,
-    counts as failed: it is redone)."""
-    path = record_path(c, job)
-    if not path.is_file():
-        return "missing"
-    try:
-        rec = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return "failed"
-    return "ok" if not jobrecord.problems(rec) and rec.get("status") == "ok" else "failed"
-
-
-def select(c: Campaign, want: set[str]) -> list[tuple[plan.Job, str]]:
-    """The planned jobs whose status is in WANT ({'failed', 'missing'}), with that status."""
+def select(c: Campaign, want: set[str]) -> Chosen:
+    """The planned jobs whose state is in WANT ({'failed', 'missing'}), with that state; stale
+    jobs (their spec changed since their record was made) always: their record is no result."""
     out = []
-    for job in plan.expand(c):
-        st = status(c, job)
-        if st in want:
-            out.append((job, st))
+    for p in current.planned(c):
+        st = current.state(p)
+        if st in want or st == "stale":
+            out.append((p, st))
     return out
 
 
-def describe(chosen: list[tuple[plan.Job, str]]) -> list[str]:
-    return [f"retry: {st:7s} {job.bench}/{job.id}" for job, st in chosen]
+def describe(chosen: Chosen) -> list[str]:
+    return [f"retry: {st:7s} {p.job.bench}/{p.job.id}" for p, st in chosen]
 
 
-def clear(c: Campaign, chosen: list[tuple[plan.Job, str]]) -> None:
-    """Delete the records of the failed jobs among CHOSEN (missing ones have none)."""
-    for job, st in chosen:
-        if st == "failed":
-            record_path(c, job).unlink(missing_ok=True)
+def clear(chosen: Chosen) -> None:
+    """Delete the records of the failed and stale jobs among CHOSEN (missing ones have none)."""
+    for p, st in chosen:
+        if st in ("failed", "stale"):
+            p.record.unlink(missing_ok=True)
 
 
-def targets(c: Campaign, chosen: list[tuple[plan.Job, str]]) -> dict[str, list[str]]:
+def targets(chosen: Chosen) -> dict[str, list[str]]:
     """site → the record files to make."""
     out: dict[str, list[str]] = {}
-    for job, _st in chosen:
-        out.setdefault(job.site, []).append(str(record_path(c, job)))
+    for p, _st in chosen:
+        out.setdefault(p.job.site, []).append(str(p.record))
     return out
 
 
-def without_record(c: Campaign, chosen: list[tuple[plan.Job, str]]) -> list[tuple[plan.Job, str]]:
+def without_record(chosen: Chosen) -> Chosen:
     """The jobs of CHOSEN that still have no record (after a snakemake call)."""
-    return [(job, st) for job, st in chosen if not record_path(c, job).is_file()]
+    return [(p, st) for p, st in chosen if not p.record.is_file()]
+
+
+def record_path(c: Campaign, job: Job) -> Path:
+    """Where the workflow writes JOB's record (afkit.campaign.layout)."""
+    return Path(c.layout.record(job.bench, job.id))

@@ -72,7 +72,7 @@ def campaign_args(configfiles: list[str], overrides: dict[str, Any], campaign: C
     changed = [k for k in overrides if not k.startswith("afkit_")]
     if len(configfiles) == 1 and not changed:
         return [str(Path(configfiles[0]).absolute())]
-    path = campaign.results_dir / "plan" / "campaign.yaml"
+    path = Path(campaign.layout.plan_campaign)
     if write:
         import yaml
 
@@ -103,7 +103,7 @@ def image(campaign: Campaign, output: Path | None, log: Path | None) -> Path:
     puller's log in LOG (default image.log beside it)."""
     from afkit.campaign.image import resolve_image
 
-    out = output or campaign.results_dir / "image" / "image.json"
+    out = output or Path(campaign.layout.image_json)
     log = _log_beside(out, log)
     resolve_image(campaign.config["image"], base_dir=str(campaign.base_dir), workdir=str(out.parent),
                   output=str(out), log=str(log))  # fmt: skip
@@ -144,9 +144,9 @@ def dataset(campaign: Campaign, name: str, image_json: Path | None, output: Path
     image = None
     if dataset_needs_image(cfg, name):
         hint = f"dataset {name} is written by the image's ROOT: afkit campaign image C.yaml first"
-        given = image_json or campaign.results_dir / "image" / "image.json"
+        given = image_json or Path(campaign.layout.image_json)
         image = need_file(given, "image description", hint)
-    out = output or campaign.results_dir / "dataset" / f"{name}.json"
+    out = output or Path(campaign.layout.dataset(name))
     spec = cfg["datasets"][name]
     prepare(name, spec, cfg["storage"][spec["storage"]], output=str(out), log=str(_log_beside(out, log)),
             image=str(image) if image else None, apptainer_args=apptainer_args_for(cfg, name))  # fmt: skip

@@ -71,11 +71,18 @@ def test_rows_carry_provenance_and_rates(tmp_path: Path) -> None:
     assert intervals[0]["id"] == "j0"
 
 
-def test_different_campaign_hashes_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(InvalidError, match="campaign_hash: abc, zzz"):
-        agg.aggregate(
-            typed([record(0), record(1, campaign_hash="zzz")]), tmp_path / "j.csv", tmp_path / "i.csv"
-        )
+def test_rows_carry_the_hash_of_the_campaign_they_were_aggregated_for(tmp_path: Path) -> None:
+    # records kept across an edit of the campaign (their spec did not change) are current for it
+    rows = agg.aggregate(typed([record(0), record(1, campaign_hash="zzz")]), tmp_path / "j.csv",
+                         tmp_path / "i.csv", campaign_hash="c0ffee")  # fmt: skip
+    assert {r["campaign_hash"] for r in rows} == {"c0ffee"}
+    assert {r["campaign_hash"] for r in agg.read_csv(tmp_path / "i.csv")} == {"c0ffee"}
+
+
+def test_different_images_are_refused_without_writing(tmp_path: Path) -> None:
+    with pytest.raises(InvalidError, match="image_sha256: bee, f00"):
+        agg.aggregate(typed([record(0), record(1, image_sha256="bee")]), tmp_path / "j.csv",
+                      tmp_path / "i.csv")  # fmt: skip
     assert not (tmp_path / "j.csv").exists()
 
 

@@ -92,7 +92,20 @@ def test_hash_changes_with_content_not_results(raw: dict[str, Any], make: Any) -
     assert make(other).hash == h
     other["version"] = 2
     assert make(other).hash != h
-    assert str(make(raw).results_dir) == f"results/unit-{h}"
+
+
+def test_results_folder_is_keyed_by_name_and_version_not_content(raw: dict[str, Any], make: Any) -> None:
+    edited = copy.deepcopy(raw)
+    edited["datasets"]["hzz"]["tree"] = "fixed"
+    assert make(edited).hash != make(raw).hash
+    assert str(make(raw).results_dir) == str(make(edited).results_dir) == "results/unit-v1"
+    edited["version"] = "2b"
+    assert str(make(edited).results_dir) == "results/unit-v2b"
+
+
+def test_a_version_that_is_no_folder_name_is_refused(raw: dict[str, Any]) -> None:
+    raw["version"] = "../x"
+    assert "version" in _error(raw)
 
 
 def test_load_missing_file(tmp_path: Path) -> None:

@@ -53,7 +53,7 @@ def test_copy_mode_times_every_step(
     assert all(v >= 0 for v in rec["steps"].values())
     assert rec["bytes_staged"] == Path(rec["url"]).stat().st_size
     assert rec["bytes"] == rec["bytes_staged"]  # the staged copy was read once
-    assert rec["image_sha256"] == "0" * 64 and rec["campaign_hash"]
+    assert rec["image_sha256"] == "0" * 64 and len(rec["spec_sha256"]) == 64
     assert (tmp_path / "out" / f"{rec['id']}.json").is_file()
     calls = (tmp_path / "apptainer.calls").read_text()
     assert calls.startswith("-q exec --cleanenv --no-home --contain --pwd / --bind ")

@@ -64,9 +64,9 @@ def test_a_complete_record_has_no_problems() -> None:
 
 def test_a_missing_field_a_wrong_type_and_an_unknown_field_are_named() -> None:
     rec = full(clients="two", colour="red")
-    del rec["campaign_hash"]
+    del rec["image_sha256"]
     found = " | ".join(record.problems(rec))
-    assert "campaign_hash: missing" in found
+    assert "image_sha256: missing" in found
     assert "clients: 'two' is not int" in found
     assert "colour: unknown field" in found
 

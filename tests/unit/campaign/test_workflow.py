@@ -158,8 +158,9 @@ def test_a_missing_dataset_file_stops_before_anything_runs(
     proc = snakemake("--configfile", str(write(raw)), "--profile", LOCAL, cwd=tmp_path, env=fake_env())
     assert proc.returncode == 5, proc.stderr[-2000:]
     assert "hzz/gone.root" in proc.stderr and "on disk" in proc.stderr
-    # nothing made: only the plan (the jobs' specs, written by planning), no image, dataset or record
-    assert [p.name for p in tmp_path.glob("results/*/*")] == ["jobspec"]
+    # nothing made: only the plan (the jobs' specs, what the image and manifests are made from:
+    # written by planning), no image, dataset or record
+    assert sorted(p.name for p in tmp_path.glob("results/*/*")) == ["jobspec", "plan"]
 
 
 def test_a_deleted_record_is_redone_by_the_same_command(
@@ -188,7 +189,7 @@ def test_afkit_campaign_run_prints_the_report_path_alone(
     proc = subprocess.run(cmd, cwd=tmp_path, env=fake_env(), capture_output=True, text=True, check=False,
                           timeout=600)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert re.fullmatch(r"results/unit-[0-9a-f]{12}/report/report\.html\n", proc.stdout), proc.stdout
+    assert re.fullmatch(r"results/unit-v1/report/report\.html\n", proc.stdout), proc.stdout
 
 
 def test_a_dry_run_writes_nothing(tmp_path: Path, raw: dict[str, Any], write: Any) -> None:
@@ -329,10 +330,10 @@ def test_any_job_reruns_by_hand_from_its_spec(tmp_path: Path, raw: dict[str, Any
     assert again.returncode == 0, again.stderr[-2000:]
     first = json.loads(next(tmp_path.glob(f"results/*/job/steps/{spec.name}")).read_text())
     rerun = json.loads((tmp_path / "record.json").read_text())
-    assert (rerun["id"], rerun["status"], rerun["campaign_hash"]) == (
+    assert (rerun["id"], rerun["status"], rerun["spec_sha256"]) == (
         first["id"],
         "ok",
-        first["campaign_hash"],
+        first["spec_sha256"],
     )
     assert set(rerun) == set(first)
     assert (tmp_path / "record.log").is_file()  # the log beside the record

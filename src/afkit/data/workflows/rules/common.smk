@@ -51,7 +51,9 @@ except AfkitError as err:
     afkit_rules.exit_with(err)
 
 CFG = CAMPAIGN.config
-RESULTS = str(CAMPAIGN.results_dir)
+# every path of the campaign's results (afkit.campaign.layout): RESULTS/NAME-vVERSION/...
+LAYOUT = CAMPAIGN.layout
+RESULTS = LAYOUT.root
 SITE_FILTER = CONTROL.get("afkit_site")
 if SITE_FILTER is not None and SITE_FILTER not in CFG["sites"]:
     afkit_rules.exit_with(
@@ -69,8 +71,14 @@ DRY_RUN = (
 # planning, here, once (an unchanged spec is not rewritten: its job does not rerun). A dry run
 # declares the specs that exist (a run before wrote them), so that it sees the jobs as a run will;
 # a job planned for the first time has none yet.
+# What the image and each dataset's manifest are made from (RESULTS/plan/image.json,
+# plan/dataset/NAME.json: inputs of rules image and dataset) likewise: an edit of the campaign
+# redoes the image or a manifest (and the jobs reading it) only when it changed what they are
+# made from; the results folder is the campaign's across edits (docs/campaigns.md, "Changing a
+# campaign").
 if workflow.is_main_process and not DRY_RUN:
     afkit_plan.write_specs(CAMPAIGN, JOBS, RESULTS)
+    afkit_plan.write_inputs(CAMPAIGN, RESULTS)
 # the campaign arguments of the rules' commands (afkit campaign image/dataset/aggregate ...): the
 # campaign file, or the campaign merged from several files or --config keys, written by planning
 CAMPAIGN_ARGS = afkit_rules.campaign_args(
@@ -99,11 +107,16 @@ WAVES = afkit_plan.wave_members(JOBS)
 
 
 def job_record(job):
-    return afkit_plan.record_path(RESULTS, job)
+    return LAYOUT.record(job.bench, job.id)
 
 
 def wave_done(bench, wave):
-    return f"{RESULTS}/wave/{bench}/{wave}.done"
+    return LAYOUT.wave_done(bench, wave)
+
+
+def planned_input(path):
+    """PATH, an input that planning writes: on a dry run only when a run before wrote it."""
+    return path if not DRY_RUN or Path(path).is_file() else []
 
 
 def wave_records(wildcards):
@@ -131,7 +144,7 @@ def default_targets():
     """
     if SITE_FILTER is not None:
         return all_job_records(SITE_FILTER)
-    return [*all_job_records(), f"{RESULTS}/report/report.html"]
+    return [*all_job_records(), LAYOUT.report_html]
 
 
 # Waves on local-executor sites run as one snakemake job each (wave_local_N in rules/jobs.smk);
@@ -191,14 +204,14 @@ def wave_inputs(wildcards):
     return inputs
 
 
-JOBCORE = f"{RESULTS}/jobcore/{afkit_jobcore.CORE_NAME}"
+JOBCORE = LAYOUT.jobcore(afkit_jobcore.CORE_NAME)
 # benchmarks whose jobs run the image's own ROOT (payload: root)
 BENCHES = {b["name"]: b for b in CFG["benchmarks"]}
 ROOT_PAYLOAD = sorted(b["name"] for b in CFG["benchmarks"] if b["payload"] == "root")
 
 
 def job_spec(bench, job_id):
-    return f"{RESULTS}/jobspec/{bench}/{job_id}.json"
+    return LAYOUT.spec(bench, job_id)
 
 
 def wave_specs(wildcards):
@@ -212,8 +225,8 @@ def job_inputs(wildcards):
         "spec": (
             job_spec(job.bench, job.id) if (job.bench, job.id) in SPECS_THERE else []
         ),
-        "image": f"{RESULTS}/image/image.json",
-        "dataset": f"{RESULTS}/dataset/{job.dataset}.json",
+        "image": LAYOUT.image_json,
+        "dataset": LAYOUT.dataset(job.dataset),
         # ancient: a wave redone later (retry) does not make the waves after it rerun
         "previous_wave": (
             [ancient(wave_done(job.bench, PREVIOUS[(job.bench, job.wave)]))]
@@ -223,7 +236,7 @@ def job_inputs(wildcards):
     }
     if ROOT_PAYLOAD:
         # the image's ROOT is checked before any job of the campaign runs (rule image_root)
-        inputs["image_root"] = f"{RESULTS}/image/root.json"
+        inputs["image_root"] = LAYOUT.image_root_json
     site = CFG["sites"][job.site]
     if not site.get("shared_fs", True):
         # a site without the submit host's files: afkit's package goes with the job too (HTCondor
@@ -262,12 +275,12 @@ JOB_SPEC = (
     else ((lambda wc: job_inputs(wc)["spec"]) if SPECS_THERE else [])
 )
 JOB_DATASET = _constant_or(
-    {f"{RESULTS}/dataset/{j.dataset}.json" for j in JOBS},
-    lambda wc: f"{RESULTS}/dataset/{the_job(wc).dataset}.json",
+    {LAYOUT.dataset(j.dataset) for j in JOBS},
+    lambda wc: LAYOUT.dataset(the_job(wc).dataset),
 )
 JOB_PREVIOUS_WAVE = (lambda wc: job_inputs(wc)["previous_wave"]) if PREVIOUS else []
 # the image's ROOT is checked before any job of the campaign runs (rule image_root)
-JOB_IMAGE_ROOT = f"{RESULTS}/image/root.json" if ROOT_PAYLOAD else []
+JOB_IMAGE_ROOT = LAYOUT.image_root_json if ROOT_PAYLOAD else []
 JOB_CORE = (
     (lambda wc: job_inputs(wc).get("jobcore", []))
     if any(not s.get("shared_fs", True) for s in CFG["sites"].values())
@@ -281,7 +294,7 @@ JOB_INPUTS = {
     name: value
     for name, value in (
         ("spec", JOB_SPEC),
-        ("image", f"{RESULTS}/image/image.json"),
+        ("image", LAYOUT.image_json),
         ("dataset", JOB_DATASET),
         ("previous_wave", JOB_PREVIOUS_WAVE),
         ("jobcore", JOB_CORE),

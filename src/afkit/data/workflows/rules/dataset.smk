@@ -9,15 +9,17 @@ localrules:
 
 rule dataset:
     input:
+        # what the manifest is made from as planning wrote it: an edit of it redoes the manifest
+        made_of=lambda wc: planned_input(LAYOUT.plan_dataset(wc.dataset)),
         image=lambda wc: (
-            [f"{RESULTS}/image/image.json"]
+            [LAYOUT.image_json]
             if afkit_rules.dataset_needs_image(CFG, wc.dataset)
             else []
         ),
     output:
-        f"{RESULTS}/dataset/{{dataset}}.json",
+        LAYOUT.dataset("{dataset}"),
     log:
-        f"{RESULTS}/dataset/{{dataset}}.log",
+        LAYOUT.dataset_log("{dataset}"),
     conda:
         "../envs/afkit-job.yaml"
     params:

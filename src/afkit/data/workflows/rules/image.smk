@@ -9,10 +9,13 @@ localrules:
 
 
 rule image:
+    input:
+        # the campaign's image key as planning wrote it: an edit of it redoes the image
+        planned_input(LAYOUT.plan_image),
     output:
-        f"{RESULTS}/image/image.json",
+        LAYOUT.image_json,
     log:
-        f"{RESULTS}/image/image.log",
+        LAYOUT.image_log,
     conda:
         "../envs/afkit-job.yaml"
     params:
@@ -25,11 +28,11 @@ rule image:
 # here, before any job of the campaign runs (every job's input when a benchmark has payload root)
 rule image_root:
     input:
-        f"{RESULTS}/image/image.json",
+        LAYOUT.image_json,
     output:
-        f"{RESULTS}/image/root.json",
+        LAYOUT.image_root_json,
     log:
-        f"{RESULTS}/image/root.log",
+        LAYOUT.image_root_log,
     conda:
         "../envs/afkit-job.yaml"
     params:

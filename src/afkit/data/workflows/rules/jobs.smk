@@ -1,5 +1,6 @@
 # One rule for every benchmark job: one command on the job's spec (written by planning,
-# RESULTS/jobspec/BENCH/ID.json), `afkit campaign job SPEC -o RECORD`, which runs the payload inside
+# RESULTS/jobspec/BENCH/ID.json; an input: a job whose spec changed is rerun, one whose spec did
+# not keeps its record), `afkit campaign job SPEC -o RECORD`, which runs the payload inside
 # the image; any job can be rerun by hand with the same command. `exec`: the command is the job's
 # process, which an interrupt stops (afkit.campaign.interrupt; it stops its payload, no record).
 # A job whose payload fails writes a record with status "failed" (the report marks the cell);
@@ -18,9 +19,9 @@ rule job:
     input:
         **JOB_INPUTS,
     output:
-        f"{RESULTS}/job/{{bench}}/{{job}}.json",
+        LAYOUT.record("{bench}", "{job}"),
     log:
-        f"{RESULTS}/job/{{bench}}/{{job}}.log",
+        LAYOUT.record_log("{bench}", "{job}"),
     wildcard_constraints:
         # not a job of a wave at a local site: rule wave_local_N runs those
         job=not_a_local_wave_job(),
@@ -46,9 +47,9 @@ for _size in LOCAL_WAVE_SIZES:
         input:
             unpack(wave_inputs),
         output:
-            [f"{RESULTS}/job/{{bench}}/{{wave}}.i{i}.json" for i in range(_size)],
+            [LAYOUT.record("{bench}", f"{{wave}}.i{i}") for i in range(_size)],
         log:
-            [f"{RESULTS}/job/{{bench}}/{{wave}}.i{i}.log" for i in range(_size)],
+            [LAYOUT.record_log("{bench}", f"{{wave}}.i{i}") for i in range(_size)],
         wildcard_constraints:
             wave=local_wave_pattern(_size),
         conda:
@@ -78,7 +79,7 @@ rule jobcore:
     output:
         JOBCORE,
     log:
-        f"{RESULTS}/jobcore/jobcore.log",
+        LAYOUT.jobcore_log,
     conda:
         "../envs/afkit-job.yaml"
     shell:
@@ -90,6 +91,6 @@ rule wave_done:
     input:
         wave_records,
     output:
-        touch(f"{RESULTS}/wave/{{bench}}/{{wave}}.done"),
+        touch(LAYOUT.wave_done("{bench}", "{wave}")),
     log:
-        f"{RESULTS}/wave/{{bench}}/{{wave}}.log",
+        LAYOUT.wave_log("{bench}", "{wave}"),

@@ -15,19 +15,19 @@ rule aggregate:
         all_job_records(),
     output:
         jobs=report(
-            f"{RESULTS}/aggregate/jobs.csv",
+            LAYOUT.jobs_csv,
             caption="../report/jobs.rst",
             category="Tables",
             labels={"table": "jobs"},
         ),
         intervals=report(
-            f"{RESULTS}/aggregate/intervals.csv",
+            LAYOUT.intervals_csv,
             caption="../report/intervals.rst",
             category="Tables",
             labels={"table": "intervals"},
         ),
     log:
-        f"{RESULTS}/aggregate/aggregate.log",
+        LAYOUT.aggregate_log,
     conda:
         "../envs/afkit-job.yaml"
     params:
@@ -39,24 +39,24 @@ rule aggregate:
 
 rule report:
     input:
-        jobs=f"{RESULTS}/aggregate/jobs.csv",
-        intervals=f"{RESULTS}/aggregate/intervals.csv",
+        jobs=LAYOUT.jobs_csv,
+        intervals=LAYOUT.intervals_csv,
     output:
         html=report(
-            f"{RESULTS}/report/report.html",
+            LAYOUT.report_html,
             caption="../report/afkit-report.rst",
             category="afkit report",
             labels={"report": "campaign"},
         ),
         figures=report(
-            directory(f"{RESULTS}/report/figures"),
+            directory(LAYOUT.figures),
             patterns=["{name}.png"],
             caption="../report/figures.rst",
             category="Figures",
             labels={"figure": "{name}"},
         ),
     log:
-        f"{RESULTS}/report/report.log",
+        LAYOUT.report_log,
     conda:
         "../envs/afkit-job.yaml"
     shell:

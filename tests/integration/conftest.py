@@ -34,7 +34,7 @@ SHARED_GROUPS = {
 ALONE = {"test_federation", "test_federation_faults", "test_federation_nodes"}
 
 
-# pytest-timeout's limit for one integration test (pyproject.toml's `timeout`, 120 s, is the unit
+# pytest-timeout's limit for one integration test (pyproject.toml's `timeout`, 600 s, is the unit
 # tests'): its setup included, where a module-scoped fixture may build an image (up to 900 s, the
 # alice_root_sif build's own timeout) before the test's campaign runs. A test marked
 # @pytest.mark.timeout(N) keeps its own limit.

@@ -102,6 +102,7 @@ def knee(points: Sequence[Point], *, r2_min: float, flat_max: float, bend_max: f
         "flat": k.flat,
         "bend": k.bend,
         "slope": k.slope,
+        "intercept": k.intercept,
     }
     return Verdict(PASS if ok else FAIL, measured, crit, values)
 
@@ -113,13 +114,13 @@ def linear(points: Sequence[Point], *, r2_min: float, tail_min: float) -> Verdic
         return Verdict(
             NOT_JUDGEABLE, f"{len(pts)} points at {len({x for x, _ in pts})} x values: need 3", crit
         )
-    r2, slope, _ = r_squared(pts)
+    r2, slope, icpt = r_squared(pts)
     half = pts[: max(2, (len(pts) + 1) // 2)]
     through0 = sum(x * y for x, y in half) / sum(x * x for x, _ in half)
     tail = pts[-1][1] / (through0 * pts[-1][0]) if through0 > 0 else 0.0
     ok = r2 >= r2_min and tail >= tail_min
     measured = f"R² {r2:.3f}; last point {tail:.2f} x the first half's line; slope {slope:.3g} per job"
-    return Verdict(PASS if ok else FAIL, measured, crit, {"r2": r2, "tail": tail, "slope": slope})
+    return Verdict(PASS if ok else FAIL, measured, crit, {"r2": r2, "tail": tail, "slope": slope, "intercept": icpt})
 
 
 def agree(values: dict[str, float], *, ratio_max: float) -> Verdict:

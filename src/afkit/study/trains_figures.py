@@ -51,14 +51,15 @@ def series_figure(series: str, data: TrainData, verdict: Verdict | None, where: 
         xs = sorted({p[0] for pts in reps.values() for p in pts})
         knee = verdict.values.get("knee_jobs", xs[-1])
         slope = verdict.values["slope"]
+        icpt = verdict.values.get("intercept", 0.0)
         line = [x for x in xs if x <= knee]
         ax.plot(
             [0, *line],
-            [0, *(slope * x for x in line)],
+            [icpt, *(slope * x + icpt for x in line)],
             "--",
             color="grey",
             linewidth=1,
-            label=f"line: {slope:.3g} MB/s per job",
+            label=f"fit: {slope:.3g} MB/s per job",
         )
         if "plateau" in verdict.values:
             ax.axhline(

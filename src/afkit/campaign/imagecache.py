@@ -40,12 +40,13 @@ import contextlib
 import fcntl
 import os
 import pwd
+import re
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from afkit.atomic import atomic_path
-from afkit.errors import AfkitError
+from afkit.errors import AfkitError, InvalidError
 from afkit.image.store import sha256_file
 
 # the default cache directory on each worker node; {user}: the job's account
@@ -55,6 +56,7 @@ OFF = "off"  # the site key's value that turns the cache off: each job pulls int
 # the record's image_cache (afkit.campaign.contract.JobRecord)
 HIT, MISS, UNUSABLE = "hit", "miss", "unusable"
 STATES = (HIT, MISS, OFF, UNUSABLE)
+_DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
 class CacheUnusable(AfkitError):
@@ -145,6 +147,9 @@ def fetch(path: Path, sha256: str, pull: Callable[[Path], None]) -> tuple[Path, 
     PULL(TMP) writes the image to the existing temporary file TMP or raises; called at most once,
     holding the image's lock, when the entry is missing or wrong. The pulled file becomes the entry
     only when its SHA-256 is SHA256 (else :class:`DigestMismatch`, and nothing is cached)."""
+    if not _DIGEST.fullmatch(sha256):
+        raise InvalidError(f"image digest {sha256!r} is not a SHA-256 (64 hex digits)",
+                           hint="make the image description again (afkit campaign run)")  # fmt: skip
     entry = path / f"{sha256}.sif"
     if _trusted(entry):  # entries appear whole (a rename): no lock needed to use one
         return entry, HIT

@@ -272,3 +272,11 @@ def test_a_jobs_record_says_whether_its_pull_was_a_cache_hit(
     assert [(r.status, r.image_cache) for r in records] == [("ok", "miss"), ("ok", "hit")]
     assert all(r.image_path == str(cache / f"{DIGEST}.sif") and r.image_pull_s is not None for r in records)
     assert len(pulls()) == 1
+
+
+def test_a_digest_that_is_not_a_sha256_is_refused(tmp_path: Path) -> None:
+    from afkit.errors import InvalidError
+
+    with pytest.raises(InvalidError, match="is not a SHA-256"):
+        imagecache.fetch(tmp_path, "../../etc/x", lambda tmp: None)
+    assert list(tmp_path.iterdir()) == []

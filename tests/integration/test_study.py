@@ -162,10 +162,7 @@ def test_gsi_trains_runs_at_the_users_slurm_and_htcondor_sites(
         shutil.rmtree(home, ignore_errors=True)
 
 
-DCOTF_TINY = (
-    "afkit study run dcotf-xcache --set nodes=[2] --set micro_duration=2 --set micro_file_mb=8 "
-    "--set analysis_clients=[1,3] --set aod_mb=8 --set esd_mb=8"
-)
+DCOTF_TINY = "afkit study run dcotf-xcache --set nodes=[2] --set micro_duration=2 --set micro_file_mb=8 --set analysis_clients=[1,3] --set aod_mb=8 --set esd_mb=8"  # noqa: E501
 
 
 def test_dcotf_xcache_runs_in_the_box_and_judges_every_claim(workdir: Path, alice_root_sif: Path) -> None:

@@ -134,7 +134,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     fac = facility(args, study)
     path = write_campaign(args, study, fac)
     print(f"afkit study: {study.name} at {fac.where}: campaign {path}", file=sys.stderr)
-    code = _afkit("campaign", "run", str(path))
+    # a study's benchmarks are measured one after another, as the original measured them: at
+    # local sites one snakemake job (a wave) at a time (batch sites: the executors' own limits)
+    local = all(isinstance(s, dict) and s.get("executor") == "local" for s in fac.sites.values())
+    code = _afkit("campaign", "run", str(path), *(["--", "--cores", "1"] if local else []))
     if code == ExitCode.INTERRUPTED:
         return code
     print(make_page(study, fac, path))

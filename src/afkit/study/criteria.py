@@ -120,7 +120,8 @@ def linear(points: Sequence[Point], *, r2_min: float, tail_min: float) -> Verdic
     tail = pts[-1][1] / (through0 * pts[-1][0]) if through0 > 0 else 0.0
     ok = r2 >= r2_min and tail >= tail_min
     measured = f"R² {r2:.3f}; last point {tail:.2f} x the first half's line; slope {slope:.3g} per job"
-    return Verdict(PASS if ok else FAIL, measured, crit, {"r2": r2, "tail": tail, "slope": slope, "intercept": icpt})
+    values = {"r2": r2, "tail": tail, "slope": slope, "intercept": icpt}
+    return Verdict(PASS if ok else FAIL, measured, crit, values)
 
 
 def agree(values: dict[str, float], *, ratio_max: float) -> Verdict:

@@ -314,9 +314,9 @@ def test_root_reads_the_branches_and_reports_its_read_counts(
     assert proc.returncode == 0, proc.stderr
     intervals, summary = records_of(out)
     assert summary["status"] == "ok" and summary["events"] == 2421 and summary["ended_by"] == "end-of-data"
-    assert (
-        sum(r["events"] for r in intervals) == 2421 and sum(r["bytes"] for r in intervals) == summary["bytes"]
-    )
+    # an interval in which no event completed (a slow start on a loaded host) has no "events" key
+    assert sum(r.get("events", 0) for r in intervals) == 2421
+    assert sum(r["bytes"] for r in intervals) == summary["bytes"]
     assert summary["files"] == [
         {
             "file": str(data_dir / "uproot-HZZ.root"),

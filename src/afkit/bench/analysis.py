@@ -46,6 +46,16 @@ def _listing(names: list[str]) -> str:
     return shown + (f", ... ({len(names)} in all)" if len(names) > MAX_LISTED else "")
 
 
+def not_found_reason(err: FileNotFoundError) -> str:
+    """The server's words in uproot's "file not found (MESSAGE)" ('' when it gave none: a local
+    file): uproot.source.xrootd passes the XRootDStatus message (XRootD's ToStr, "[ERROR] Server
+    responded with an error: [3011] ...", ending in a newline) to uproot._util._file_not_found,
+    which puts it in parentheses before a blank line and its usage text."""
+    head = str(err).split("\n\n", 1)[0]
+    inner = head.partition("(")[2].rstrip().removesuffix(")") if head.startswith("file not found (") else ""
+    return " ".join(inner.split())
+
+
 def open_root(path: str) -> Any:
     """``uproot.open`` with the XRootD bindings for root:// URLs; errors become exit codes."""
     import uproot
@@ -58,7 +68,8 @@ def open_root(path: str) -> Any:
     try:
         return uproot.open(path, **options)
     except FileNotFoundError as err:
-        raise NotFoundError(f"ROOT file '{path}' does not exist") from err
+        reason = not_found_reason(err)
+        raise NotFoundError(f"ROOT file '{path}' does not exist" + (f": {reason}" if reason else "")) from err
     except ValueError as err:
         if "not a ROOT file" in str(err):
             raise InvalidError(

@@ -169,6 +169,24 @@ def root_error(stderr: str, limit: int = 300) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
+# ROOT's messages on stderr: "LEVEL in <WHERE>: TEXT" (core/foundation/src/TError.cxx,
+# DefaultErrorHandler); e.g. TNetXNGFile's constructor, when XrdCl::File::Open fails, calls
+# Error("Open", "%s", status.ToStr()) (net/netxng/src/TNetXNGFile.cxx): XRootD's own text,
+# "Error in <TNetXNGFile::Open>: [ERROR] Server responded with an error: [3011] ...".
+ROOT_ERROR_LEVELS = ("Error in <", "SysError in <", "Fatal in <")
+
+
+def root_errors(stderr: str) -> str:
+    """ROOT's own error messages on STDERR, in order, each once, joined with '; ' ('' for none): the
+    cause of a failure the macro reports (a TFile::Open that returned no file)."""
+    seen: list[str] = []
+    for line in stderr.splitlines():
+        text = " ".join(line.split())
+        if text.startswith(ROOT_ERROR_LEVELS) and text not in seen:
+            seen.append(text)
+    return "; ".join(seen)
+
+
 def _summary(cfg: RootReadConfig, parsed: Parsed) -> Record:
     counter = parsed.counter
     seconds = counter.seconds
@@ -258,7 +276,9 @@ def run_rootread(
     if parsed.error is not None:
         code, message = parsed.error
         known = code in {int(c) for c in ExitCode}
-        raise AfkitError(f"ROOT reader: {message}", code=ExitCode(code) if known else ExitCode.FAILURE)
+        cause = root_errors(stderr)  # ROOT's and XRootD's own words (the record's error, the job's log)
+        raise AfkitError(f"ROOT reader: {message}" + (f": {cause}" if cause else ""),
+                         code=ExitCode(code) if known else ExitCode.FAILURE)  # fmt: skip
     if proc.returncode != 0 or not parsed.ended_by:
         raise AfkitError(
             f"ROOT reader ({root}) {ended(proc.returncode)}: {root_error(stderr)}",

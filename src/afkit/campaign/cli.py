@@ -10,18 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from afkit.campaign import aggregate as agg
-from afkit.campaign import (
-    config,
-    current,
-    extrapolate,
-    image,
-    locations,
-    plan,
-    report,
-    retry,
-    runner,
-    scaling,
-)
+from afkit.campaign import config, current, extrapolate, image, locations, plan, retry, runner, scaling
 from afkit.campaign.rows import read_intervals, read_jobs
 from afkit.errors import AfkitError, ExitCode, NotFoundError, UsageError
 
@@ -43,13 +32,21 @@ def _step_campaign(args: argparse.Namespace) -> config.Campaign:
     return config.load(args.campaign, args.campaign_dir)
 
 
+def _check_image(c: config.Campaign, *, fetch: bool) -> str:
+    """The campaign's image checked once, before any snakemake call (afkit.campaign.image.check_image)."""
+    return image.check_image(c.config["image"], base_dir=c.base_dir, results_dir=c.results_dir, fetch=fetch)
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     c = config.load(args.campaign)
     jobs = plan.expand(c)
+    note = _check_image(c, fetch=False)
     print(
         f"{args.campaign}: valid; campaign {c.name}, hash {c.hash}, {len(jobs)} jobs, "
         f"results in {c.results_dir}"
     )
+    if note:
+        print(note)
     return ExitCode.OK
 
 
@@ -120,11 +117,13 @@ def _after_run(c: config.Campaign, code: int, *, always_report: bool) -> int:
 
 
 def _preflight(c: config.Campaign) -> None:
-    """The checks before submission that need no snakemake (the dataset files), made before any
-    snakemake starts: a failure is afkit's message alone, not after snakemake's banner. The
-    workflow's onstart makes them again (when snakemake is run directly) with the executor check."""
+    """The checks before submission that need no snakemake (the image, pulled when it is a
+    registry's; the dataset files), made once before any snakemake starts: a failure is afkit's
+    message alone, not after snakemake's banner nor once per site. The workflow's onstart checks
+    the datasets again (when snakemake is run directly) with the executor; its image rule, the image."""
     from afkit.campaign import preflight
 
+    _check_image(c, fetch=True)
     preflight.check_datasets(c)
 
 
@@ -267,6 +266,9 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def _report(c: config.Campaign, *, allow_mixed: bool, grouping: str) -> Path:
+    # imported here: report imports matplotlib, seconds of start-up validate and run's checks need not wait
+    from afkit.campaign import report
+
     jobs_csv, intervals_csv, _ = _tables(c, allow_mixed)
     return report.render_tables(jobs_csv, intervals_csv, Path(c.layout.report_dir), grouping=grouping)
 
@@ -299,7 +301,7 @@ def cmd_extrapolate(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from afkit.campaign import compare
+    from afkit.campaign import compare, report
 
     base_csv, new_csv = compare.jobs_table(args.base), compare.jobs_table(args.new)
     result = compare.compare(read_jobs(base_csv), read_jobs(new_csv), tolerance=args.tolerance,
@@ -424,7 +426,8 @@ def register(sub: Any) -> None:
     )
     cs = parser.add_subparsers(dest="campaign_command", metavar="ACTION")
     cs.required = True
-    p = cs.add_parser("validate", help="check a campaign file against the schema; count its jobs")
+    p = cs.add_parser("validate", help="check a campaign file against the schema, and its image; "
+                      "count its jobs")  # fmt: skip
     _campaign_arg(p)
     p.set_defaults(func=cmd_validate)
     p = cs.add_parser("results", help="print the campaign's results directory (RESULTS/NAME-vVERSION)")

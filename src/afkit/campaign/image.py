@@ -198,17 +198,44 @@ def _from_oras(ref: str, workdir: Path, log: Path) -> ImageDescription:
     return ImageDescription(path=str(sif.resolve()), sha256=sha256_file(sif), tag="", source=ref)
 
 
-def _from_sif(image: ImageConfig, base_dir: Path) -> ImageDescription:
-    """A SIF file (relative to the campaign file): it must exist and be a SIF."""
-    sif = beside(base_dir, image.get("sif", ""))
-    if not sif.is_file():
+# The SIF global header (apptainer/sif, pkg/sif/sif.go: hdrLaunchLen, hdrMagic; pkg/sif/load.go
+# refuses a file whose 10 bytes after the launch script are not the magic: "invalid SIF magic").
+SIF_LAUNCH_LEN = 32  # the launch script ("#!/usr/bin/env run-singularity\n"), NUL-padded
+SIF_MAGIC = b"SIF_MAGIC\x00"
+
+
+def check_sif(sif: Path) -> None:
+    """SIF (the campaign's ``image.sif``) exists (else exit 5), is a file this user can read (a
+    directory: exit 6; no read permission: exit 3, as for any file afkit cannot read) and starts
+    with a SIF header (exit 6). Reads its first 42 bytes: instant whatever the image's size."""
+    if not sif.exists():
         raise NotFoundError(
             f"image.sif: no such SIF file: {sif}", hint="build it (scripts/mkbase bench) or fix the path"
         )
-    with sif.open("rb") as fh:
-        head = fh.read(64)
-    if b"SIF_MAGIC" not in head:
-        raise InvalidError(f"image.sif: {sif} is not a SIF image", hint="give a .sif built by apptainer")
+    if not sif.is_file():
+        raise InvalidError(f"image.sif: {sif} is not a file",
+                           hint="give the path of a .sif built by apptainer")  # fmt: skip
+    try:
+        with sif.open("rb") as fh:
+            head = fh.read(SIF_LAUNCH_LEN + len(SIF_MAGIC))
+    except PermissionError as err:
+        raise PrereqError(
+            f"image.sif: cannot read {sif}: permission denied",
+            hint="make it readable by the user who runs the campaign and its jobs (chmod a+r)",
+        ) from err
+    except OSError as err:
+        raise AfkitError(f"image.sif: cannot read {sif}: {err.strerror or err}",
+                         hint="check the file system the image is on") from err  # fmt: skip
+    if head[SIF_LAUNCH_LEN:] != SIF_MAGIC:
+        raise InvalidError(
+            f"image.sif: {sif} is not a SIF image (no SIF header)", hint="give a .sif built by apptainer"
+        )
+
+
+def _from_sif(image: ImageConfig, base_dir: Path) -> ImageDescription:
+    """A SIF file (relative to the campaign file): it must exist, be readable and be a SIF."""
+    sif = beside(base_dir, image.get("sif", ""))
+    check_sif(sif)
     return ImageDescription(path=str(sif.resolve()), sha256=sha256_file(sif), tag="", source="sif")
 
 
@@ -238,25 +265,52 @@ class Place:
 
 
 class ImageSource(Protocol):
-    """One way to get the campaign's image: make the SIF available and return its provenance
-    (``path``, ``sha256``, ``tag``, ``source``, and what else the way knows)."""
+    """One way to get the campaign's image: check it before anything runs, make the SIF available
+    and return its provenance (``path``, ``sha256``, ``tag``, ``source``, and what else the way knows)."""
+
+    def check(self, image: ImageConfig, place: Place, *, fetch: bool) -> str:
+        """Raise what is wrong with the image, before any snakemake call (``afkit campaign
+        validate``; ``run`` and ``retry`` with FETCH: also what only getting the image shows, and
+        the image got is kept for ``fetch``). A line for the user ('' for none): what was not checked."""
+        ...
 
     def fetch(self, image: ImageConfig, place: Place) -> ImageDescription: ...
 
 
 class SifFile:
+    def check(self, image: ImageConfig, place: Place, *, fetch: bool) -> str:
+        check_sif(beside(place.base_dir, image.get("sif", "")))
+        return ""
+
     def fetch(self, image: ImageConfig, place: Place) -> ImageDescription:
+        info = _from_sif(image, place.base_dir)  # checked first: a refused image leaves no log
         place.log.write_text("", encoding="utf-8")
-        return _from_sif(image, place.base_dir)
+        return info
 
 
 class OrasPull:
-    def fetch(self, image: ImageConfig, place: Place) -> ImageDescription:
+    def check(self, image: ImageConfig, place: Place, *, fetch: bool) -> str:
+        ref = image["sif"]
+        if (place.workdir / "image.sif").is_file():
+            return "" if fetch else f"image {ref}: pulled before, {place.workdir / 'image.sif'}"
+        if not fetch:
+            return (f"image {ref}: a registry reference, not checked from here (afkit campaign run "
+                    "pulls it before any job: exit 5 when it cannot)")  # fmt: skip
+        place.workdir.mkdir(parents=True, exist_ok=True)
         place.log.write_text("", encoding="utf-8")
+        _from_oras(ref, place.workdir, place.log)  # the rule finds image.sif and does not pull again
+        return ""
+
+    def fetch(self, image: ImageConfig, place: Place) -> ImageDescription:
+        if not (place.workdir / "image.sif").is_file():  # else the log is the check's pull
+            place.log.write_text("", encoding="utf-8")
         return _from_oras(image["sif"], place.workdir, place.log)
 
 
 class TagBuild:
+    def check(self, image: ImageConfig, place: Place, *, fetch: bool) -> str:
+        return ""  # the build is the image rule's (minutes; its own checks)
+
     def fetch(self, image: ImageConfig, place: Place) -> ImageDescription:
         return _from_build(image["build"], place)  # the log is the builder's (written whole)
 
@@ -343,6 +397,15 @@ def refusal(results_dir: Path) -> AfkitError | None:
         return None
     data = json.loads(path.read_text(encoding="utf-8"))
     return AfkitError(data["error"], hint=data["hint"] or None, code=ExitCode(data["code"]))
+
+
+def check_image(image: ImageConfig, *, base_dir: Path, results_dir: Path, fetch: bool) -> str:
+    """The campaign's image checked once, before any snakemake call (``afkit campaign validate``;
+    ``run`` and ``retry`` with FETCH): AfkitError with the documented code, or the line to show
+    ('' for none). Where the image rule works: RESULTS_DIR/image."""
+    workdir = results_dir / "image"
+    place = Place(base_dir, workdir, workdir / "image.log")
+    return SOURCES[source_of(image)].check(image, place, fetch=fetch)
 
 
 def resolve_image(

@@ -209,7 +209,8 @@ def run(
     """Run the campaign; return the worst snakemake exit code (0 when every call succeeded).
 
     A call that ends with more than "some jobs failed" (1) — refused, invalid, not found,
-    interrupted — stops the run: no later site starts. An interrupt returns 130.
+    interrupted — stops the run: no later site starts; so does a failed call that left no image
+    (the image rule failed). An interrupt returns 130.
     Apptainer is needed where the jobs run (checked there), not necessarily on this submit host.
     The watchdog (afkit.campaign.watchdog) stops a call that can no longer finish.
     """
@@ -240,4 +241,15 @@ def run(
             worst = max(worst, code)
             if code > 1:
                 break
+            if code and not dry_run and not image_made(campaign):
+                log = campaign.results_dir / "image" / "image.log"
+                print(f"afkit: the campaign's image was not made (see {log}); no later site starts",
+                      file=sys.stderr)  # fmt: skip
+                break
     return worst
+
+
+def image_made(campaign: Campaign) -> bool:
+    """The image rule's output exists (a call that failed without it failed at the image: a tag
+    build; the next site's call would only fail the same way)."""
+    return (campaign.results_dir / "image" / "image.json").is_file()

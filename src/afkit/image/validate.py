@@ -160,6 +160,23 @@ def interpreter_error(output: str) -> str | None:
     return next(ln.strip() for ln in lines if "cling" in ln.lower())
 
 
+# Cling learns the C++ standard library's include paths by running the `c++` on PATH
+# (`LC_ALL=C c++ -xc++ -E -v /dev/null`, its "Invoking:" line); without a compiler, or with one
+# that has no C++ headers, it prints this (docs/image-builder.md, "What the base must carry").
+CLING_NO_STDLIB = "cannot extract standard library include paths"
+NEEDS_COMPILER = "the tag's toolchain or the base must provide a compiler and C++ headers"
+
+
+def compiler_hint(runner: Runner) -> str:
+    """Why cling found no C++ standard library in the image: no ``c++`` on its PATH, or one
+    without headers (the proofs' environment: the image's own)."""
+    proc = runner.run("sh", "-c", "command -v c++")
+    where = proc.stdout.strip()
+    if proc.returncode != 0 or not where:
+        return f"no `c++` on PATH: {NEEDS_COMPILER}"
+    return f"`c++` on PATH ({where}) gave cling no C++ standard library include paths: {NEEDS_COMPILER}"
+
+
 def check_proofs(runner: Runner, proofs: list[profiles.Proof], reads: list[str] | None = None) -> list[Check]:
     """Each proof on the image's own file; the reading proofs also on every URL of READS."""
     checks = []
@@ -188,7 +205,8 @@ def _run_proof(runner: Runner, proof: profiles.Proof, name: str, cmd: list[str])
         msg = f"'{' '.join(cmd)}' exited {proc.returncode}: {last_lines(out)}"
         cling = interpreter_error(out)
         if cling:
-            msg = f"ROOT's interpreter failed: {cling}\n{msg}"
+            cause = f"{compiler_hint(runner)}\n" if CLING_NO_STDLIB in out else ""
+            msg = f"ROOT's interpreter failed: {cling}\n{cause}{msg}"
     return Check("proof", name, ok, msg)
 
 
@@ -303,9 +321,12 @@ def validate(
         state = "skip" if c.skipped else ("ok" if c.ok else "FAIL")
         print(f"afkit: validate {state:4} {c.group}:{c.name} {c.message}".rstrip(), file=sys.stderr)
     if failed:
+        causes = [ln for c in failed for ln in c.message.splitlines() if ln.endswith(NEEDS_COMPILER)]
         raise InvalidError(
             f"{image} failed {len(failed)} of {len(checks)} checks: "
             + ", ".join(f"{c.group}:{c.name}" for c in failed[:10]),
-            hint="see the lines above" + (f" and {junit}" if junit else ""),
+            hint="".join(f"{c}; " for c in causes[:1])
+            + "see the lines above"
+            + (f" and {junit}" if junit else ""),
         )
     return checks

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from afkit.bench.analysis import AnalysisConfig, run_analysis
+from afkit.bench.analysis import AnalysisConfig, not_found_reason, open_root, run_analysis
 from afkit.bench.records import JsonlWriter, read_jsonl
 from afkit.errors import InvalidError, NotFoundError, UsageError
 
@@ -118,3 +118,21 @@ def test_tree_pattern_without_a_match_lists_the_trees(tmp_path: Path, data_dir: 
     with pytest.raises(NotFoundError, match="no tree matching 'DF_\\*/O2track'") as exc:
         _analyse(tmp_path, AnalysisConfig([str(data_dir / "uproot-Zmumu.root")], [], tree="DF_*/O2track"))
     assert "events" in (exc.value.hint or "")
+
+
+def test_a_file_the_xrootd_server_lacks_keeps_the_servers_words() -> None:
+    # uproot.source.xrootd raises _file_not_found(URL, status.message); the message is XRootD's
+    # XRootDStatus::ToStr of the server's answer, ending in a newline (XrdClXRootDResponses.hh)
+    from uproot._util import _file_not_found
+
+    said = ("[ERROR] Server responded with an error: [3011] Unable to open /data/none.root; "
+            "No such file or directory\n")  # fmt: skip
+    err = _file_not_found("root://se:1094//data/none.root", said)
+    assert not_found_reason(err) == said.strip()
+    assert not_found_reason(_file_not_found("/data/none.root")) == ""  # a local file: uproot says no more
+
+
+def test_a_missing_local_file_is_exit_5_without_uproots_usage_text(tmp_path: Path) -> None:
+    with pytest.raises(NotFoundError) as err:
+        open_root(str(tmp_path / "none.root"))
+    assert str(err.value) == f"ROOT file '{tmp_path / 'none.root'}' does not exist"

@@ -85,6 +85,17 @@ def write(tmp_path: Path) -> Callable[[dict[str, Any]], Path]:
     return _write
 
 
+FAKE_SIF = b"#!/usr/bin/env run-singularity\n\0SIF_MAGIC\0fake"  # a SIF header's start (apptainer/sif)
+
+
+@pytest.fixture
+def sif(tmp_path: Path) -> Path:
+    """The campaign's image.sif, fake.sif beside campaign.yaml: what afkit checks before anything runs."""
+    path = tmp_path / "fake.sif"
+    path.write_bytes(FAKE_SIF)
+    return path
+
+
 @pytest.fixture
 def fake_apptainer(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.setenv("PATH", f"{Path(__file__).parent / 'fixtures'}{os.pathsep}{os.environ['PATH']}")
@@ -92,5 +103,5 @@ def fake_apptainer(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.setenv("FAKE_APPTAINER_LOG", str(tmp_path / "apptainer.calls"))
     monkeypatch.setenv("FAKE_APPTAINER_ROOT", str(tmp_path / "container"))
     sif = tmp_path / "fake.sif"
-    sif.write_bytes(b"#!/usr/bin/env run-singularity\n\0SIF_MAGIC fake")
+    sif.write_bytes(FAKE_SIF)
     return sif

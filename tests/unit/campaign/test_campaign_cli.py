@@ -14,7 +14,7 @@ from afkit import cli
 from afkit.errors import ExitCode
 
 
-def test_validate_ok(raw: dict[str, Any], write: Any, capsys: pytest.CaptureFixture[str]) -> None:
+def test_validate_ok(raw: dict[str, Any], write: Any, sif: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["campaign", "validate", str(write(raw))]) == ExitCode.OK
     assert "valid; campaign unit" in capsys.readouterr().out
 
@@ -87,6 +87,7 @@ def test_report_marks_jobs_that_never_ran(
 
 def test_run_of_a_mixed_executor_campaign_ends_with_the_report(
     raw: dict[str, Any],
+    sif: Path,
     write: Any,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -102,7 +103,7 @@ def test_run_of_a_mixed_executor_campaign_ends_with_the_report(
 
 
 def test_run_interrupted_exits_130_without_a_report(
-    raw: dict[str, Any], write: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    raw: dict[str, Any], write: Any, sif: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from afkit.campaign import runner
 
@@ -114,6 +115,7 @@ def test_run_interrupted_exits_130_without_a_report(
 
 def test_run_with_a_missing_dataset_file_is_afkits_message_alone_before_any_snakemake(
     raw: dict[str, Any],
+    sif: Path,
     write: Any,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -151,7 +153,7 @@ def steps_run(raw: dict[str, Any], write: Any, tmp_path: Path, monkeypatch: pyte
     monkeypatch.setenv("PATH", f"{fixtures}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_APPTAINER_PYTHON", sys.executable)
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "fake.sif").write_bytes(b"#!/usr/bin/env run-singularity\n\0SIF_MAGIC fake")
+    (tmp_path / "fake.sif").write_bytes(b"#!/usr/bin/env run-singularity\n\0SIF_MAGIC\0fake")
     raw["sites"] = {"here": raw["sites"]["here"]}
     raw["benchmarks"] = [{"name": "s", "type": "steps", "sites": ["here"], "datasets": ["hzz"],
                           "sweep": {"access": ["direct", "copy"]}}]  # fmt: skip
@@ -199,6 +201,7 @@ def test_run_or_interrupt_leaves_the_tables_current(
 
 def test_retry_asks_snakemake_again_for_the_jobs_a_call_left_out(
     raw: dict[str, Any],
+    sif: Path,
     write: Any,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,

@@ -16,7 +16,7 @@ from afkit.errors import InvalidError, NotFoundError
 
 def test_sif_path_gives_path_and_digest(tmp_path: Path) -> None:
     sif = tmp_path / "img.sif"
-    data = b"#!/usr/bin/env run-singularity\n\0SIF_MAGIC0001" + b"x" * 1000
+    data = b"#!/usr/bin/env run-singularity\n\0SIF_MAGIC\x0001" + b"x" * 1000
     sif.write_bytes(data)
     out = tmp_path / "res" / "image.json"
     out.parent.mkdir()

@@ -71,7 +71,7 @@ def test_a_configfile_campaign_is_not_merged_with_the_default(
 
 
 def test_tiny_campaign_runs_reports_and_resumes(tmp_path: Path, raw: dict[str, Any], write: Any) -> None:
-    (tmp_path / "fake.sif").write_bytes(b"#!/usr/bin/env run-singularity\n\0SIF_MAGIC fake")
+    (tmp_path / "fake.sif").write_bytes(b"#!/usr/bin/env run-singularity\n\0SIF_MAGIC\0fake")
     raw["datasets"]["gone"] = {"storage": "disk", "files": ["hzz/uproot-HZZ.root"]}
     raw["storage"]["disk"].pop("caches")
     raw["sites"]["here"]["resources"] = {"cores": 1}
@@ -129,7 +129,7 @@ def fake_env() -> dict[str, str]:
 
 def two_jobs(raw: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
     """Two steps jobs on the local site, the apptainer test double."""
-    (tmp_path / "fake.sif").write_bytes(b"#!/usr/bin/env run-singularity\n\0SIF_MAGIC fake")
+    (tmp_path / "fake.sif").write_bytes(b"#!/usr/bin/env run-singularity\n\0SIF_MAGIC\0fake")
     raw["sites"]["here"]["resources"] = {"cores": 1}
     raw["benchmarks"] = [{"name": "steps", "type": "steps", "sites": ["here"], "datasets": ["hzz"],
                           "sweep": {"access": ["direct", "copy"]}}]  # fmt: skip

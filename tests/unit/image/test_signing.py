@@ -113,7 +113,7 @@ def test_commands_never_ask_a_key_server() -> None:
 
 def _sif(tmp_path: Path) -> Path:
     sif = tmp_path / "img.sif"
-    sif.write_bytes(b"#!/usr/bin/env run-singularity\n\0SIF_MAGIC0001" + b"p" * 64)
+    sif.write_bytes(b"#!/usr/bin/env run-singularity\n\0SIF_MAGIC\x0001" + b"p" * 64)
     return sif
 
 

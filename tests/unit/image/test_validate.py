@@ -201,3 +201,50 @@ def test_a_failing_proof_quotes_whole_lines_of_its_output() -> None:
 def test_a_last_line_longer_than_the_limit_keeps_its_end() -> None:
     assert last_lines("first\n" + "a" * 50 + "b" * 300, 300) == "..." + "b" * 297
     assert last_lines("", 300) == ""
+
+
+class NoCompilerRunner(ProofRunner):
+    """The image of a tag whose toolchain and base have no C++ compiler: no ``c++`` on its PATH."""
+
+    def run(self, *cmd: str) -> subprocess.CompletedProcess[str]:
+        if cmd == ("sh", "-c", "command -v c++"):
+            self.commands.append(cmd)
+            return subprocess.CompletedProcess(cmd, 127, "", "")
+        return super().run(*cmd)
+
+
+NO_CXX = "no `c++` on PATH: the tag's toolchain or the base must provide a compiler and C++ headers"
+
+
+def test_cling_without_the_standard_library_names_the_missing_compiler() -> None:
+    (check,) = validate.check_proofs(NoCompilerRunner(), [MACRO])
+    assert not check.ok
+    assert check.message.splitlines()[1] == NO_CXX
+
+
+def test_cling_with_a_compiler_that_gives_no_headers_names_it() -> None:
+    (check,) = validate.check_proofs(ProofRunner(), [MACRO])  # `command -v c++` succeeds: there is one
+    cause = check.message.splitlines()[1]
+    assert cause.startswith("`c++` on PATH (") and cause.endswith(
+        ") gave cling no C++ standard library include paths: the tag's toolchain or the base must provide "
+        "a compiler and C++ headers"
+    )
+
+
+def test_the_validation_hint_gives_the_compiler_cause(monkeypatch: Any, tmp_path: Path) -> None:
+    import pytest
+
+    from afkit.errors import InvalidError
+
+    image = tmp_path / "img.sif"
+    image.write_bytes(b"")
+    monkeypatch.setattr(validate, "Runner", lambda *_: NoCompilerRunner())
+    info = {"profile": "alice", "arch": "el9-x86_64", "env": []}
+    monkeypatch.setattr(validate, "read_info", lambda _: info)
+    monkeypatch.setattr(validate, "check_env", lambda *_: [])
+    monkeypatch.setattr(validate, "check_base", lambda *_: ([], {}))
+    monkeypatch.setattr(validate, "check_elf", lambda *_: [])
+    monkeypatch.setattr(validate, "check_testscript", lambda _: validate.Check("test", "%test", True))
+    with pytest.raises(InvalidError) as err:
+        validate.validate(image, None, None, runtime=object())  # type: ignore[arg-type]  # alice's proofs
+    assert err.value.hint == f"{NO_CXX}; see the lines above"

@@ -71,7 +71,9 @@ MakeCampaign = Callable[[dict[str, Any]], Campaign]
 def make(tmp_path: Path) -> MakeCampaign:
     """make(raw) -> a validated Campaign based in tmp_path, its results there too (unless RAW names
     them): results/NAME-vVERSION is the same folder for every test of one campaign name."""
-    return lambda raw: Campaign(validate({"results": str(tmp_path / "results"), **copy.deepcopy(raw)}), tmp_path)
+    return lambda raw: Campaign(
+        validate({"results": str(tmp_path / "results"), **copy.deepcopy(raw)}), tmp_path
+    )
 
 
 @pytest.fixture

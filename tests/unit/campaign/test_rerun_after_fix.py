@@ -53,7 +53,7 @@ def failed_run(raw: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("PATH", f"{FIXTURES}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_APPTAINER_PYTHON", sys.executable)
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "fake.sif").write_bytes(b"#!/usr/bin/env run-singularity\n\0SIF_MAGIC fake")
+    (tmp_path / "fake.sif").write_bytes(b"#!/usr/bin/env run-singularity\n\0SIF_MAGIC\0fake")  # a SIF header
     raw["sites"] = {"here": raw["sites"]["here"]}
     raw["datasets"] = {"hzz": {**raw["datasets"]["hzz"], "tree": "Events"}}  # the typo
     raw["benchmarks"] = [

@@ -131,6 +131,12 @@ def test_gsi_trains_runs_at_the_users_slurm_and_htcondor_sites(
     (home / "my-sites.yaml").write_text(yaml.safe_dump(sites))
     shutil.chown(home, "afkit", "afkit")
     shutil.chown(home / "my-sites.yaml", "afkit", "afkit")
+    # the user's area on each storage (a site gives its users a writable directory): the study's
+    # prefix afkit/study, owned by afkit
+    areas = [Path(str(st["path"])) / "afkit" / "study" for st in SITES["storage"].values()]  # type: ignore[union-attr]
+    for area in areas:
+        area.mkdir(parents=True, exist_ok=True)
+        shutil.chown(area, "afkit", "afkit")
     env = {
         **os.environ,
         **FED_XRD_ENV,
@@ -160,31 +166,5 @@ def test_gsi_trains_runs_at_the_users_slurm_and_htcondor_sites(
         assert f",{executor}," in jobs  # the jobs ran on the site's batch system
     finally:
         shutil.rmtree(home, ignore_errors=True)
-
-
-DCOTF_TINY = "afkit study run dcotf-xcache --set nodes=[2] --set micro_duration=2 --set micro_file_mb=8 --set analysis_clients=[1,3] --set aod_mb=8 --set esd_mb=8"  # noqa: E501
-
-
-def test_dcotf_xcache_runs_in_the_box_and_judges_every_claim(workdir: Path, alice_root_sif: Path) -> None:
-    """The study on frankfurt's client nodes through its caches, tiny: every figure drawn, every claim
-    evaluated; the ones the box must judge are judged (a tiny run may fail them, never skip them)."""
-    (workdir / "build" / "alice-root.sif").symlink_to(alice_root_sif.resolve())
-    proc = run(DCOTF_TINY, workdir, timeout=1200)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    page = workdir / proc.stdout.strip().splitlines()[-1]
-    verdicts = json.loads((page.parent / "verdicts.json").read_text())
-    got = {c["id"]: c for c in verdicts["claims"]}
-    assert set(got) == {c.id for c in model.load("dcotf-xcache").claims}
-    for claim in (
-        "no-cache-wan-cap",
-        "warm-caches-above-wan",
-        "stride0-above-random",
-        "per-client-falls",
-        "esd-vs-aod",
-    ):
-        assert got[claim]["status"] in ("pass", "fail"), got[claim]
-    assert got["container-similar"]["status"] == "not judgeable"
-    for figure in ("micro.png", "analysis-aod.png", "analysis-esd.png"):
-        assert (page.parent / figure).stat().st_size > 1000, figure
-    jobs = (page.parent.parent / "aggregate" / "jobs.csv").read_text()
-    assert "10.77.2.21" in jobs and "10.77.2.22" in jobs  # the micro waves ran on two client nodes
+        for area in areas:
+            shutil.rmtree(area, ignore_errors=True)

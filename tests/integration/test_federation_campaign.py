@@ -158,6 +158,7 @@ def test_the_documented_federation_campaign_runs_every_job(documented_run: Path)
 
 STEP_ROW = re.compile(
     r"<tr><td>(?P<site>[\w-]+)</td><td>(?P<dataset>[\w-]+)</td><td>origin</td><td>copy</td>"
+    r"(?:<td>[^<]*</td>)*?"  # the cell keys that differ between the table's rows (benchmark, block size, ...)
     r"<td>local copy</td><td>(?P<staged_from>[^<]+)</td><td>\d+</td>\s*"
     r"<td>[^<]*</td><td>[^<]*</td>\s*"  # image pull, image cache (none here: the shared filesystem)
     r"<td>[^<]*</td><td>(?P<low>[\d.]+)&ndash;(?P<high>[\d.]+)</td>"

@@ -145,6 +145,12 @@ def judge_claim(claim: Claim, m: Measures) -> Verdict:
     return Verdict(PASS if ok else FAIL, measured, crit, {f"ratio_{n}": r for n, r in ratios.items()})
 
 
+def _benches(claim: Claim) -> set[str]:
+    """The benchmarks a claim's measures come from: ``micro_*`` from micro, the others from aod and esd."""
+    names = [n for key in ("measure", "more", "fewer") for n in _names(claim.criterion.get(key, []))]
+    return {"micro"} if any(n.startswith("micro_") for n in names) else {"aod", "esd"}
+
+
 def judge(
     study: Study, rows: Sequence[JobRow], wan_rate: float | None
 ) -> tuple[dict[str, Verdict], Measures]:
@@ -155,14 +161,7 @@ def judge(
     out = {}
     for claim in study.claims:
         v = judge_claim(claim, m)
-        bench = (
-            "micro"
-            if claim.id.startswith(("no-cache", "warm", "dca", "xcache", "stride", "container"))
-            else "analysis"
-        )
-        if v.status != NOT_JUDGEABLE and (
-            bench in failed or (bench == "analysis" and failed & {"aod", "esd"})
-        ):
+        if v.status != NOT_JUDGEABLE and _benches(claim) & failed:
             v = Verdict(
                 NOT_JUDGEABLE,
                 "some of its jobs did not succeed: no verdict on what was not measured "

@@ -73,8 +73,8 @@ def cmd_job(args: argparse.Namespace) -> int:
 
     try:
         return jobcore.run_specs(args.specs, args.output, args.log)
-    except KeyboardInterrupt:
-        print("afkit: interrupted: the job's payload was stopped, no record written", file=sys.stderr)
+    except KeyboardInterrupt:  # before the handlers were installed: nothing was started
+        print("afkit: interrupted: no record written", file=sys.stderr)
         return ExitCode.INTERRUPTED
 
 
@@ -245,9 +245,7 @@ def cmd_image_root(args: argparse.Namespace) -> int:
 def cmd_dataset(args: argparse.Namespace) -> int:
     from afkit.campaign import rules
 
-    return _step(
-        lambda: rules.dataset(_step_campaign(args), args.dataset, args.image, args.output, args.log)
-    )
+    return _step(lambda: rules.dataset(_step_campaign(args), args.dataset, args.image, args.output, args.log))
 
 
 def cmd_jobcore(args: argparse.Namespace) -> int:

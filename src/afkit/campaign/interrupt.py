@@ -8,16 +8,33 @@ its batch jobs at once (condor_rm, scancel) instead of waiting for them (snakema
 handling waits). A job cut off this way leaves no record. ``interrupted()`` tells the workflow's
 ``onerror`` to exit 130. (Helper threads leave these signals to the main thread:
 ``afkit.signals.signals_to_main_thread``.)
+
+A child started with :func:`run` (a job's payload, its image pull) is its own process group and
+dies with the thread that started it: ``setpriv --pdeathsig KILL`` (util-linux) sets its
+parent-death signal before it executes the command, so a job core killed outright (SIGKILL from
+the batch system once its grace is over) takes its payload with it: Apptainer's master process
+("Apptainer runtime parent") dies, the container's first process has its own parent-death
+SIGKILL (apptainer/apptainer cmd/starter/c/starter.c, set_parent_death_signal), and with
+``--pid`` (afkit.campaign.job.apptainer_command) everything in the container's PID namespace dies
+with it. The batch systems' own tracking misses such processes where it has no cgroups (SLURM's
+proctrack/linuxproc follows parent links; HTCondor's procd loses processes reparented to init).
+On SIGINT/SIGTERM the children get SIGTERM, and SIGKILL after :data:`GRACE_S` when they are still
+there (:func:`reap`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+import shutil
 import signal
 import subprocess
 import threading
+import time
 from types import FrameType
+
+GRACE_S = 5.0  # after SIGTERM, before SIGKILL to the children's process groups
 
 _running: set[subprocess.Popen[str]] = set()
 _lock = threading.Lock()
@@ -32,6 +49,45 @@ def register(proc: subprocess.Popen[str]) -> None:
 def unregister(proc: subprocess.Popen[str]) -> None:
     with _lock:
         _running.discard(proc)
+
+
+@functools.cache
+def _pdeathsig_prefix() -> tuple[str, ...]:
+    """``setpriv --pdeathsig KILL --`` where setpriv has the option (util-linux >= 2.33), else none."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return ()
+    try:
+        usage = subprocess.run([setpriv, "--help"], capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    return (setpriv, "--pdeathsig", "KILL", "--") if "--pdeathsig" in usage.stdout else ()
+
+
+def run(cmd: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """CMD in its own process group, killed when the calling thread dies, stopped by an interrupt;
+    its output captured."""
+    proc = subprocess.Popen([*_pdeathsig_prefix(), *cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, process_group=0, env=env)  # fmt: skip
+    register(proc)
+    try:
+        out, err = proc.communicate()
+    finally:
+        unregister(proc)
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def reap(grace: float = GRACE_S) -> None:
+    """After an interrupt: wait up to GRACE seconds for the children to end, then SIGKILL their
+    process groups (a payload that ignores SIGTERM, Apptainer forwarding it slowly)."""
+    deadline = time.monotonic() + grace
+    with _lock:
+        procs = list(_running)
+    for proc in procs:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def stop_payloads(sig: int = signal.SIGTERM) -> None:

@@ -66,8 +66,10 @@ def apptainer_command(
     interp = ["/bin/sh", "-c", AUTO_PYTHON, "python"] if python == "auto" else [python]
     # -q: no INFO chatter in the job logs (e.g. "gocryptfs not found"); --pwd /: the submit
     # directory or home does not exist inside the contained image ("chdir ...: no such file"),
-    # and `python -m` puts the working directory first on the module path: /afkit is found there
-    options = ["--cleanenv", "--no-home", "--contain", "--pwd", "/", *site.apptainer_args]
+    # and `python -m` puts the working directory first on the module path: /afkit is found there;
+    # --pid: every process of the payload dies with the container's first one (an interrupt, a job
+    # killed by its batch system: afkit.campaign.interrupt)
+    options = ["--cleanenv", "--no-home", "--contain", "--pid", "--pwd", "/", *site.apptainer_args]
     command = [*interp, "-m", PAYLOAD_MODULE, str(spec_path)]
     return apptainer.exec_command(image, command, options=options, binds=binds, global_options=["-q"])
 
@@ -126,7 +128,7 @@ def _pull(ref: str, dest: Path, env: dict[str, str]) -> None:
     from afkit.campaign.image import oras_pull_command
 
     cmd = oras_pull_command(ref, dest, env)
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env={**env, **PULL_ENV})
+    proc = interrupt.run(cmd, {**env, **PULL_ENV})
     if proc.returncode != 0 or not dest.is_file() or dest.stat().st_size == 0:
         raise NotFoundError(f"cannot pull {ref} on the worker node: {one_line(proc.stderr + proc.stdout)}")
 
@@ -199,16 +201,9 @@ def job_bottleneck(record: JobRecord, monitor: Path, site: SiteSpec) -> tuple[st
 
 
 def _run_payload(cmd: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """The payload in its own process group (so an interrupt can stop exactly it), with ENV."""
-    proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, process_group=0, env=env
-    )
-    interrupt.register(proc)
-    try:
-        out, err = proc.communicate()
-    finally:
-        interrupt.unregister(proc)
-    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+    """The payload in its own process group (so an interrupt can stop exactly it), dying with this
+    job (afkit.campaign.interrupt.run), with ENV."""
+    return interrupt.run(cmd, env)
 
 
 def base_record(spec: JobSpec, image: ImageInfo) -> JobRecord:

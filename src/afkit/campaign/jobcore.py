@@ -126,7 +126,12 @@ def run_specs(specs: list[Path], outputs: list[Path] | None, logs: list[Path] | 
     for p in (*outs, *logs):
         p.parent.mkdir(parents=True, exist_ok=True)
     interrupt.install()  # Ctrl-C, SIGTERM: the payloads are stopped, no record is written
-    run_all(jobs, outs, logs)
+    try:
+        run_all(jobs, outs, logs)
+    except KeyboardInterrupt:
+        interrupt.reap()
+        print("afkit: interrupted: the job's payload was stopped, no record written", file=sys.stderr)
+        return int(ExitCode.INTERRUPTED)
     return 0
 
 
@@ -141,8 +146,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_specs(args.specs, args.output, args.log)
     except AfkitError as err:
         return print_error(err)
-    except KeyboardInterrupt:
-        print("afkit: interrupted: the job's payload was stopped, no record written", file=sys.stderr)
+    except KeyboardInterrupt:  # before the handlers were installed: nothing was started
+        print("afkit: interrupted: no record written", file=sys.stderr)
         return int(ExitCode.INTERRUPTED)
     except OSError as err:
         print(f"afkit: error: {err} (cwd {os.getcwd()})", file=sys.stderr)

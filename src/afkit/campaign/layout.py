@@ -16,6 +16,8 @@ Standard library only: the job core on a batch worker may import it.
 
 from __future__ import annotations
 
+import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +41,16 @@ class ResultsLayout:
     @property
     def path(self) -> Path:
         return Path(self.root)
+
+    @property
+    def batch_tag(self) -> str:
+        """The mark on every batch job of this campaign (a SLURM job-name prefix, an HTCondor job
+        attribute; afkit.campaign.executors), by which an interrupt finds and cancels them all:
+        ``afkit-NAME-vVERSION-HASH``, HASH of the folder's absolute path (two checkouts running the
+        same campaign are two campaigns), at most 50 of [A-Za-z0-9_-] (the SLURM plugin's limit)."""
+        digest = hashlib.sha256(str(self.path.resolve()).encode()).hexdigest()[:10]
+        name = re.sub(r"[^A-Za-z0-9_-]", "-", self.path.name)[:32]
+        return f"afkit-{name}-{digest}"
 
     # the campaign as planning saw it (inputs of the rules that depend on part of it)
     @property

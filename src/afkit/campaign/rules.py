@@ -9,6 +9,7 @@ outputs and log, never snakemake objects; an error is an AfkitError (one line, a
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -47,7 +48,9 @@ def on_error(records: list[str]) -> None:
     from afkit.campaign import interrupt
 
     if interrupt.interrupted():
-        print(interrupted_message(records), file=sys.stderr)
+        # under afkit campaign run/retry, afkit says it once the batch jobs are gone (afkit.campaign.stop)
+        if not os.environ.get("AFKIT_RUNNER"):
+            print(interrupted_message(records), file=sys.stderr)
         raise SystemExit(int(ExitCode.INTERRUPTED))
 
 

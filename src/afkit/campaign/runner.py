@@ -8,8 +8,10 @@ from whatever records exist, with missing cells marked. ``retry`` passes the job
 as the targets.
 
 Interrupts: snakemake runs in its own process group; a Ctrl-C (SIGINT) or SIGTERM to afkit is
-passed to that group as one SIGINT, so snakemake cancels its batch jobs (condor_rm, scancel) and
-its local jobs stop; afkit waits for it, runs no further site and returns 130.
+passed to that group as one SIGINT, so snakemake stops submitting, cancels its batch jobs
+(condor_rm, scancel) and its local jobs stop; afkit waits for it (SIGKILL after STOP_WAIT_S), then
+cancels every batch job marked with the campaign's tag and waits until none is left
+(afkit.campaign.stop), says which jobs have no record, runs no further site and returns 130.
 """
 
 from __future__ import annotations
@@ -20,13 +22,14 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 from typing import IO
 
-from afkit.campaign import executors, watchdog
+from afkit.campaign import executors, stop, watchdog
 from afkit.campaign.config import Campaign, SiteConfig
 from afkit.errors import ExitCode
 from afkit.paths import workflow_files
@@ -58,11 +61,21 @@ def snakemake_cmd(
     return cmd
 
 
-def site_options(site: SiteConfig) -> list[str]:
+def site_options(site: SiteConfig, tag: str = "") -> list[str]:
     """Snakemake options of a site's own call, from its executor (afkit.campaign.executors): where
     its batch jobs go (HTCondor requirements, the SLURM partition) and, for a site without the
-    submit host's files, HTCondor file transfer."""
-    resources, options = executors.get(site["executor"]).site_call(site)
+    submit host's files, HTCondor file transfer; with TAG, the mark on its batch jobs."""
+    executor = executors.get(site["executor"])
+    resources, options = executor.site_call(site)
+    if tag:
+        marks, more = executor.tagged(tag)
+        resources, options = [*resources, *marks], [*options, *more]
+    return (["--set-resources", *resources] if resources else []) + options
+
+
+def tag_options(executor: str, tag: str) -> list[str]:
+    """The snakemake options that mark a call's batch jobs with the campaign's TAG."""
+    resources, options = executors.get(executor).tagged(tag)
     return (["--set-resources", *resources] if resources else []) + options
 
 
@@ -83,6 +96,7 @@ def plan_calls(
     """The snakemake calls; TARGETS: site → files to make (retry), None = the whole campaign."""
     sites = campaign.config["sites"]
     executors = {s["executor"] for s in sites.values()}
+    tag = campaign.layout.batch_tag
     if len(executors) == 1 and not any(site_options(s) for s in sites.values()):
         files = None if targets is None else [f for fs in targets.values() for f in fs]
         if files == []:
@@ -94,7 +108,11 @@ def plan_calls(
                 profile=profile_dir(executor),
                 targets=files,
                 dry_run=dry_run,
-                extra=[*executor_options(executor, list(sites.values())), *(extra or [])],
+                extra=[
+                    *tag_options(executor, tag),
+                    *executor_options(executor, [*sites.values()]),
+                    *(extra or []),
+                ],
             )
         ]
     calls = []
@@ -109,7 +127,7 @@ def plan_calls(
                 targets=files,
                 site=name,
                 dry_run=dry_run,
-                extra=[*site_options(site), *executor_options(site["executor"], [site]), *(extra or [])],
+                extra=[*site_options(site, tag), *executor_options(site["executor"], [site]), *(extra or [])],
             )
         )
     return calls
@@ -121,6 +139,7 @@ class _Interrupt:
     def __init__(self) -> None:
         self.pgid: int | None = None
         self.received = False
+        self.at = 0.0  # time.monotonic() of the first signal
 
     def __call__(self, signum: int, frame: FrameType | None) -> None:
         if not self.received and self.pgid is not None:
@@ -128,6 +147,8 @@ class _Interrupt:
                   file=sys.stderr)  # fmt: skip
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.pgid, signal.SIGINT)
+        if not self.received:
+            self.at = time.monotonic()
         self.received = True
 
 
@@ -183,6 +204,12 @@ def _watch(proc: subprocess.Popen[str], dog: watchdog.Watchdog, handler: _Interr
     while True:
         with contextlib.suppress(subprocess.TimeoutExpired):
             return proc.wait(timeout=POLL_S)
+        if handler.received and time.monotonic() - handler.at > STOP_WAIT_S:
+            print(f"afkit: snakemake did not stop within {STOP_WAIT_S:.0f} s of the interrupt; killing it",
+                  file=sys.stderr)  # fmt: skip
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            return proc.wait()
         cause = None if handler.received else dog.cause()
         if cause is None:
             continue
@@ -226,8 +253,11 @@ def run(
                 handler.pgid = plain.pid
                 code = plain.wait()
             else:
+                # AFKIT_RUNNER: the workflow's onerror leaves the word on missing records to afkit,
+                # which says it once the campaign's batch jobs are gone (interrupted below)
                 proc = subprocess.Popen(cmd, process_group=0, stderr=subprocess.PIPE, text=True,
-                                        errors="replace", bufsize=1)  # fmt: skip
+                                        errors="replace", bufsize=1,
+                                        env={**os.environ, "AFKIT_RUNNER": "1"})  # fmt: skip
                 handler.pgid = proc.pid
                 dog = watchdog.Watchdog(call_records(campaign, cmd, targets))
                 assert proc.stderr is not None
@@ -235,6 +265,8 @@ def run(
                 tee.start()
                 code = _watch(proc, dog, handler)
                 tee.join(timeout=STOP_WAIT_S)
+                if handler.received or code < 0:
+                    return interrupted(campaign, dog.records)
             handler.pgid = None
             if handler.received or code < 0:
                 return int(ExitCode.INTERRUPTED)
@@ -247,6 +279,16 @@ def run(
                       file=sys.stderr)  # fmt: skip
                 break
     return worst
+
+
+def interrupted(campaign: Campaign, records: list[Path]) -> int:
+    """After an interrupted call: the campaign's batch jobs cancelled and gone (afkit.campaign.stop),
+    then the word on the RECORDS that are missing; 130."""
+    from afkit.campaign.rules import interrupted_message
+
+    stop.settle(campaign)
+    print(interrupted_message([str(r) for r in records]), file=sys.stderr)
+    return int(ExitCode.INTERRUPTED)
 
 
 def image_made(campaign: Campaign) -> bool:

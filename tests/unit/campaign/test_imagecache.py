@@ -246,7 +246,7 @@ def test_the_pull_keeps_apptainers_own_cache_out_of_the_home(
 ) -> None:
     seen: list[dict[str, Any]] = []
     failed = subprocess.CompletedProcess([], 1, "", "FATAL: no registry")
-    monkeypatch.setattr(job.subprocess, "run", lambda cmd, **kw: seen.append(kw) or failed)
+    monkeypatch.setattr(job.interrupt, "run", lambda cmd, env: seen.append({"env": env}) or failed)
     with pytest.raises(NotFoundError):
         job.pull_on_worker(IMAGE, tmp_path, {"HOME": "/home/u"})
     assert seen[0]["env"]["APPTAINER_DISABLE_CACHE"] == "1" and seen[0]["env"]["HOME"] == "/home/u"

@@ -56,7 +56,7 @@ def test_copy_mode_times_every_step(
     assert rec["image_sha256"] == "0" * 64 and len(rec["spec_sha256"]) == 64
     assert (tmp_path / "out" / f"{rec['id']}.json").is_file()
     calls = (tmp_path / "apptainer.calls").read_text()
-    assert calls.startswith("-q exec --cleanenv --no-home --contain --pwd / --bind ")
+    assert calls.startswith("-q exec --cleanenv --no-home --contain --pid --pwd / --bind ")
     scratch = Path(raw["sites"]["here"]["scratch"])
     assert list(scratch.iterdir()) == []  # the job's scratch directory is gone
 

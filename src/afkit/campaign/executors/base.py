@@ -108,6 +108,34 @@ class Executor(Protocol):
         """Remove the batch job IDS from the batch system (jobs a killed snakemake left behind)."""
         ...
 
+    def tagged(self, tag: str) -> tuple[list[str], list[str]]:
+        """(``--set-resources`` values, other snakemake options) that mark every batch job of a
+        call with the campaign's TAG (ResultsLayout.batch_tag), so afkit finds them all after an
+        interrupt, also those submitted while snakemake was being stopped."""
+        ...
+
+    def active(self, tag: str) -> list[BatchJob] | None:
+        """The batch jobs marked TAG that are still pending, configuring, running or completing
+        (None: the batch system cannot be asked from here)."""
+        ...
+
+    def cancel_tagged(self, tag: str) -> None:
+        """Remove every batch job marked TAG from the batch system."""
+        ...
+
+
+@dataclass(frozen=True)
+class BatchJob:
+    """A batch job still known to its batch system: its id, its state as the batch system names
+    it (squeue's %T, condor_q's JobStatus letter) and the node it runs on ("" while queued)."""
+
+    id: str
+    state: str
+    node: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.id} ({self.state}{' on ' + self.node if self.node else ''})"
+
 
 class Plain:
     """The defaults: no site keys or options, not a batch system. Subclass and override."""
@@ -136,16 +164,31 @@ class Plain:
     def cancel(self, ids: Iterable[str]) -> None:
         return None
 
+    def tagged(self, tag: str) -> tuple[list[str], list[str]]:
+        return [], []
 
-def output_words(cmd: list[str]) -> list[str] | None:
-    """CMD's output as words, None when it cannot say (not installed, failed, timed out)."""
+    def active(self, tag: str) -> list[BatchJob] | None:
+        return []
+
+    def cancel_tagged(self, tag: str) -> None:
+        return None
+
+
+def output_lines(cmd: list[str]) -> list[str] | None:
+    """CMD's output as lines, None when it cannot say (not installed, failed, timed out)."""
     if shutil.which(cmd[0]) is None:
         return None
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return proc.stdout.split() if proc.returncode == 0 else None
+    return proc.stdout.splitlines() if proc.returncode == 0 else None
+
+
+def output_words(cmd: list[str]) -> list[str] | None:
+    """CMD's output as words, None when it cannot say (not installed, failed, timed out)."""
+    lines = output_lines(cmd)
+    return None if lines is None else [w for line in lines for w in line.split()]
 
 
 def run_quietly(cmd: list[str]) -> None:

@@ -15,9 +15,22 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from afkit.campaign.executors.base import Plain, Site, SiteKey, output_words, own_key, run_quietly
+from afkit.campaign.executors.base import (
+    BatchJob,
+    Plain,
+    Site,
+    SiteKey,
+    output_lines,
+    output_words,
+    own_key,
+    run_quietly,
+)
 
 NAME = "htcondor"
+# the job ad attribute that marks a campaign's jobs (ResultsLayout.batch_tag)
+TAG_ATTRIBUTE = "AfkitCampaign"
+# condor_q's JobStatus as condor_q prints it (1 idle ... 7 suspended); 4, completed, has ended
+STATUS = {"1": "I", "2": "R", "3": "X", "5": "H", "6": ">", "7": "S"}
 
 
 def read_ad(path: str) -> dict[str, str]:
@@ -106,6 +119,32 @@ class HTCondor(Plain):
         ids = list(ids)
         if ids:
             run_quietly(["condor_rm", *ids])
+
+    def tagged(self, tag: str) -> tuple[list[str], list[str]]:
+        # classad_NAME resources become +NAME = "VALUE" in the submit description
+        # (snakemake-executor-plugin-htcondor 0.3.0, __init__.py)
+        return [f"job:classad_{TAG_ATTRIBUTE}={tag!r}"], []
+
+    def active(self, tag: str) -> list[BatchJob] | None:
+        # a removed job stays in the queue (X) until its starter has killed it
+        lines = output_lines(["condor_q", "-constraint", _tag_constraint(tag),
+                              "-af", "ClusterId", "ProcId", "JobStatus", "RemoteHost"])  # fmt: skip
+        if lines is None:
+            return None
+        jobs = []
+        for line in lines:
+            words = line.split()
+            if len(words) >= 3 and words[2] in STATUS:
+                node = words[3] if len(words) > 3 and words[3] != "undefined" else ""
+                jobs.append(BatchJob(f"{words[0]}.{words[1]}", STATUS[words[2]], node))
+        return jobs
+
+    def cancel_tagged(self, tag: str) -> None:
+        run_quietly(["condor_rm", "-constraint", _tag_constraint(tag)])
+
+
+def _tag_constraint(tag: str) -> str:
+    return f'{TAG_ATTRIBUTE} == "{tag}"'
 
 
 EXECUTOR = HTCondor()

@@ -10,7 +10,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from afkit.campaign.executors.base import Plain, Site, SiteKey, output_words, own_key, run_quietly
+from afkit.campaign.executors.base import (
+    BatchJob,
+    Plain,
+    Site,
+    SiteKey,
+    output_lines,
+    output_words,
+    own_key,
+    run_quietly,
+)
 
 # squeue states of a job that has left the batch system
 ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL",
@@ -50,6 +59,27 @@ class Slurm(Plain):
         ids = list(ids)
         if ids:
             run_quietly(["scancel", *ids])
+
+    def tagged(self, tag: str) -> tuple[list[str], list[str]]:
+        # the plugin names every job PREFIX_RUNUUID (snakemake-executor-plugin-slurm 2.8.0,
+        # __init__.py: jobname_prefix, at most 50 of [A-Za-z0-9_-])
+        return [], ["--afkit-slurm-jobname-prefix", tag]
+
+    def active(self, tag: str) -> list[BatchJob] | None:
+        # -t all: also configuring and completing jobs; those that ended (kept for MinJobAge) are
+        # left out by their state
+        lines = output_lines(["squeue", "--me", "-h", "-t", "all", "-o", "%i|%j|%T|%N"])
+        if lines is None:
+            return None
+        jobs = []
+        for line in lines:
+            job_id, name, state, node = [*line.split("|"), "", "", ""][:4]
+            if name.startswith(tag + "_") and state not in ENDED:
+                jobs.append(BatchJob(job_id, state, node.strip()))
+        return jobs
+
+    def cancel_tagged(self, tag: str) -> None:
+        self.cancel(job.id for job in self.active(tag) or [])
 
 
 EXECUTOR = Slurm()

@@ -223,6 +223,16 @@ void FillFrom(TH1D &h, TLeaf *leaf)
       h.Fill(leaf->GetValue(i));
 }
 
+// Enable B and every branch below it: a split object's or TClonesArray's members are branches of
+// their own (AliESDEvent's "Tracks", "AliESDRun." ...), and SetBranchStatus of the top-level name
+// alone leaves them disabled, so TBranch::GetEntry of the top reads almost nothing.
+void EnableWithSubBranches(TTree *t, TBranch *b)
+{
+   t->SetBranchStatus(b->GetFullName().Data(), 1);
+   for (auto *sub : *b->GetListOfBranches())
+      EnableWithSubBranches(t, static_cast<TBranch *>(sub));
+}
+
 std::vector<TBranch *> ChooseBranches(TTree *t, const State &st, const std::string &where)
 {
    std::vector<TBranch *> out;
@@ -242,7 +252,7 @@ std::vector<TBranch *> ChooseBranches(TTree *t, const State &st, const std::stri
          Fail(5, "no branch " + missing + " in tree '" + where + "'");
    }
    for (auto *b : out)
-      t->SetBranchStatus(b->GetName(), 1);
+      EnableWithSubBranches(t, b);
    return out;
 }
 

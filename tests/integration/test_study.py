@@ -168,3 +168,55 @@ def test_gsi_trains_runs_at_the_users_slurm_and_htcondor_sites(
         shutil.rmtree(home, ignore_errors=True)
         for area in areas:
             shutil.rmtree(area, ignore_errors=True)
+
+
+def test_fr_alpes_runs_at_the_users_sites_and_judges_every_claim(workdir: Path, bench_sif: Path) -> None:
+    """fr-alpes with a sites file as a user writes it (docs/studies.md, fr-alpes): two worker-node
+    sites on their batch systems (gsi's SLURM, frankfurt's HTCondor), two dataset sites, tiny
+    parameters of the user's own: 2 x 2 pairs, 16 steps jobs and 4 busy waves of 2."""
+    import yaml
+
+    home = Path("/home/afkit") / "study-fr-alpes"
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir(parents=True)
+    sites = json.loads(json.dumps(SITES))
+    sites["image"]["sif"] = str(bench_sif.resolve())
+    sites["roles"] = {"workers": ["gsi", "frankfurt"], "data": ["gsi", "alpes"]}
+    sites["params"] = {"sim_file_mb": 0.4, "sim_demand": "0.4MB/s", "reco_file_mb": 4, "reco_demand": "6MB/s",
+                       "busy_jobs": [2], "repetitions": 1}  # fmt: skip
+    (home / "my-sites.yaml").write_text(yaml.safe_dump(sites))
+    shutil.chown(home, "afkit", "afkit")
+    shutil.chown(home / "my-sites.yaml", "afkit", "afkit")
+    areas = [Path(str(SITES["storage"][s]["path"])) / "afkit" / "study" for s in ("gsi", "alpes")]  # type: ignore[index]
+    for area in areas:
+        area.mkdir(parents=True, exist_ok=True)
+        shutil.chown(area, "afkit", "afkit")
+    env = {**os.environ, **FED_XRD_ENV, "HOME": "/home/afkit", "USER": "afkit", "LOGNAME": "afkit",
+           "PYTHONPATH": str(itsupport.REPO / "src")}  # fmt: skip
+    as_afkit = ["setpriv", "--reuid=afkit", "--regid=afkit", "--init-groups"]
+    try:
+        proc = subprocess.run(
+            [*as_afkit, *shlex.split("afkit study run fr-alpes --sites my-sites.yaml")],
+            cwd=home,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        page = home / proc.stdout.strip().splitlines()[-1]
+        verdicts = json.loads((page.parent / "verdicts.json").read_text())
+        got = {c["id"]: c for c in verdicts["claims"]}
+        assert set(got) == {c.id for c in model.load("fr-alpes").claims}
+        # every claim judged (a tiny run may fail one, never leave it unjudged: no job failed)
+        assert all(c["status"] in {"pass", "fail"} and c["measured"] for c in got.values()), got
+        for figure in ("table1.png", "table2.png", "pairs-sim.png", "pairs-reco.png", "copy-variation.png"):
+            assert (page.parent / figure).stat().st_size > 1000, figure
+        assert "LAPP 100-1000 s" in page.read_text()  # the original's cell beside afkit's
+        jobs = (page.parent.parent / "aggregate" / "jobs.csv").read_text()
+        assert ",slurm," in jobs and ",htcondor," in jobs
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+        for area in areas:
+            shutil.rmtree(area, ignore_errors=True)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from afkit.campaign.rows import IntervalRow, JobRow
-from afkit.study import dcotf, dcotf_figures, trains, trains_figures
+from afkit.study import dcotf, dcotf_figures, fralpes, fralpes_figures, trains, trains_figures
 from afkit.study.criteria import Verdict
 from afkit.study.model import Study
 from afkit.study.page import NumberRow
@@ -80,4 +80,19 @@ def dcotf_xcache(
     return Evaluation(verdicts, numbers, dcotf_figures.write_all(rows, intervals, out))
 
 
-EVALUATE: dict[str, Evaluate] = {"gsi-trains": gsi_trains, "dcotf-xcache": dcotf_xcache}
+def _listed(value: object) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, list) else [str(value)]
+
+
+def fr_alpes(
+    study: Study, rows: Sequence[JobRow], _intervals: Sequence[IntervalRow], fac: Facility, out: Path
+) -> Evaluation:
+    datas = _listed(fac.roles["data"])
+    steps = fralpes.measure(rows, datas)
+    verdicts = fralpes.judge(study, steps)
+    where = "box" if fac.scaled else "your sites"
+    figures = fralpes_figures.write_all(study, steps, _listed(fac.roles["workers"]), datas, out, where)
+    return Evaluation(verdicts, [NumberRow(*n) for n in fralpes.numbers(study, steps)], figures)
+
+
+EVALUATE: dict[str, Evaluate] = {"gsi-trains": gsi_trains, "dcotf-xcache": dcotf_xcache, "fr-alpes": fr_alpes}

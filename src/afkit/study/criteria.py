@@ -9,17 +9,26 @@ fixed thresholds and returns a verdict (pass / fail / not judgeable) with the me
 - ``linear``: the whole series rises linearly: R² ≥ ``r2_min`` of a line, and the last point
   reaches ≥ ``tail_min`` x the line through the origin fitted on the first half (no plateau).
 - ``agree``: values (one per series) agree: largest / smallest ≤ ``ratio_max``.
+- ``spread_beyond_shift``: ranges (low, high) per group (an input location): each group's spread
+  (high - low) is at least ``ratio_min`` x the largest difference between its midpoint and another
+  group's (the spread among worker nodes against the shift between locations).
+- ``shift_within_spread``: per group a measured range and a reference range: the difference of
+  their midpoints is less than ``ratio_max`` x the reference's spread.
+- ``variation_ratio``: the largest / smallest of one set of durations is at least ``ratio_min`` x
+  the largest / smallest of another.
+- ``all_of``: one verdict from several parts (fail if one fails, not judgeable if one is).
 Standard library only.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 PASS, FAIL, NOT_JUDGEABLE = "pass", "fail", "not judgeable"
 Point = tuple[float, float]
+Range = tuple[float, float]  # (low, high)
 
 
 @dataclass(frozen=True)
@@ -155,3 +164,83 @@ def with_spread(verdict: Verdict, per_rep: Sequence[Verdict], key: str) -> Verdi
         f"{passed} of {len(per_rep)} repetitions pass alone"
     )
     return Verdict(verdict.status, verdict.measured + spread, verdict.criterion, verdict.values)
+
+
+def midpoint(r: Range) -> float:
+    return (r[0] + r[1]) / 2
+
+
+def spread(r: Range) -> float:
+    return r[1] - r[0]
+
+
+def _ratio(num: float, den: float) -> float:
+    """NUM / DEN, with 0 / 0 = 0 and x / 0 = inf."""
+    if den:
+        return num / den
+    return 0.0 if num == 0 else float("inf")
+
+
+def spread_beyond_shift(groups: Mapping[str, Range], *, ratio_min: float) -> Verdict:
+    crit = (
+        f"per group, spread (high - low) ≥ {ratio_min} x the largest difference of its midpoint "
+        "from another group's"
+    )
+    if len(groups) < 2:
+        return Verdict(NOT_JUDGEABLE, f"{len(groups)} groups measured: need 2", crit)
+    ratios = {}
+    parts = []
+    for name, r in groups.items():
+        shift = max(abs(midpoint(r) - midpoint(o)) for n, o in groups.items() if n != name)
+        ratios[name] = _ratio(spread(r), shift)
+        parts.append(f"{name} {r[0]:.4g}-{r[1]:.4g} (spread {spread(r):.3g}, shift {shift:.3g})")
+    worst = min(ratios.values())
+    measured = ", ".join(parts) + f"; smallest spread / shift {worst:.2f}"
+    return Verdict(PASS if worst >= ratio_min else FAIL, measured, crit, {"ratio": worst})
+
+
+def shift_within_spread(groups: Mapping[str, tuple[Range, Range]], *, ratio_max: float) -> Verdict:
+    """GROUPS: name → (the measured range, the reference range)."""
+    crit = f"per group, |midpoint - the reference's midpoint| < {ratio_max} x the reference's spread"
+    if not groups:
+        return Verdict(NOT_JUDGEABLE, "no group measured", crit)
+    ratios = {}
+    parts = []
+    for name, (r, ref) in groups.items():
+        shift = abs(midpoint(r) - midpoint(ref))
+        ratios[name] = _ratio(shift, spread(ref))
+        parts.append(
+            f"{name} {r[0]:.4g}-{r[1]:.4g} against {ref[0]:.4g}-{ref[1]:.4g} "
+            f"(shift {shift:.3g}, spread {spread(ref):.3g})"
+        )
+    worst = max(ratios.values())
+    ok = all(v < ratio_max for v in ratios.values())
+    measured = ", ".join(parts) + f"; largest shift / spread {worst:.2f}"
+    return Verdict(PASS if ok else FAIL, measured, crit, {"ratio": worst})
+
+
+def variation_ratio(large: Sequence[float], small: Sequence[float], *, ratio_min: float) -> Verdict:
+    crit = f"largest / smallest of the first ≥ {ratio_min} x largest / smallest of the second"
+    for what, vals in (("first", large), ("second", small)):
+        if len(vals) < 2 or min(vals) <= 0:
+            return Verdict(NOT_JUDGEABLE, f"the {what} set has {len(vals)} positive values: need 2", crit)
+    v_large, v_small = max(large) / min(large), max(small) / min(small)
+    ratio = v_large / v_small
+    measured = (
+        f"{min(large):.4g}-{max(large):.4g} (x {v_large:.2f}) against {min(small):.4g}-{max(small):.4g} "
+        f"(x {v_small:.2f}); ratio {ratio:.2f}"
+    )
+    values = {"ratio": ratio, "variation_large": v_large, "variation_small": v_small}
+    return Verdict(PASS if ratio >= ratio_min else FAIL, measured, crit, values)
+
+
+def all_of(parts: Mapping[str, Verdict]) -> Verdict:
+    """One verdict of PARTS (name → verdict): not judgeable if one is, else fail if one fails."""
+    statuses = {v.status for v in parts.values()}
+    status = NOT_JUDGEABLE if NOT_JUDGEABLE in statuses else FAIL if FAIL in statuses else PASS
+    if not parts:
+        status = NOT_JUDGEABLE
+    measured = "; ".join(f"{n}: {v.status}, {v.measured}" for n, v in parts.items())
+    crit = next(iter(parts.values())).criterion + f" (each of {', '.join(parts)})" if parts else ""
+    values = {f"{n}_{k}": x for n, v in parts.items() for k, x in v.values.items()}
+    return Verdict(status, measured, crit, values)

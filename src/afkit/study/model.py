@@ -18,13 +18,13 @@ import yaml
 
 from afkit.errors import InvalidError, NotFoundError
 
-ROLE_KINDS = ("site", "storage", "storage-list")
+ROLE_KINDS = ("site", "site-list", "storage", "storage-list")
 
 
 @dataclass(frozen=True)
 class Role:
     name: str
-    kind: str  # site | storage | storage-list
+    kind: str  # site | site-list | storage | storage-list
     doc: str
     optional: bool = False
 

@@ -129,8 +129,9 @@ def from_federation(study: Study, urls: dict[str, object], image: Path) -> Facil
     for rname, value in roles.items():
         if value == SUBMIT:  # the submit host: unshaped to the WAN, every site's storage across its link
             sites[SUBMIT] = {"executor": "local", "storage": first, "apptainer_args": ["--userns"]}
-        elif study.roles[rname].kind == "site":
-            sites[str(value)] = _box_site(str(value), fsites[str(value)], bool(study.box.get("nodes")))
+        elif study.roles[rname].kind in ("site", "site-list"):
+            for v in value if isinstance(value, list) else [value]:
+                sites[str(v)] = _box_site(str(v), fsites[str(v)], bool(study.box.get("nodes")))
     rates = {n: float(cast(float, s.get("rate_mbit", 0))) for n, s in fsites.items()}
     server = roles.get("server")
     servers = roles.get("servers") if isinstance(roles.get("servers"), list) else []
@@ -187,12 +188,14 @@ def check_roles(study: Study, fac: Facility) -> None:
                 hint=f"name a {role.kind.replace('-list', ' list')} of the file",
             )
         names = value if isinstance(value, list) else [value]
-        if role.kind == "storage-list" and not isinstance(value, list):
-            raise InvalidError(f"{fac.where}: roles.{role.name} must be a list of storage names")
-        pool = fac.sites if role.kind == "site" else fac.storage
+        if role.kind.endswith("-list") and not isinstance(value, list):
+            what = "site" if role.kind == "site-list" else "storage"
+            raise InvalidError(f"{fac.where}: roles.{role.name} must be a list of {what} names")
+        is_site = role.kind in ("site", "site-list")
+        pool = fac.sites if is_site else fac.storage
         for n in names:
             if n not in pool:
-                kind = "sites" if role.kind == "site" else "storage"
+                kind = "sites" if is_site else "storage"
                 raise InvalidError(
                     f"{fac.where}: roles.{role.name}: {n!r} is not in {kind} "
                     f"({', '.join(map(str, pool)) or 'none'})"
@@ -219,18 +222,20 @@ def dataset_name(template: str, storage: str) -> str:
     return f"{template}-{storage}"
 
 
-def _storages(filled: object) -> list[str]:
+def _names(filled: object) -> list[str]:
     return [str(s) for s in (filled if isinstance(filled, list) else [filled])]
 
 
 def campaign(study: Study, fac: Facility) -> dict[str, object]:
     """The campaign (a campaign file's mapping) of STUDY at FAC: the recipe's benchmarks whose role
-    the facility fills, at its ``workers`` site, each dataset template made once per storage."""
+    the facility fills, at its ``workers`` site (or sites: a site-list role), each dataset template
+    made once per storage; where each site reads each dataset is the recipe's ``locations``
+    (default: ``remote``, never a local mount)."""
     recipe = study.recipe
     templates = cast("dict[str, dict[str, object]]", recipe["datasets"])
     benchmarks: list[dict[str, object]] = []
     datasets: dict[str, object] = {}
-    workers = str(fac.roles["workers"])
+    workers = _names(fac.roles["workers"])  # one site, or a list of them
     for b in cast("list[dict[str, object]]", recipe["benchmarks"]):
         filled = fac.roles.get(str(b["role"]))
         if filled is None:
@@ -240,13 +245,13 @@ def campaign(study: Study, fac: Facility) -> dict[str, object]:
         )
         names = []
         for t in cast("list[str]", b["datasets"]):
-            for s in _storages(filled):
+            for s in _names(filled):
                 name = dataset_name(t, s)
                 datasets.setdefault(
                     name, {"storage": s, **cast("dict[str, object]", fill(templates[t], fac.params))}
                 )
                 names.append(name)
-        bench["sites"] = [workers]
+        bench["sites"] = workers
         bench["datasets"] = names
         benchmarks.append(bench)
     if not benchmarks:
@@ -259,6 +264,6 @@ def campaign(study: Study, fac: Facility) -> dict[str, object]:
         "sites": fac.sites,
         "storage": fac.storage,
         "datasets": datasets,
-        "locations": {"default": "remote"},
+        "locations": recipe.get("locations", {"default": "remote"}),
         "benchmarks": benchmarks,
     }

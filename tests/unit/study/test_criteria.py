@@ -74,3 +74,59 @@ def test_spread_names_the_repetitions() -> None:
     ]
     v = criteria.with_spread(per_rep[0], per_rep, "r2")
     assert "1 of 2 repetitions pass alone" in v.measured
+
+
+# per input location, (low, high) seconds over the worker-node sites
+NEAR = {"gsi": (2.0, 2.6), "frankfurt": (2.05, 2.62), "alpes": (2.1, 2.7)}
+
+
+def test_spread_beyond_shift_passes_when_the_wn_spread_dominates() -> None:
+    v = criteria.spread_beyond_shift(NEAR, ratio_min=1.0)
+    assert v.status == criteria.PASS
+    assert v.values["ratio"] == pytest.approx(0.6 / 0.1)  # the smallest: gsi (and alpes), 0.6 s over 0.1 s
+
+
+def test_spread_beyond_shift_fails_when_locations_are_further_apart() -> None:
+    v = criteria.spread_beyond_shift({"a": (2.0, 2.2), "b": (3.0, 3.2)}, ratio_min=1.0)
+    assert v.status == criteria.FAIL
+    assert v.values["ratio"] == pytest.approx(0.2)
+
+
+def test_spread_beyond_shift_needs_two_locations() -> None:
+    assert criteria.spread_beyond_shift({"a": (1.0, 2.0)}, ratio_min=1.0).status == criteria.NOT_JUDGEABLE
+
+
+def test_shift_within_spread_passes_a_small_shift_and_fails_a_large_one() -> None:
+    small = criteria.shift_within_spread({"a": ((2.1, 2.7), (2.0, 2.6))}, ratio_max=1.0)
+    assert small.status == criteria.PASS and small.values["ratio"] == pytest.approx(0.1 / 0.6)
+    large = criteria.shift_within_spread({"a": ((1600, 3000), (1500, 2000))}, ratio_max=1.0)
+    assert large.status == criteria.FAIL and large.values["ratio"] == pytest.approx(1.1)
+
+
+def test_shift_within_spread_of_a_reference_without_spread_fails_any_shift() -> None:
+    v = criteria.shift_within_spread({"a": ((2.1, 2.1), (2.0, 2.0))}, ratio_max=1.0)
+    assert v.status == criteria.FAIL and v.values["ratio"] == float("inf")
+
+
+def test_variation_ratio_passes_an_order_of_magnitude_against_twice() -> None:
+    v = criteria.variation_ratio([100, 400, 1000], [5, 10], ratio_min=2.0)
+    assert v.status == criteria.PASS and v.values["ratio"] == pytest.approx(5.0)
+
+
+def test_variation_ratio_fails_when_both_vary_alike() -> None:
+    assert criteria.variation_ratio([2.8, 4.0], [0.3, 0.4], ratio_min=2.0).status == criteria.FAIL
+
+
+def test_variation_ratio_needs_two_positive_values_each() -> None:
+    v = criteria.variation_ratio([2.8], [0.3, 0.4], ratio_min=2.0)
+    assert v.status == criteria.NOT_JUDGEABLE and "the first set has 1" in v.measured
+
+
+def test_all_of_fails_with_one_failing_part_and_is_unjudged_with_one_unjudged() -> None:
+    ok = criteria.spread_beyond_shift(NEAR, ratio_min=1.0)
+    bad = criteria.spread_beyond_shift({"a": (2.0, 2.2), "b": (3.0, 3.2)}, ratio_min=1.0)
+    nj = criteria.spread_beyond_shift({"a": (2.0, 2.2)}, ratio_min=1.0)
+    assert criteria.all_of({"x": ok, "y": ok}).status == criteria.PASS
+    assert criteria.all_of({"x": ok, "y": bad}).status == criteria.FAIL
+    assert criteria.all_of({"x": bad, "y": nj}).status == criteria.NOT_JUDGEABLE
+    assert criteria.all_of({"x": ok, "y": bad}).values["y_ratio"] == pytest.approx(0.2)

@@ -21,7 +21,7 @@ def test_study_list_names_the_studies() -> None:
     proc = afkit("afkit study list")
     assert proc.returncode == 0
     names = [line.split()[0] for line in proc.stdout.splitlines()]
-    assert names == sorted(names) and {"dcotf-xcache", "gsi-trains"} <= set(names)
+    assert names == sorted(names) and {"dcotf-xcache", "fr-alpes", "gsi-trains"} <= set(names)
     assert "The ALICE Analysis Facility Prototype at GSI" in proc.stdout
 
 
@@ -31,6 +31,14 @@ def test_study_show_prints_roles_parameters_and_claims() -> None:
     assert "servers    storage-list" in proc.stdout
     assert "demand: 2.5MB/s" in proc.stdout  # the box's
     assert "server-knee:" in proc.stdout and "'r2_min': 0.95" in proc.stdout
+
+
+def test_study_show_fr_alpes_prints_its_site_list_roles_and_claims() -> None:
+    proc = afkit("afkit study show fr-alpes")
+    assert proc.returncode == 0
+    assert "workers    site-list" in proc.stdout and "data       storage-list" in proc.stdout
+    assert "reco_file_mb: 20" in proc.stdout  # the box's
+    assert "copy-varies:" in proc.stdout and "'ratio_min': 2.0" in proc.stdout
 
 
 def test_an_unknown_study_is_exit_5_naming_the_studies() -> None:

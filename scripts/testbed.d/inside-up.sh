@@ -59,7 +59,7 @@ configure() {
   sed -e "s/@HOSTNAME@/$HOST/g" -e "s/@CPUS@/$cpus/g" -e "s/@MEMORY_MB@/$mem_mb/g" \
     "$HERE/slurm.conf.in" >/etc/slurm/slurm.conf
   install -m 0755 "$HERE/prolog-slurmctld" /etc/slurm/prolog-slurmctld
-  # the federation's sites (src/afkit/federation/batch.py); an empty file makes every slurm command warn
+  # the federation's sites (testbed/afkit_testbed/federation/batch.py); an empty file makes every slurm command warn
   echo '# no federation sites' >/etc/slurm/federation.conf
   install -m 0644 "$HERE/xrootd.cfg" /etc/xrootd/afkit-testbed.cfg
   if [[ ! -s /etc/munge/munge.key ]]; then

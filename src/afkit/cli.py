@@ -6,6 +6,11 @@ returns an exit code (``afkit.errors.ExitCode``) or raises ``AfkitError``.
 
 Only the area being run is imported: ``afkit bench`` inside a lean job image must not need the
 report's plotting libraries, and every call starts faster.
+
+A command that another distribution provides (``PLUGINS``: ``afkit federation``, the testbed's, from
+``testbed/``) is found through the entry point group ``afkit.commands`` (an entry point
+``NAME = "module:register"``), only when that command is run. When its distribution is not
+installed, running it is a clear error naming what to install (exit 3, prerequisite missing).
 """
 
 from __future__ import annotations
@@ -14,9 +19,11 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from importlib import metadata
 
 from afkit import __version__
-from afkit.errors import AfkitError, ExitCode
+from afkit.errors import AfkitError, ExitCode, PrereqError
 
 AREAS: dict[str, str] = {
     "image": "build and validate Apptainer images from CVMFS environment tags",
@@ -24,8 +31,28 @@ AREAS: dict[str, str] = {
     "storage": "XRootD storage scenarios: origin, XCache, direct cache access, DCOTF",
     "campaign": "Snakemake benchmark campaigns: validate, locations, jobs, run, retry, report, extrapolate",
     "study": "published facility studies rerun at your sites or in the box: list, show, run, page",
-    "federation": "testbed federation: sites as network namespaces, shaped WAN links, toxiproxy faults",
 }
+PLUGIN_GROUP = "afkit.commands"  # entry points NAME = "module:register" of the PLUGINS' distributions
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """A command of another distribution: its summary, its distribution, how to install that."""
+
+    summary: str
+    distribution: str
+    install: str
+
+
+PLUGINS: dict[str, Plugin] = {
+    "federation": Plugin(
+        summary="testbed federation: sites as network namespaces, shaped WAN links, toxiproxy faults",
+        distribution="afkit-testbed",
+        install="install it from afkit's checkout: pip install -e testbed (make venv and the testbed's "
+        "venv do; docs/federation.md)",
+    ),
+}
+COMMANDS = [*AREAS, *PLUGINS]  # as `afkit --help` lists them
 
 
 def usage_handler(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
@@ -42,8 +69,29 @@ def selected_area(argv: Sequence[str]) -> str | None:
     """The area named by the first non-option argument, if it is one."""
     for arg in argv:
         if not arg.startswith("-"):
-            return arg if arg in AREAS else None
+            return arg if arg in COMMANDS else None
     return None
+
+
+def plugin_register(name: str) -> Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]:
+    """The ``register`` of the plugin command NAME (its entry point in ``afkit.commands``); exit 3
+    naming what to install when its distribution is not installed or cannot be imported."""
+    plugin = PLUGINS[name]
+    found = metadata.entry_points(group=PLUGIN_GROUP, name=name)
+    if not found:
+        raise PrereqError(
+            f"'afkit {name}' is provided by the {plugin.distribution} package, which is not installed "
+            f"(no entry point '{name}' in the group {PLUGIN_GROUP})",
+            hint=plugin.install,
+        )
+    entry = next(iter(found))
+    try:
+        register: Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None] = entry.load()
+    except ImportError as err:
+        raise PrereqError(
+            f"'afkit {name}': its entry point {entry.value} cannot be imported: {err}", hint=plugin.install
+        ) from err
+    return register
 
 
 def build_parser(area: str | None = None) -> argparse.ArgumentParser:
@@ -61,6 +109,11 @@ def build_parser(area: str | None = None) -> argparse.ArgumentParser:
             importlib.import_module(f"afkit.{name}.cli").register(sub)
         else:
             sub.add_parser(name, help=summary, description=summary)
+    for name, plugin in PLUGINS.items():
+        if name == area:
+            plugin_register(name)(sub)
+        else:
+            sub.add_parser(name, help=plugin.summary, description=plugin.summary)
     return parser
 
 
@@ -85,7 +138,10 @@ def guarded(call: Callable[[], int]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(selected_area(argv))
+    try:
+        parser = build_parser(selected_area(argv))
+    except AfkitError as err:  # a plugin command whose distribution is missing
+        return print_error(err)
     args = parser.parse_args(argv)
     return guarded(lambda: int(args.func(args)))
 

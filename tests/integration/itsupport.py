@@ -261,8 +261,8 @@ def xcache_holds(cached: Path) -> bool:
 
 def fed_cache_file(site: str, scenario: str, path: str) -> Path:
     """Where SITE's cache SCENARIO (``afkit storage up SCENARIO`` with the site's storage directory as
-    its state directory, afkit.federation.control.storage_cmd) keeps its copy of PATH."""
-    from afkit.federation.control import storage_dir
+    its state directory, afkit_testbed.federation.control.storage_cmd) keeps its copy of PATH."""
+    from afkit_testbed.federation.control import storage_dir
 
     return storage_dir(site) / scenario / "cache" / path.lstrip("/")
 

@@ -29,7 +29,7 @@ from itsupport import FED_XRD_ENV, federation_work, ok, sh
 
 from afkit.campaign.aggregate import wave_skews
 from afkit.campaign.rows import read_jobs
-from afkit.federation.measure import bench_read
+from afkit_testbed.federation.measure import bench_read
 
 pytestmark = pytest.mark.testbed
 

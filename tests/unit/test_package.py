@@ -1,9 +1,10 @@
 """afkit as an installable package: its wheel carries every data file, an installed copy finds them
 outside the checkout, and a data file missing from an installation is a clear error (exit 3).
 
-The wheel is built here from the files a build reads (pyproject.toml, README.md, LICENSE, src/),
-copied, so the checkout gets no build/ folder; pip wheel with --no-build-isolation (the dev extra's
-setuptools) and --no-index: no network.
+The wheel is built here from the files a build reads (pyproject.toml, README.md, LICENSE, src/) and
+the testbed's distribution beside them (testbed/, which must stay out of it), copied, so the checkout
+gets no build/ folder; pip wheel with --no-build-isolation (the dev extra's setuptools) and
+--no-index: no network.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 PKG = REPO / "src" / "afkit"
-BUILD_INPUTS = ("pyproject.toml", "README.md", "LICENSE", "src")
+BUILD_INPUTS = ("pyproject.toml", "README.md", "LICENSE", "src", "testbed")
+TESTBED_PACKAGE = "afkit_testbed"  # testbed/: the federation in the box, a distribution of its own
 
 
 def _is_compiled(rel: Path) -> bool:
@@ -80,6 +82,14 @@ def test_the_wheel_holds_every_file_of_the_package_and_no_compiled_one(wheel: Pa
                  "workflows/report/campaign.html.j2", "images/alice/profile.yaml",
                  "templates/apptainer/image.def.j2", "workflows/config/demo.yaml"):  # fmt: skip
         assert f"afkit/data/{data}" in names
+
+
+def test_the_wheel_holds_no_module_or_file_of_the_testbed(wheel: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    testbed = sorted(p.relative_to(REPO / "testbed").as_posix() for p in (REPO / "testbed").rglob("*.py"))
+    assert f"{TESTBED_PACKAGE}/federation/cli.py" in testbed  # what is looked for is there to find
+    assert [n for n in names if n.startswith(f"{TESTBED_PACKAGE}/") or n in testbed] == []
+    assert [n for n in names if "federation" in Path(n).parts] == []  # no afkit/federation, no templates
 
 
 def test_the_job_wrapper_stays_executable_in_the_wheel(wheel: Path) -> None:

@@ -85,15 +85,23 @@ def from_sites_file(study: Study, path: Path) -> Facility:
     return fac
 
 
+ERROR, HINT = "afkit: error: ", "afkit: hint: "  # how afkit.cli.print_error starts its lines
+
+
 def federation_urls() -> dict[str, object]:
     """What ``afkit federation urls`` prints (the running federation), as JSON."""
     afkit = [sys.executable, "-m", "afkit"]
     proc = subprocess.run([*afkit, "federation", "urls"], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
+        lines = proc.stderr.strip().splitlines()
+        said = {p: ln.removeprefix(p) for ln in lines for p in (ERROR, HINT) if ln.startswith(p)}
+        # the command's own error and hint: the federation is not up, or (exit 3) the testbed's
+        # package that provides the command is not installed (afkit.cli.PLUGINS)
+        error = said.get(ERROR) or (lines[-1] if lines else str(proc.returncode))
+        todo = said.get(HINT) or "start it (scripts/testbed federation up)"
         raise PrereqError(
-            "the federation in the box is not running (afkit federation urls: "
-            f"{proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else proc.returncode})",
-            hint="start it (scripts/testbed federation up), or run the study at your sites with --sites FILE",
+            f"the federation in the box is not available (afkit federation urls: {error})",
+            hint=f"{todo}; or run the study at your sites with --sites FILE",
         )
     try:
         return cast("dict[str, object]", json.loads(proc.stdout))

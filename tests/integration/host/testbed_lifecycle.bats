@@ -29,7 +29,7 @@ teardown() {
   export AFKIT_TESTBED_STATE=$SECOND_TESTBED
   # another link file for the federation: alpes's link slowed (a path in the repository)
   sed 's/wan: {rate: 200mbit, latency_ms: 20}/wan: {rate: 100mbit, latency_ms: 20}/' \
-    templates/federation/links.yaml >build/docs-links.yaml
+    testbed/afkit_testbed/templates/federation/links.yaml >build/docs-links.yaml
   grep -q 'rate: 100mbit' build/docs-links.yaml
   run make testbed
   assert_success

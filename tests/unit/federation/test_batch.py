@@ -1,4 +1,5 @@
-"""The per-site batch workers' configuration, as rendered from templates/federation/ (no daemons)."""
+"""The per-site batch workers' configuration, as rendered from the testbed's templates
+(testbed/afkit_testbed/templates/federation/; no daemons)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from afkit.errors import InvalidError
-from afkit.federation import batch, links
+from afkit_testbed.federation import batch, links
 
 
 def _condor(site: str, tmp_path: Path) -> str:

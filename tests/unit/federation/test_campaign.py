@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from afkit.campaign import config, job, locations, plan
-from afkit.federation import links
 from afkit.paths import workflows_dir
+from afkit_testbed.federation import links
 
 CAMPAIGN = workflows_dir() / "config" / "federation.yaml"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from afkit.errors import UnsafeError
-from afkit.federation import control, links, net
+from afkit_testbed.federation import control, links, net
 
 
 @pytest.fixture

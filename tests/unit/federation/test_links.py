@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from afkit.errors import InvalidError
-from afkit.federation import links, net
+from afkit_testbed.federation import links, net
 
 
 def fed(raw: dict) -> links.Federation:

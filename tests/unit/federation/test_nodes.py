@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from afkit.errors import InvalidError, NotFoundError
-from afkit.federation import control, links, net
+from afkit_testbed.federation import control, links, net
 
 BASE = {"wan": {"rate": "200mbit", "latency_ms": 10}, "sites": {"gsi": {"index": 1}}}
 

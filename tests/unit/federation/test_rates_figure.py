@@ -10,8 +10,8 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from afkit.federation import measure
-from afkit.federation.figure import draw_rates, rates_figure
+from afkit_testbed.federation import measure
+from afkit_testbed.federation.figure import draw_rates, rates_figure
 
 T0 = 1795707150.0
 

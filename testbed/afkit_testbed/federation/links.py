@@ -1,6 +1,6 @@
 """The federation's link file: sites, their addresses and the figures of their WAN links.
 
-``templates/federation/links.yaml`` is the default. Every site gets the subnet
+``testbed/afkit_testbed/templates/federation/links.yaml`` is the default. Every site gets the subnet
 ``10.77.INDEX.0/24``: its host (the site's namespace) is ``.10``, its WAN gateway (in the WAN
 namespace, where toxiproxy listens for the site's storage) ``.1``. The submit host (the testbed's
 own namespace) is ``10.77.0.10`` behind the gateway ``10.77.0.1``. A site's client nodes
@@ -34,7 +34,7 @@ RATE_UNIT = {"bit": 1, "kbit": 1_000, "mbit": 1_000_000, "gbit": 1_000_000_000}
 
 
 def default_links_file() -> Path:
-    from afkit.paths import templates_dir
+    from afkit_testbed import templates_dir
 
     return templates_dir() / "federation" / "links.yaml"
 
@@ -242,4 +242,5 @@ def load(path: Path | None = None) -> Federation:
     try:
         return parse(raw, p)
     except InvalidError as err:
-        raise InvalidError(f"{p}: {err}", hint=err.hint or "see templates/federation/links.yaml") from None
+        hint = err.hint or "see testbed/afkit_testbed/templates/federation/links.yaml"
+        raise InvalidError(f"{p}: {err}", hint=hint) from None

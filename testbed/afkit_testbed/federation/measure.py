@@ -20,8 +20,8 @@ from typing import TypedDict
 from afkit.bench.intervals import IntervalRecord
 from afkit.bench.readbench import ReadSummary
 from afkit.errors import AfkitError, PrereqError
-from afkit.federation import control, net
-from afkit.federation.links import Federation, Site
+from afkit_testbed.federation import control, net
+from afkit_testbed.federation.links import Federation, Site
 
 
 class ReadOutput(ReadSummary):

@@ -11,7 +11,7 @@ from typing import Any
 
 from afkit.cli import usage_handler
 from afkit.errors import ExitCode, UsageError
-from afkit.federation import batch, control, links, net, toxiproxy
+from afkit_testbed.federation import batch, control, links, net, toxiproxy
 
 
 def _fed(args: argparse.Namespace) -> links.Federation:
@@ -118,7 +118,7 @@ def cmd_toxic(args: argparse.Namespace) -> int:
 
 
 def cmd_figure(args: argparse.Namespace) -> int:
-    from afkit.federation.figure import draw
+    from afkit_testbed.federation.figure import draw
 
     print(draw(_fed(args), Path(args.output)))
     return ExitCode.OK
@@ -126,12 +126,12 @@ def cmd_figure(args: argparse.Namespace) -> int:
 
 def cmd_measure(args: argparse.Namespace) -> int:
     from afkit.bench.units import parse_size
-    from afkit.federation.measure import measure, table
+    from afkit_testbed.federation.measure import measure, table
 
     control.load_state()
     result = measure(_fed(args), parse_size(args.size, what="--size"))
     if args.figure:
-        from afkit.federation.figure import draw_rates
+        from afkit_testbed.federation.figure import draw_rates
 
         draw_rates(result, Path(args.figure))
     if args.json:
@@ -154,7 +154,7 @@ def register(sub: Any) -> None:
 
     def links_opt(p: argparse.ArgumentParser) -> None:
         p.add_argument("--links", help="the link file (default: the running federation's, else "
-                       "templates/federation/links.yaml)")  # fmt: skip
+                       "testbed/afkit_testbed/templates/federation/links.yaml)")  # fmt: skip
 
     p = fs.add_parser("up", help="create the namespaces, links, toxiproxy and every site's storage")
     links_opt(p)

@@ -20,7 +20,7 @@ import subprocess
 from pathlib import Path
 
 from afkit.errors import AfkitError
-from afkit.federation.links import GATEWAY, SITE_HOST, SUBNET, WAN_NS, Federation, Link, Node, Site
+from afkit_testbed.federation.links import GATEWAY, SITE_HOST, SUBNET, WAN_NS, Federation, Link, Node, Site
 
 SUBMIT_IF = "fed0"
 SUBMIT_WAN_IF = "w-submit"

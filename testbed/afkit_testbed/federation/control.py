@@ -19,10 +19,10 @@ from typing import TypedDict
 
 from afkit.atomic import write_atomic
 from afkit.errors import AfkitError, PrereqError, UnsafeError
-from afkit.federation import batch, net, toxiproxy
-from afkit.federation.links import ORIGIN_PORT, SUBNET, TOXIPROXY_API_PORT, WAN_NS, Federation, Site
 from afkit.storage import daemon as dmn
 from afkit.storage.scenarios import SCENARIOS, entry_port
+from afkit_testbed.federation import batch, net, toxiproxy
+from afkit_testbed.federation.links import ORIGIN_PORT, SUBNET, TOXIPROXY_API_PORT, WAN_NS, Federation, Site
 
 
 def root_dir() -> Path:

@@ -4,14 +4,14 @@ Started by ``afkit federation up`` after the sites' storage, stopped by ``down``
 
 - **HTCondor**: the testbed's pool (collector, negotiator, schedd on the submit host) is
   switched to listen on its namespace's addresses and advertise the federation address
-  ``10.77.0.10`` (``/etc/condor/config.d/60-afkit-federation.conf``, ``templates/federation/
-  pool.conf.j2``; the pool is restarted). Each site runs its own ``condor_master`` + ``condor_startd``
-  in its network namespace, bound to the site's address, with its own ``LOCAL_DIR``
-  (``/srv/federation/SITE/condor``) and config (``templates/federation/condor.conf.j2``); its
-  machine ClassAd says ``AFKIT_SITE = "SITE"``. A site's slots start only jobs whose requirements
-  name ``AFKIT_SITE``.
+  ``10.77.0.10`` (``/etc/condor/config.d/60-afkit-federation.conf``, ``pool.conf.j2``; the
+  templates are in ``testbed/afkit_testbed/templates/federation/``; the pool is restarted). Each
+  site runs its own ``condor_master`` + ``condor_startd`` in its network namespace, bound to the
+  site's address, with its own ``LOCAL_DIR`` (``/srv/federation/SITE/condor``) and config
+  (``condor.conf.j2``); its machine ClassAd says ``AFKIT_SITE = "SITE"``. A site's slots start
+  only jobs whose requirements name ``AFKIT_SITE``.
 - **SLURM**: ``/etc/slurm/federation.conf`` (included by the testbed's ``slurm.conf``;
-  ``templates/federation/slurm.conf.j2``) adds a node ``afkit-SITE`` at the site's address in a
+  ``slurm.conf.j2``) adds a node ``afkit-SITE`` at the site's address in a
   partition named after the site and ``SlurmctldAddr=10.77.0.10`` (every client, also ``srun`` in a
   job at a site, reaches the controller there: the sites cannot reach its loopback); ``scontrol
   reconfigure`` tells slurmctld. Each site's slurmd runs in the site's namespace (``slurmd -N
@@ -35,10 +35,10 @@ from typing import Any, TypedDict
 import jinja2
 
 from afkit.errors import AfkitError
-from afkit.federation import net
-from afkit.federation.links import Federation, Site
-from afkit.paths import templates_dir
 from afkit.storage import daemon as dmn
+from afkit_testbed import templates_dir
+from afkit_testbed.federation import net
+from afkit_testbed.federation.links import Federation, Site
 
 POOL_CONF = Path("/etc/condor/config.d/60-afkit-federation.conf")
 SLURM_CONF = Path("/etc/slurm/slurm.conf")

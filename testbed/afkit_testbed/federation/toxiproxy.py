@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from afkit.errors import AfkitError, PrereqError
-from afkit.federation.links import GATEWAY, ORIGIN_PORT, SUBNET, TOXIPROXY_API_PORT, Federation, Site
+from afkit_testbed.federation.links import GATEWAY, ORIGIN_PORT, SUBNET, TOXIPROXY_API_PORT, Federation, Site
 
 VERSION = "v2.5.0"
 LATENCY_TOXIC = "wan-latency"

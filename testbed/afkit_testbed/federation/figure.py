@@ -10,9 +10,9 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from afkit.atomic import atomic_path
-from afkit.federation import net
-from afkit.federation.links import Federation
-from afkit.federation.measure import MeasuredRead, Measurement
+from afkit_testbed.federation import net
+from afkit_testbed.federation.links import Federation
+from afkit_testbed.federation.measure import MeasuredRead, Measurement
 
 
 def draw(fed: Federation, output: Path) -> Path:

@@ -13,8 +13,12 @@ file the payload writes) → :class:`JobRecord` (``ID.json``) → jobs.csv (afki
 
 :class:`JobRecord`'s fields carry the field table as metadata (who writes the field, when it is
 needed, whether it is a column of ``jobs.csv``, its unit and meaning); ``jobs.csv``'s columns are
-its column fields in declaration order. A record is checked when it is written
-(:meth:`JobRecord.write`) and when it is read (:meth:`JobRecord.read`), nowhere else.
+its column fields in declaration order. Each of the payload's metrics is declared there once
+(``_metric``: also the payloads that produce it and its source in the payload's summary): the
+processing step measures it from that declaration, :class:`PayloadResult` is a record with only the
+payload's fields set, and the record takes it whole (:meth:`JobRecord.updated`). A record is
+checked when it is written (:meth:`JobRecord.write`) and when it is read (:meth:`JobRecord.read`),
+nowhere else.
 
 Standard library only: the job core on a batch worker and the payload inside the image import it.
 """
@@ -27,7 +31,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Union, cast
+from typing import Any, TypeVar, Union, cast
 
 from afkit.errors import InvalidError
 
@@ -371,10 +375,25 @@ class PayloadSpec:
 # --------------------------------------------------------------------------------- the job record
 
 
-def _f(by: str, doc: str, *, need: str = "always", column: bool = True, unit: str = "") -> Any:
+def _f(
+    by: str,
+    doc: str,
+    *,
+    need: str = "always",
+    column: bool = True,
+    unit: str = "",
+    payloads: tuple[str, ...] = (),
+    source: str = "",
+    missing: object = None,
+) -> Any:
     """A record field's metadata. BY: plan | payload | wrapper | derived (computed for jobs.csv,
-    never in a record); NEED: always | ok (when status is ok) | failed | optional."""
-    return field(default=None, metadata={"by": by, "need": need, "column": column, "unit": unit, "doc": doc})
+    never in a record); NEED: always | ok (when status is ok) | failed | optional; COLUMN: a column
+    of jobs.csv (else in the record only). A payload's metric also says which PAYLOADS produce it
+    (empty: every one), its SOURCE (where afkit.campaign.processing.measured takes it from) and
+    its value when the summary lacks it (MISSING; None: the field is left out)."""
+    meta = {"by": by, "need": need, "column": column, "unit": unit, "doc": doc, "payloads": payloads,
+            "source": source, "missing": missing}  # fmt: skip
+    return field(default=None, metadata=meta)
 
 
 def _plan(doc: str, *, column: bool = True, unit: str = "") -> Any:
@@ -389,8 +408,29 @@ def _pay(doc: str, *, need: str = "ok", column: bool = True, unit: str = "") -> 
     return _f("payload", doc, need=need, column=column, unit=unit)
 
 
+def _metric(
+    doc: str,
+    *,
+    source: str = "",
+    payloads: tuple[str, ...] = (),
+    need: str = "optional",
+    column: bool = True,
+    unit: str = "",
+    missing: object = None,
+) -> Any:
+    """A payload metric: what the processing step measures. Its one declaration (the record's field:
+    name, type, DOC, UNIT, the PAYLOADS that produce it, whether it is a COLUMN of jobs.csv, its
+    SOURCE in the payload's summary) makes it a field of the payload's result, of the record and
+    of jobs.csv (docs/campaigns.md, "The job record")."""
+    return _f("payload", doc, need=need, column=column, unit=unit, payloads=payloads, source=source,
+              missing=missing)  # fmt: skip
+
+
 def _derived(doc: str, unit: str) -> Any:
     return _f("derived", doc, need="optional", unit=unit)
+
+
+_Rec = TypeVar("_Rec", bound="JobRecord")
 
 
 @dataclass
@@ -420,15 +460,17 @@ class JobRecord:
     batch_job_id: str | None = _wrap("the batch system's job id (empty for local)")
     host: str | None = _pay("the worker node's host name")
     dataset: str | None = _plan("the dataset's name")
-    group: str | None = _f("plan", "a spread train's datasets, joined by '+' (empty: one dataset)",
-                           need="optional")
+    group: str | None = _f(
+        "plan", "a spread train's datasets, joined by '+' (empty: one dataset)", need="optional"
+    )
     scenario: str | None = _plan("origin or a cache's name")
     access: str | None = _plan("direct or copy")
     clients: int | None = _plan("reading clients of the job")
     block_size: str | None = _plan("read block size", unit="bytes (with suffix)")
     stride: str | None = _plan("read stride")
-    demand: str | None = _f("plan", "each client's read rate cap (empty: none)", need="optional",
-                            unit="bytes/s (with suffix)")
+    demand: str | None = _f(
+        "plan", "each client's read rate cap (empty: none)", need="optional", unit="bytes/s (with suffix)"
+    )
     wave_size: int | None = _plan("jobs of the wave")
     index: int | None = _plan("the job's number inside its wave")
     repetition: int | None = _plan("the repetition of the sweep point")
@@ -449,9 +491,9 @@ class JobRecord:
     processing_s: float | None = _derived("the processing step", "s")
     stage_out_s: float | None = _derived("writing the output back", "s")
     wall_s: float | None = _derived("end - start", "s")
-    bytes: int | None = _pay("bytes read", unit="bytes")
+    bytes: int | None = _metric("bytes read", source="bytes", need="ok", unit="bytes")
     bytes_staged: int | None = _pay("bytes copied in (copy mode)", unit="bytes")
-    events: int | None = _pay("events read (analysis)")
+    events: int | None = _metric("events read (analysis)", source="events", need="ok", missing=0)
     throughput_MBps: float | None = _derived("bytes / processing_s", "MB/s")
     events_per_s: float | None = _derived("events / processing_s", "1/s")
     image_fingerprint: str | None = _wrap("the image signer's fingerprint")
@@ -464,13 +506,18 @@ class JobRecord:
                                        unit="s")  # fmt: skip
     payload: str | None = _plan("who read: builtin, afkit-bench, root or rootreadspeed (the report's "
                                 "payload section)")  # fmt: skip
-    readspeed_verdict: str | None = _pay("rootreadspeed's own verdict: io-bound, decompression-bound or "
-                                         "balanced (payload rootreadspeed)", need="optional")  # fmt: skip
-    # payload root: ROOT's own counts (TFile::GetFileBytesRead, GetFileReadCalls; the tree caches'
-    # transactions, each one TFile::ReadBuffers: an XRootD vector read over root://)
-    root_bytes_read: int | None = _pay("bytes ROOT read (payload root)", need="optional", unit="bytes")
-    root_read_calls: int | None = _pay("ROOT's read calls (payload root)", need="optional")
-    root_vector_reads: int | None = _pay("the tree caches' vector reads (payload root)", need="optional")
+    readspeed_verdict: str | None = _metric("rootreadspeed's own verdict: io-bound, decompression-bound or "
+                                            "balanced (payload rootreadspeed)", source="readspeed.verdict",
+                                            payloads=("rootreadspeed",))  # fmt: skip
+    # payload root: ROOT's own counts, summed over the clients (afkit.bench.rootread's summary:
+    # TFile::GetFileBytesRead, GetFileReadCalls; the tree caches' transactions, each one
+    # TFile::ReadBuffers: an XRootD vector read over root://)
+    root_bytes_read: int | None = _metric("bytes ROOT read (payload root)", source="root.bytes_read",
+                                          payloads=("root",), unit="bytes")  # fmt: skip
+    root_read_calls: int | None = _metric("ROOT's read calls (payload root)", source="root.read_calls",
+                                          payloads=("root",))  # fmt: skip
+    root_vector_reads: int | None = _metric("the tree caches' vector reads (payload root)",
+                                            source="root.vector_reads", payloads=("root",))  # fmt: skip
     # the report's header: the image the campaign used, not a worker's copy of it
     image_ref: str | None = _wrap("the campaign's image as given: the SIF file, the oras:// reference "
                                   "or build TAG (the report's header)", need="optional")  # fmt: skip
@@ -478,8 +525,9 @@ class JobRecord:
                                     "off or unusable (afkit.campaign.imagecache)",
                                     need="optional")  # fmt: skip
     # in the record only
-    readspeed: dict[str, object] | None = _pay("rootreadspeed's figures (afkit.bench.readspeed)",  # noqa: RUF009
-                                               need="optional", column=False)  # fmt: skip
+    readspeed: dict[str, object] | None = _metric("rootreadspeed's figures (afkit.bench.readspeed)",  # noqa: RUF009
+                                                  source="readspeed", payloads=("rootreadspeed",),
+                                                  column=False)  # fmt: skip
     branches: list[str] | None = _plan("branches an analysis job reads", column=False)  # noqa: RUF009
     submit_host: str | None = _wrap("the submit host's name", column=False)
     hold_reason: str | None = _wrap("HTCondor's HoldReason of a job held past its grace", column=False,
@@ -488,15 +536,17 @@ class JobRecord:
                                          column=False, unit="s since the epoch")  # fmt: skip
     steps: dict[str, float] | None = _pay("seconds of each step (setup, stage_in, processing, stage_out)",  # noqa: RUF009
                                           column=False, unit="s")  # fmt: skip
-    intervals: list[dict[str, float]] | None = _pay("{t, time, bytes} samples (also until a failure)",  # noqa: RUF009
-                                                    column=False)  # fmt: skip
-    gaps: list[dict[str, object]] | None = _pay("failed reads: {t, seconds, url, recovered}",  # noqa: RUF009
-                                                need="optional", column=False)  # fmt: skip
+    # the processing step's own (afkit.campaign.processing: from the clients' interval and gap records)
+    intervals: list[dict[str, float]] | None = _metric("{t, time, bytes} samples (also until a failure)",  # noqa: RUF009
+                                                       need="ok", column=False)  # fmt: skip
+    gaps: list[dict[str, object]] | None = _metric("failed reads: {t, seconds, url, recovered}",  # noqa: RUF009
+                                                   column=False)  # fmt: skip
     bytes_out: int | None = _pay("bytes written back", column=False, unit="bytes")
     engine: str | None = _pay("afkit VERSION (where the job imported it)", need="optional", column=False)
     software_env: dict[str, object] | None = _pay("the image's tag environment as the job saw it",  # noqa: RUF009
                                                 need="optional", column=False)  # fmt: skip
-    afkit_bench: str | None = _pay("the afkit bench command's kind", need="optional", column=False)
+    afkit_bench: str | None = _metric("the afkit bench command's kind", source="kind",
+                                      payloads=("afkit-bench",), column=False, missing="")  # fmt: skip
 
     @classmethod
     def planned(cls, job: Job) -> JobRecord:
@@ -511,6 +561,17 @@ class JobRecord:
     def to_dict(self) -> dict[str, object]:
         """The record as JSON: the fields that are set, derived ones left out."""
         return {f.name: v for f in RECORD_FIELDS if (v := getattr(self, f.name)) is not None}
+
+    def updated(self: _Rec, part: JobRecord | Mapping[str, object]) -> _Rec:
+        """This record with the fields PART sets put in: the payload's result into the job's record,
+        what the processing measured into the payload's result (by name: :func:`check` proves the
+        types when the record is written)."""
+        values = part.to_dict() if isinstance(part, JobRecord) else dict(part)
+        unknown = sorted(set(values) - {f.name for f in RECORD_FIELDS})
+        if unknown:
+            raise InvalidError(f"not fields of the job record: {', '.join(unknown)}")
+        fields: Mapping[str, Any] = values  # each one a field of the record
+        return dataclasses.replace(self, **fields)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, object], *, job: str = "", where: str = "") -> JobRecord:
@@ -534,39 +595,18 @@ class JobRecord:
 
 
 @dataclass
-class PayloadResult:
-    """What the payload (afkit.campaign.steps) gives back: its fields of the job record."""
+class PayloadResult(JobRecord):
+    """What the payload (afkit.campaign.steps) gives back: a job record of which only the payload's
+    fields (``by="payload"``: its metrics, :data:`METRICS`, and the steps' own) are set, checked
+    when written and read. The wrapper puts it into the job's record (:meth:`JobRecord.updated`):
+    no field of it is declared, or copied, anywhere else."""
 
-    status: str
-    host: str | None = None
-    container_start: float | None = None
-    steps: dict[str, float] | None = None
-    engine: str | None = None
-    software_env: dict[str, object] | None = None
-    error: str | None = None
-    processing_start: float | None = None
-    bytes: int | None = None
-    bytes_staged: int | None = None
-    events: int | None = None
-    bytes_out: int | None = None
-    intervals: list[dict[str, float]] | None = None
-    gaps: list[dict[str, object]] | None = None
-    afkit_bench: str | None = None
-    readspeed: dict[str, object] | None = None
-    readspeed_verdict: str | None = None
-    root_bytes_read: int | None = None
-    root_read_calls: int | None = None
-    root_vector_reads: int | None = None
-
-    def to_dict(self) -> dict[str, object]:
-        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
-
-    def write(self, path: Path) -> None:
+    def write(self, path: Path, *, where: str = "") -> None:
         """Check the result, then write it atomically."""
         from afkit.atomic import write_atomic
 
         data = self.to_dict()
-        check(data, part="payload", where=f"the payload's result {path}")
+        check(data, part="payload", where=where or f"the payload's result {path}")
         write_atomic(Path(path), json.dumps(data) + "\n")
 
     @classmethod
@@ -588,6 +628,13 @@ class Field:
     column: bool
     unit: str
     doc: str
+    payloads: tuple[str, ...] = ()  # a metric: the payloads that produce it (empty: every one)
+    source: str = ""  # a metric: its key in the payload's summary ("a.b": key b of a's object)
+    missing: object = None  # a metric: its value when the summary lacks it (None: left out)
+
+    def made_by(self, payload: str) -> bool:
+        """Whether PAYLOAD produces this field (a metric of other payloads' only: no)."""
+        return not self.payloads or payload in self.payloads
 
 
 def _types(annotation: str) -> tuple[type, ...]:
@@ -595,11 +642,14 @@ def _types(annotation: str) -> tuple[type, ...]:
     return {"str": STR, "int": INT, "float": NUM}.get(head, LIST if head.startswith("list") else DICT)
 
 
+_META = ("by", "need", "column", "unit", "doc", "payloads", "source", "missing")
 FIELDS: tuple[Field, ...] = tuple(
-    Field(f.name, _types(str(f.type)), **{k: f.metadata[k] for k in ("by", "need", "column", "unit", "doc")})
+    Field(f.name, _types(str(f.type)), **{k: f.metadata[k] for k in _META})
     for f in dataclasses.fields(JobRecord)
 )
 RECORD_FIELDS = tuple(f for f in FIELDS if f.by != "derived")
+# the payload's metrics taken from its summary (afkit.campaign.processing.measured)
+METRICS = tuple(f for f in FIELDS if f.source)
 COLUMNS = [f.name for f in FIELDS if f.column]  # jobs.csv, in this order
 # intervals.csv: one row per interval sample, with the job's fields that tell the series apart
 INTERVAL_COLUMNS = ["campaign_hash", "bench", "id", "site", "dataset", "scenario", "access", "clients",

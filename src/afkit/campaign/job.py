@@ -300,8 +300,7 @@ def run(spec: JobSpec, *, output: Path | None = None, log: Path | None = None) -
                 f"job {job_id}: payload cut off (exit {proc.returncode}): no record written",
                 hint="rerun the campaign (or afkit campaign retry --missing) to redo it",
             )
-        for key, value in payload_result(proc, result_path, job_id).to_dict().items():
-            setattr(record, key, value)
+        record = record.updated(payload_result(proc, result_path, job_id))
         if record.status == "ok" and proc.returncode != 0:
             record.status = "failed"
             record.error = f"payload exited {proc.returncode}: {one_line(proc.stderr)}"

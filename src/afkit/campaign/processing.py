@@ -9,7 +9,13 @@ Three payloads (docs/campaigns.md, "What a job does"):
 - ``afkit-bench``: ``python -m afkit bench read|multi|analysis|multi-analysis``: N client
   processes that split the files and stop at the end of their data (docs/benchmarks.md).
 - ``root`` (analysis jobs): as ``builtin``, but each client thread runs the image's own ROOT on
-  afkit's reader macro (afkit.bench.rootread); the job adds ROOT's read counts (``ROOT_COUNTS``).
+  afkit's reader macro (afkit.bench.rootread); the job adds ROOT's read counts.
+
+What the step measures are the payload's metrics, each declared once as a field of the job record
+(afkit.campaign.contract.JobRecord: its type, unit, the payloads that produce it and its source in
+the payload's summary); :func:`measured` takes them from the summaries, summing counts over a
+builtin or root payload's clients, and :func:`process` gives them as part of the payload's result
+(afkit.campaign.contract.PayloadResult).
 
 Either way the clients' interval records are summed and become the job's ``intervals``
 (afkit.campaign.record): ``time`` is the end of an interval, ``t`` that time since the start of
@@ -26,16 +32,17 @@ import os
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from afkit.bench.intervals import IntervalRecord, Record, sum_series
-from afkit.bench.multi import client_events, client_path, run_threads
+from afkit.bench.multi import client_path, run_threads
 from afkit.bench.offsets import BlockPlan, parse_stride
 from afkit.bench.readbench import ReadConfig
 from afkit.bench.records import read_jsonl
 from afkit.bench.units import parse_rate, parse_size
+from afkit.campaign.contract import INT, METRICS, STR, PayloadResult
 from afkit.errors import AfkitError, ended
 
 if TYPE_CHECKING:
@@ -43,29 +50,35 @@ if TYPE_CHECKING:
     from afkit.bench.rootread import RootReadConfig
     from afkit.campaign.contract import PayloadSpec
 
-# ROOT's own I/O figures of the root payload's clients (summed), as the job record names them
-ROOT_COUNTS = {
-    "bytes_read": "root_bytes_read",
-    "read_calls": "root_read_calls",
-    "vector_reads": "root_vector_reads",
-}
 Interval = dict[str, float]  # {t, time, bytes} (afkit.campaign.contract.INTERVAL_KEYS)
 
 
-@dataclass
-class Processed:
-    """What the processing step measured (the payload's numbers of the job record)."""
+def _at(summary: Mapping[str, object], source: str) -> object:
+    """The value at SOURCE ("a.b": key b of the object under key a) of SUMMARY; None when absent."""
+    value: object = summary
+    for key in source.split("."):
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
 
-    bytes: int
-    events: int
-    intervals: list[Interval]
-    gaps: list[dict[str, object]] | None = None
-    afkit_bench: str | None = None  # the `afkit bench` command's kind (payload afkit-bench)
-    readspeed: dict[str, object] | None = None  # rootreadspeed's figures (payload rootreadspeed)
-    readspeed_verdict: str | None = None  # its verdict: io-bound, decompression-bound, balanced
-    root_bytes_read: int | None = None  # payload root: ROOT's own counts, summed over the clients
-    root_read_calls: int | None = None
-    root_vector_reads: int | None = None
+
+def measured(payload: str, summaries: Sequence[Mapping[str, object]]) -> dict[str, object]:
+    """The metrics PAYLOAD produces (afkit.campaign.contract.METRICS: each declared once, with its
+    source), from its summaries: a builtin or root payload's clients' (counts summed over the
+    clients), else its one summary. A metric the summaries lack is its declared ``missing`` value,
+    or left out."""
+    out: dict[str, object] = {}
+    for metric in METRICS:
+        if not metric.made_by(payload):
+            continue
+        values = [v for v in (_at(s, metric.source) for s in summaries) if v is not None]
+        if not values:
+            if metric.missing is not None:
+                out[metric.name] = metric.missing
+        elif metric.types == INT:
+            out[metric.name] = sum(int(cast(int, v)) for v in values)
+        else:
+            out[metric.name] = str(values[0]) if metric.types == STR else values[0]
+    return out
 
 
 def client_config(
@@ -92,22 +105,16 @@ def client_config(
 
 def builtin(
     spec: PayloadSpec, inputs: list[str], out_dir: Path, width: float
-) -> tuple[list[IntervalRecord], Record]:
-    """(summed interval records, totals) of the builtin payload's client threads."""
+) -> tuple[list[IntervalRecord], list[Mapping[str, object]]]:
+    """(summed interval records, the clients' summaries) of the builtin payload's client threads
+    (the root payload's: their summaries are afkit.bench.rootread's)."""
     n = spec.job.clients
     configs = [
         client_config(spec, inputs[k % len(inputs) :] + inputs[: k % len(inputs)], width) for k in range(n)
     ]
     summaries = run_threads(configs, out_dir)
     series = sum_series((read_jsonl(client_path(out_dir, k)) for k in range(n)), width)
-    totals: Record = {
-        "bytes": sum(int(s["bytes"]) for s in summaries),
-        "events": sum(client_events(s) for s in summaries),
-    }
-    if spec.job.payload == "root":  # the clients are ROOT readers: their summaries are rootread's
-        roots = [cast(Record, s)["root"] for s in summaries]
-        totals.update({name: sum(int(r[key]) for r in roots) for key, name in ROOT_COUNTS.items()})
-    return series, totals
+    return series, [cast("Mapping[str, object]", s) for s in summaries]
 
 
 def afkit_bench_command(spec: PayloadSpec, inputs: list[str], out_dir: Path) -> tuple[list[str], Path]:
@@ -196,41 +203,31 @@ def failed_at(message: str, out_dir: Path, width: float, start: float) -> Proces
     return ProcessingFailed(message, job_intervals(records, width, start, time.time()), gaps or None)
 
 
-def process(spec: PayloadSpec, inputs: list[str], out_dir: Path) -> Processed:
-    """The processing step: bytes, events and intervals (and ``afkit_bench``, the command's kind)."""
+def process(spec: PayloadSpec, inputs: list[str], out_dir: Path) -> PayloadResult:
+    """The processing step: what it measured (the payload's metrics, afkit.campaign.contract.METRICS,
+    with its intervals and gaps) as the part of the payload's result it gives."""
     os.makedirs(out_dir, exist_ok=True)
     start = time.time()
-    kind = None
-    figures: dict[str, object] | None = None
-    bench = spec.job.payload == "afkit-bench"
-    width = 1.0 if bench else spec.job.interval
+    payload = spec.job.payload
+    width = 1.0 if payload == "afkit-bench" else spec.job.interval
     records: list[IntervalRecord] | list[Record]
+    summaries: list[Mapping[str, object]]
     try:
-        if bench:
+        if payload == "afkit-bench":
             records, summary = afkit_bench(spec, inputs, out_dir)
-            kind = str(summary.get("kind", ""))
-        elif spec.job.payload == "rootreadspeed":  # the anchor of analysis benchmarks
+            summaries = [summary]
+        elif payload == "rootreadspeed":  # the anchor of analysis benchmarks
             from afkit.bench import readspeed
 
             records, summary = readspeed.payload(
                 {"tree": spec.tree, "branches": list(spec.job.branches)}, inputs
             )
-            figures = summary["readspeed"]
+            summaries = [summary]
         else:
-            records, summary = builtin(spec, inputs, out_dir, width)
+            records, summaries = builtin(spec, inputs, out_dir, width)
     except Exception as err:
         raise failed_at(str(err), out_dir, width, start) from err
     intervals = job_intervals(records, width, start, time.time())
-    counts = {name: int(summary[name]) for name in ROOT_COUNTS.values() if name in summary}
-    return Processed(
-        bytes=int(summary.get("bytes", sum(i["bytes"] for i in intervals))),
-        events=int(summary.get("events", 0)),
-        intervals=intervals,
-        gaps=gap_records(out_dir) or None,
-        afkit_bench=kind,
-        readspeed=figures,
-        readspeed_verdict=None if figures is None else str(figures["verdict"]),
-        root_bytes_read=counts.get("root_bytes_read"),
-        root_read_calls=counts.get("root_read_calls"),
-        root_vector_reads=counts.get("root_vector_reads"),
-    )
+    values = measured(payload, summaries)
+    values.setdefault("bytes", sum(int(i["bytes"]) for i in intervals))  # a summary without bytes
+    return PayloadResult(intervals=intervals, gaps=gap_records(out_dir) or None).updated(values)

@@ -5,10 +5,12 @@ report, the figures, the scaling series and ``afkit campaign compare`` read them
 else parse a cell. A :class:`JobRow` holds the columns those readers use, each of the type the
 job-record contract gives its field (afkit.campaign.contract.JobRecord): text as ``str`` ("" for an
 empty cell), counts as ``int``, seconds and rates as ``float``, and ``None`` for a number a job did
-not measure (a failed job's bytes, a missing job's start). Columns newer than a table (tables
-written before ``payload``, ``bottleneck``, ``url`` ... were columns) take their defaults; only the
-columns every table has had (``REQUIRED``) must be there. A cell that is not its field's type is an
-InvalidError (exit 6) naming the table, the row and the column. Standard library only.
+not measure (a failed job's bytes, a missing job's start); :meth:`JobRow.value` reads any column,
+those the row does not name too (a payload's metric, e.g. ``root_bytes_read``). Columns newer than
+a table (tables written before ``payload``, ``bottleneck``, ``url`` ... were columns) take their
+defaults; only the columns every table has had (``REQUIRED``) must be there. A cell that is not
+its field's type is an InvalidError (exit 6) naming the table, the row and the column. Standard
+library only.
 """
 
 from __future__ import annotations
@@ -16,11 +18,11 @@ from __future__ import annotations
 import csv
 import dataclasses
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from afkit.campaign.contract import FIELDS, INT, NUM, STR
+from afkit.campaign.contract import FIELDS, INT, NUM, STR, Cell
 from afkit.errors import InvalidError
 
 # every jobs.csv has had these: a comparison cell, its status and its throughput
@@ -75,6 +77,16 @@ class JobRow:
     readspeed_verdict: str = ""
     image_ref: str = ""
     image_cache: str = ""
+    # the table's other columns (a metric no reader names here: root_bytes_read, ...), each typed
+    others: Mapping[str, Cell | None] = field(default_factory=dict, compare=False, repr=False)
+
+    def value(self, column: str) -> Cell | None:
+        """The cell of COLUMN, typed: any column of jobs.csv, those this row does not name as well
+        (None: a number not measured, or a column the table does not have)."""
+        if column in _NAMED:
+            named: Cell | None = getattr(self, column)
+            return named
+        return self.others.get(column)
 
     def step_s(self, step: str) -> float | None:
         """Seconds of STEP (setup, stage_in, processing, stage_out); None when not measured."""
@@ -101,6 +113,7 @@ _TYPES: dict[str, dict[str, tuple[type, ...]]] = {
 }
 
 _R = TypeVar("_R", JobRow, IntervalRow)
+_NAMED = frozenset(f.name for f in dataclasses.fields(JobRow)) - {"others"}
 
 
 def _parse(types: tuple[type, ...], name: str, annotation: str, text: str, where: str) -> object:
@@ -119,11 +132,15 @@ def _parse(types: tuple[type, ...], name: str, annotation: str, text: str, where
 
 def _typed(cls: type[_R], raw: Mapping[str, str], where: str) -> _R:
     types = _TYPES[cls.__name__]
-    cells = {
+    named = [f for f in dataclasses.fields(cls) if f.name in types]
+    cells: dict[str, object] = {
         f.name: _parse(types[f.name], f.name, str(f.type), raw[f.name] or "", where)
-        for f in dataclasses.fields(cls)
+        for f in named
         if f.name in raw
     }
+    if cls is JobRow:  # the columns the row does not name (an empty number: None)
+        cells["others"] = {c: _parse(types[c], c, "| None", raw[c] or "", where)
+                           for c in raw if c in types and c not in cells}  # fmt: skip
     typed: Mapping[str, Any] = cells  # each value parsed to its field's type above
     return cls(**typed)
 

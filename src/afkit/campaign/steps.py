@@ -15,6 +15,7 @@ analysis jobs (payload root: the image's ROOT, ``root.exe`` on PATH, and neither
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import os
@@ -85,9 +86,10 @@ def stage_out(spec: PayloadSpec, result: dict[str, int]) -> int:
     return os.path.getsize(spec.stage_out)
 
 
-def run_steps(spec: PayloadSpec, steps: dict[str, float], rec: PayloadResult) -> None:
-    """Set up, stage in, process, stage out; STEPS gets each step's seconds as it ends, REC the
-    processing's numbers."""
+def run_steps(spec: PayloadSpec, steps: dict[str, float]) -> PayloadResult:
+    """Set up, stage in, process, stage out; STEPS gets each step's seconds as it ends. What the
+    steps measured: the processing's metrics (afkit.campaign.processing), the bytes staged in and
+    written back, the processing's start."""
     root = spec.job.payload == "root"  # the image's ROOT reads (its own XRootD client, TNetXNG)
     if root:
         find_root()
@@ -103,14 +105,9 @@ def run_steps(spec: PayloadSpec, steps: dict[str, float], rec: PayloadResult) ->
     out = processing.process(spec, inputs, Path(spec.scratch) / "bench")
     steps["processing"] = time.time() - start
     t = time.time()
-    rec.bytes_out = stage_out(spec, {"bytes": out.bytes, "events": out.events})
+    written = stage_out(spec, {"bytes": out.bytes or 0, "events": out.events or 0})
     steps["stage_out"] = time.time() - t
-    rec.bytes, rec.events, rec.intervals, rec.gaps = out.bytes, out.events, out.intervals, out.gaps
-    rec.afkit_bench, rec.readspeed = out.afkit_bench, out.readspeed
-    rec.readspeed_verdict = out.readspeed_verdict
-    rec.root_bytes_read, rec.root_read_calls = out.root_bytes_read, out.root_read_calls
-    rec.root_vector_reads = out.root_vector_reads
-    rec.bytes_staged, rec.processing_start = staged, start
+    return dataclasses.replace(out, bytes_staged=staged, processing_start=start, bytes_out=written)
 
 
 def main(argv: list[str]) -> int:
@@ -125,7 +122,7 @@ def main(argv: list[str]) -> int:
     # software_env before the job's own settings change the environment
     os.environ.update(spec.env)  # XRD_* of the job's
     try:
-        run_steps(spec, steps, rec)
+        rec = rec.updated(run_steps(spec, steps))
     except Exception as err:  # the result carries the failure; the wrapper decides what it means
         traceback.print_exc(file=sys.stderr)  # the whole story goes to the job's log
         shown: BaseException = err

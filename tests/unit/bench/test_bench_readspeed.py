@@ -179,9 +179,7 @@ def test_the_jobs_processing_step_with_payload_rootreadspeed_matches_the_record_
     spec = PayloadSpec(job=job, tree="events", scratch=str(tmp_path), stage_out="", result="", t_launch=0.0)
     out = processing.process(spec, [str(data)], tmp_path / "bench")
     rec = PayloadResult(host="wn", container_start=1.0, status="ok", steps={"processing": 0.5},
-                        processing_start=1.0, bytes_staged=0, bytes_out=0, bytes=out.bytes, events=out.events,
-                        intervals=out.intervals, gaps=out.gaps, readspeed=out.readspeed,
-                        readspeed_verdict=out.readspeed_verdict)  # fmt: skip
+                        processing_start=1.0, bytes_staged=0, bytes_out=0).updated(out)  # fmt: skip
     assert record.problems(rec.to_dict(), part="payload") == []
     assert out.readspeed is not None
     assert out.events == 2421 and out.readspeed_verdict == out.readspeed["verdict"]

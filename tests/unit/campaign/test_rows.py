@@ -131,10 +131,11 @@ def test_the_row_is_the_contracts_columns_with_their_types() -> None:
     type, optional (None) exactly where a number may be unmeasured."""
     contract = {f.name: f for f in FIELDS if f.column}
     python = {STR: "str", INT: "int", NUM: "float"}
-    for f in dataclasses.fields(JobRow):
+    named = [f for f in dataclasses.fields(JobRow) if f.name != "others"]  # others: the rest, by name
+    for f in named:
         assert f.name in contract, f.name
         assert str(f.type).split(" |")[0] == python[contract[f.name].types], f.name
-    names = [f.name for f in dataclasses.fields(JobRow)]
+    names = [f.name for f in named]
     assert names == [c for c in contract if c in names]  # jobs.csv's order
 
 

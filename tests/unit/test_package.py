@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from wheelsupport import build_wheel
 
 REPO = Path(__file__).resolve().parents[2]
 PKG = REPO / "src" / "afkit"
@@ -38,15 +39,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
             shutil.copytree(REPO / name, src / name, ignore=shutil.ignore_patterns("*.egg-info"))
         else:
             shutil.copy2(REPO / name, src / name)
-    out = tmp_path_factory.mktemp("wheel")
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index",
-         "-w", str(out), str(src)],
-        capture_output=True, text=True, check=False, timeout=300,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    [whl] = out.glob("afkit-*.whl")
-    return whl
+    return build_wheel(src, tmp_path_factory.mktemp("wheel"), "afkit")
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
+from wheelsupport import build_wheel
 
 from afkit import cli
 from afkit.errors import ExitCode
@@ -33,14 +34,7 @@ def testbed_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The testbed's wheel (built from a copy of testbed/), unpacked into a site-packages folder."""
     src = tmp_path_factory.mktemp("testbed") / "testbed"
     shutil.copytree(REPO / "testbed", src, ignore=shutil.ignore_patterns("*.egg-info", "__pycache__"))
-    out = tmp_path_factory.mktemp("wheel")
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index",
-         "-w", str(out), str(src)],
-        capture_output=True, text=True, check=False, timeout=300,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    [whl] = out.glob("afkit_testbed-*.whl")
+    whl = build_wheel(src, tmp_path_factory.mktemp("wheel"), "afkit_testbed")
     site = tmp_path_factory.mktemp("site-packages")
     with zipfile.ZipFile(whl) as zf:
         zf.extractall(site)

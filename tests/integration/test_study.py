@@ -6,14 +6,16 @@ small (a full run is minutes: its numbers are in docs/studies.md). Needs the fed
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import itsupport
 import pytest
@@ -50,6 +52,39 @@ def run(line: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProce
         env={**os.environ, **FED_XRD_ENV},
         check=False,
     )
+
+
+@contextlib.contextmanager
+def users_study(name: str, sites: dict[str, Any], storages: Iterable[str]) -> Iterator[Path]:
+    """/home/afkit/NAME of user afkit holding SITES as my-sites.yaml, as a user writes it, and the
+    user's area on each of STORAGES (a site gives its users a writable directory: the study's
+    prefix afkit/study, owned by afkit); all removed afterwards."""
+    import yaml
+
+    home = Path("/home/afkit") / name
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir(parents=True)
+    (home / "my-sites.yaml").write_text(yaml.safe_dump(sites))
+    shutil.chown(home, "afkit", "afkit")
+    shutil.chown(home / "my-sites.yaml", "afkit", "afkit")
+    areas = [Path(str(SITES["storage"][s]["path"])) / "afkit" / "study" for s in storages]  # type: ignore[index]
+    for area in areas:
+        area.mkdir(parents=True, exist_ok=True)
+        shutil.chown(area, "afkit", "afkit")
+    try:
+        yield home
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+        for area in areas:
+            shutil.rmtree(area, ignore_errors=True)
+
+
+def as_afkit(line: str, home: Path) -> subprocess.CompletedProcess[str]:
+    """LINE as user afkit in HOME, with afkit from this checkout."""
+    env = {**os.environ, **FED_XRD_ENV, "HOME": "/home/afkit", "USER": "afkit", "LOGNAME": "afkit",
+           "PYTHONPATH": str(itsupport.REPO / "src")}  # fmt: skip
+    cmd = ["setpriv", "--reuid=afkit", "--regid=afkit", "--init-groups", *shlex.split(line)]
+    return subprocess.run(cmd, cwd=home, env=env, capture_output=True, text=True, timeout=900, check=False)
 
 
 def test_gsi_trains_runs_in_the_box_and_judges_every_claim(workdir: Path) -> None:
@@ -120,42 +155,12 @@ SITES = {
 def test_gsi_trains_runs_at_the_users_slurm_and_htcondor_sites(
     workdir: Path, bench_sif: Path, workers: str, server: str, servers: list[str]
 ) -> None:
-    import yaml
 
-    home = Path("/home/afkit") / f"study-{workers}"
-    shutil.rmtree(home, ignore_errors=True)
-    home.mkdir(parents=True)
     sites = json.loads(json.dumps(SITES))
     sites["image"]["sif"] = str(bench_sif.resolve())
     sites["roles"] = {"workers": workers, "server": server, "servers": servers}
-    (home / "my-sites.yaml").write_text(yaml.safe_dump(sites))
-    shutil.chown(home, "afkit", "afkit")
-    shutil.chown(home / "my-sites.yaml", "afkit", "afkit")
-    # the user's area on each storage (a site gives its users a writable directory): the study's
-    # prefix afkit/study, owned by afkit
-    areas = [Path(str(st["path"])) / "afkit" / "study" for st in SITES["storage"].values()]  # type: ignore[union-attr]
-    for area in areas:
-        area.mkdir(parents=True, exist_ok=True)
-        shutil.chown(area, "afkit", "afkit")
-    env = {
-        **os.environ,
-        **FED_XRD_ENV,
-        "HOME": "/home/afkit",
-        "USER": "afkit",
-        "LOGNAME": "afkit",
-        "PYTHONPATH": str(itsupport.REPO / "src"),
-    }
-    as_afkit = ["setpriv", "--reuid=afkit", "--regid=afkit", "--init-groups"]
-    try:
-        proc = subprocess.run(
-            [*as_afkit, *shlex.split("afkit study run gsi-trains --sites my-sites.yaml")],
-            cwd=home,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=900,
-            check=False,
-        )
+    with users_study(f"study-{workers}", sites, SITES["storage"]) as home:  # type: ignore[arg-type]
+        proc = as_afkit("afkit study run gsi-trains --sites my-sites.yaml", home)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         page = home / proc.stdout.strip().splitlines()[-1]
         verdicts = json.loads((page.parent / "verdicts.json").read_text())
@@ -164,46 +169,20 @@ def test_gsi_trains_runs_at_the_users_slurm_and_htcondor_sites(
         jobs = (page.parent.parent / "aggregate" / "jobs.csv").read_text()
         executor = SITES["sites"][workers]["executor"]  # type: ignore[index]
         assert f",{executor}," in jobs  # the jobs ran on the site's batch system
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
-        for area in areas:
-            shutil.rmtree(area, ignore_errors=True)
 
 
 def test_fr_alpes_runs_at_the_users_sites_and_judges_every_claim(workdir: Path, bench_sif: Path) -> None:
     """fr-alpes with a sites file as a user writes it (docs/studies.md, fr-alpes): two worker-node
     sites on their batch systems (gsi's SLURM, frankfurt's HTCondor), two dataset sites, tiny
     parameters of the user's own: 2 x 2 pairs, 16 steps jobs and 4 busy waves of 2."""
-    import yaml
 
-    home = Path("/home/afkit") / "study-fr-alpes"
-    shutil.rmtree(home, ignore_errors=True)
-    home.mkdir(parents=True)
     sites = json.loads(json.dumps(SITES))
     sites["image"]["sif"] = str(bench_sif.resolve())
     sites["roles"] = {"workers": ["gsi", "frankfurt"], "data": ["gsi", "alpes"]}
     sites["params"] = {"sim_file_mb": 0.4, "sim_demand": "0.4MB/s", "reco_file_mb": 4, "reco_demand": "6MB/s",
                        "busy_jobs": [2], "repetitions": 1}  # fmt: skip
-    (home / "my-sites.yaml").write_text(yaml.safe_dump(sites))
-    shutil.chown(home, "afkit", "afkit")
-    shutil.chown(home / "my-sites.yaml", "afkit", "afkit")
-    areas = [Path(str(SITES["storage"][s]["path"])) / "afkit" / "study" for s in ("gsi", "alpes")]  # type: ignore[index]
-    for area in areas:
-        area.mkdir(parents=True, exist_ok=True)
-        shutil.chown(area, "afkit", "afkit")
-    env = {**os.environ, **FED_XRD_ENV, "HOME": "/home/afkit", "USER": "afkit", "LOGNAME": "afkit",
-           "PYTHONPATH": str(itsupport.REPO / "src")}  # fmt: skip
-    as_afkit = ["setpriv", "--reuid=afkit", "--regid=afkit", "--init-groups"]
-    try:
-        proc = subprocess.run(
-            [*as_afkit, *shlex.split("afkit study run fr-alpes --sites my-sites.yaml")],
-            cwd=home,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=900,
-            check=False,
-        )
+    with users_study("study-fr-alpes", sites, ("gsi", "alpes")) as home:
+        proc = as_afkit("afkit study run fr-alpes --sites my-sites.yaml", home)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         page = home / proc.stdout.strip().splitlines()[-1]
         verdicts = json.loads((page.parent / "verdicts.json").read_text())
@@ -216,7 +195,3 @@ def test_fr_alpes_runs_at_the_users_sites_and_judges_every_claim(workdir: Path, 
         assert "LAPP 100-1000 s" in page.read_text()  # the original's cell beside afkit's
         jobs = (page.parent.parent / "aggregate" / "jobs.csv").read_text()
         assert ",slurm," in jobs and ",htcondor," in jobs
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
-        for area in areas:
-            shutil.rmtree(area, ignore_errors=True)

@@ -21,7 +21,7 @@ from afkit.atomic import write_atomic
 from afkit.errors import AfkitError, PrereqError, UnsafeError
 from afkit.storage import daemon as dmn
 from afkit.storage.scenarios import SCENARIOS, entry_port
-from afkit_testbed.federation import batch, net, toxiproxy
+from afkit_testbed.federation import batch, hosts, net, toxiproxy
 from afkit_testbed.federation.links import ORIGIN_PORT, SUBNET, TOXIPROXY_API_PORT, WAN_NS, Federation, Site
 
 
@@ -214,7 +214,8 @@ def up(fed: Federation, log: batch.Log = print) -> State:
     try:
         for cmd in net.up_commands(fed):
             net.run(cmd)
-        log("afkit federation: namespaces, veth links and tbf shaping are set")
+        hosts.add(fed)
+        log("afkit federation: namespaces, veth links and tbf shaping are set; names in /etc/hosts")
         start_toxiproxy(fed)
         toxiproxy.configure(fed)
         log(f"afkit federation: toxiproxy up ({toxiproxy.api_url()})")
@@ -242,6 +243,7 @@ def down(fed: Federation, log: batch.Log = print) -> None:
         log("afkit federation: toxiproxy stopped")
     for cmd in net.down_commands(fed):
         net.run(cmd)
+    hosts.remove()
     log("afkit federation: down")
 
 

@@ -6,8 +6,7 @@ bats_require_minimum_version 1.5.0
 MKCVMFS="$BATS_TEST_DIRNAME/../fixtures/mkcvmfs"
 
 setup() {
-  load '/usr/lib/bats/bats-support/load'
-  load '/usr/lib/bats/bats-assert/load'
+  load "$BATS_TEST_DIRNAME/assertions"
 }
 
 setup_file() {

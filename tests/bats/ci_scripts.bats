@@ -6,8 +6,7 @@
 bats_require_minimum_version 1.5.0
 
 setup() {
-  load '/usr/lib/bats/bats-support/load'
-  load '/usr/lib/bats/bats-assert/load'
+  load "$BATS_TEST_DIRNAME/assertions"
   REPO="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
   AFKIT_PYTHON=$(unset AFKIT_PYTHON; source "$REPO/scripts/lib/common.sh"; afkit_python)
   export AFKIT_PYTHON

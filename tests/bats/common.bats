@@ -2,8 +2,7 @@
 # scripts/lib/common.sh: the one way the scripts find afkit's virtualenv and Python.
 
 setup() {
-  load '/usr/lib/bats/bats-support/load'
-  load '/usr/lib/bats/bats-assert/load'
+  load "$BATS_TEST_DIRNAME/assertions"
   REPO="$(cd "$BATS_TEST_DIRNAME/../.." && pwd -P)"
   T=$BATS_TEST_TMPDIR
   mkdir -p "$T/venv/bin"

@@ -7,8 +7,7 @@
 bats_require_minimum_version 1.5.0
 
 setup() {
-  load '/usr/lib/bats/bats-support/load'
-  load '/usr/lib/bats/bats-assert/load'
+  load "$BATS_TEST_DIRNAME/assertions"
   REPO="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
   VENV=${AFKIT_VENV:-$REPO/.venv}
   PATH="$VENV/bin:$PATH"

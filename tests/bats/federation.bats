@@ -3,8 +3,7 @@
 # the cached toxiproxy build.
 
 setup() {
-  load '/usr/lib/bats/bats-support/load'
-  load '/usr/lib/bats/bats-assert/load'
+  load "$BATS_TEST_DIRNAME/assertions"
   REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd -P)
   export AFKIT_TESTBED_CACHE="$BATS_TEST_TMPDIR/cache"
   export AFKIT_TESTBED_STATE="$BATS_TEST_TMPDIR/state"

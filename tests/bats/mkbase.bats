@@ -2,8 +2,7 @@
 # scripts/mkbase: interface and cache keys (the real build runs in the integration suite).
 
 setup() {
-  load '/usr/lib/bats/bats-support/load'
-  load '/usr/lib/bats/bats-assert/load'
+  load "$BATS_TEST_DIRNAME/assertions"
   REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
   export AFKIT_BASE_DIR="$BATS_TEST_TMPDIR/base"
 }

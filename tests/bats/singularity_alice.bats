@@ -12,8 +12,7 @@ setup_file() {
 }
 
 setup() {
-  load '/usr/lib/bats/bats-support/load'
-  load '/usr/lib/bats/bats-assert/load'
+  load "$BATS_TEST_DIRNAME/assertions"
   unset AFKIT_VENV # the tests choose the venv the script finds
   SCRIPT="$REPO/scripts/singularity_alice.sh"
   export AFKIT_CVMFS_ROOT=$FIXTURE

@@ -4,8 +4,7 @@
 # testbed.
 
 setup() {
-  load '/usr/lib/bats/bats-support/load'
-  load '/usr/lib/bats/bats-assert/load'
+  load "$BATS_TEST_DIRNAME/assertions"
   load "$BATS_TEST_DIRNAME/waiting"
   REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd -P)
   TB="$REPO/scripts/testbed"

@@ -4,8 +4,7 @@
 bats_require_minimum_version 1.5.0
 
 setup() {
-  load '/usr/lib/bats/bats-support/load'
-  load '/usr/lib/bats/bats-assert/load'
+  load "$BATS_TEST_DIRNAME/assertions"
   load "$BATS_TEST_DIRNAME/waiting"
 }
 

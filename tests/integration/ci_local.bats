@@ -34,8 +34,7 @@ teardown_file() {
 }
 
 setup() {
-  load '/usr/lib/bats/bats-support/load'
-  load '/usr/lib/bats/bats-assert/load'
+  load "$BATS_TEST_DIRNAME/../bats/assertions"
   ART=$OUT/project/.gitlab-ci-local/artifacts
 }
 

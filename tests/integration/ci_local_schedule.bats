@@ -118,8 +118,7 @@ functional_json() {
 }
 
 setup() {
-  load '/usr/lib/bats/bats-support/load'
-  load '/usr/lib/bats/bats-assert/load'
+  load "$BATS_TEST_DIRNAME/../bats/assertions"
 }
 
 # run_rc RUN : the exit code of RUN as run's status, its output's tail as output (on failure).

@@ -5,8 +5,7 @@
 bats_require_minimum_version 1.5.0
 
 setup() {
-  load '/usr/lib/bats/bats-support/load'
-  load '/usr/lib/bats/bats-assert/load'
+  load "$BATS_TEST_DIRNAME/../bats/assertions"
   # MODULEPATH as alienv sets it on an el9 host: the platform's toolchain modules first.
   MODULEPATH_EL9=/cvmfs/alice.cern.ch/etc/toolchain/modulefiles/el9-x86_64:/cvmfs/alice.cern.ch/el9-x86_64/Modules/modulefiles
   [[ -d /cvmfs/alice.cern.ch/el9-x86_64/Modules/modulefiles ]] || fail "the CVMFS fixture is not mounted at /cvmfs (tests/fixtures/mkcvmfs, then scripts/testbed up)"

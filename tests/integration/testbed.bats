@@ -29,8 +29,7 @@ setup_file() {
 }
 
 setup() {
-  load '/usr/lib/bats/bats-support/load'
-  load '/usr/lib/bats/bats-assert/load'
+  load "$BATS_TEST_DIRNAME/../bats/assertions"
 }
 
 teardown_file() {

@@ -22,8 +22,10 @@ in ``tests/docs-commands.yaml``. The rule (docs/CONVENTIONS.md, "Commands in the
 
 from __future__ import annotations
 
+import argparse
 import bisect
 import contextlib
+import functools
 import io
 import re
 import sys
@@ -154,13 +156,21 @@ def is_name(text: str) -> bool:
     return args is not None and not afkit_complete(args)
 
 
+@functools.cache
+def afkit_parser(area: str | None) -> argparse.ArgumentParser:
+    """afkit's parser for AREA, built once (a scan asks it about hundreds of spans)."""
+    from afkit import cli
+
+    return cli.build_parser(area)
+
+
 def afkit_complete(args: list[str]) -> bool:
     """Whether ``afkit ARGS`` is a complete command line (not an area alone, nothing missing)."""
     from afkit import cli
 
     with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
         try:
-            ns = cli.build_parser(cli.selected_area(args)).parse_args(args)
+            ns = afkit_parser(cli.selected_area(args)).parse_args(args)
         except SystemExit:
             return False
     func = getattr(ns, "func", None)

@@ -24,7 +24,7 @@ from afkit.atomic import write_atomic
 from afkit.campaign import config
 from afkit.campaign.rows import read_intervals, read_jobs
 from afkit.errors import ExitCode, NotFoundError, UsageError
-from afkit.study import analyses, model, page, recipe
+from afkit.study import model, page, recipe
 
 DEFAULT_IMAGE = Path("build/bench.sif")
 DEFAULT_WORKDIR = Path("studies")
@@ -113,6 +113,8 @@ def _afkit(*argv: str) -> int:
 
 def make_page(study: model.Study, fac: recipe.Facility, path: Path) -> Path:
     """Aggregate the campaign's records and write its study page; the page's path."""
+    from afkit.study import analyses  # matplotlib: only the commands that draw pay for its import
+
     c = config.load(path)
     if _afkit("campaign", "aggregate", str(path)) != 0:
         raise NotFoundError(

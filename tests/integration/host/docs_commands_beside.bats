@@ -9,8 +9,7 @@
 bats_require_minimum_version 1.5.0
 
 setup() {
-  load '/usr/lib/bats/bats-support/load'
-  load '/usr/lib/bats/bats-assert/load'
+  load "$BATS_TEST_DIRNAME/../../bats/assertions"
   REPO="$(cd "$BATS_TEST_DIRNAME/../../.." && pwd)"
   PATH="${AFKIT_VENV:-$REPO/.venv}/bin:$PATH" # as after . .venv/bin/activate (README)
   cd "$REPO" || return

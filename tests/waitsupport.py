@@ -12,6 +12,7 @@ from __future__ import annotations
 import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -61,3 +62,13 @@ def wait_until(
         if left <= 0:
             raise WaitTimeout(f"timed out after {timeout:g} s waiting for {what}")
         time.sleep(min(interval, left))
+
+
+def running(pid: int) -> bool:
+    """PID is a live process, not a zombie waiting for its parent (/proc/PID/stat's state field,
+    after the command name in parentheses, which may itself hold spaces and ')')."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"

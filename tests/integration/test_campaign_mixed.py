@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 import yaml
 from itsupport import REPO
-from waitsupport import wait_until
+from waitsupport import running, wait_until
 
 from afkit.paths import beside
 
@@ -249,8 +249,7 @@ def in_container(procs: dict[int, str]) -> dict[int, str] | None:
 
 
 def alive(pids: Iterable[int]) -> list[int]:
-    tree = _proc_tree()
-    return [p for p in pids if p in tree and tree[p][1] != "Z"]
+    return [p for p in pids if running(p)]
 
 
 @pytest.mark.parametrize(("executor", "site"), [("htcondor", "condor"), ("slurm", "slurm")])

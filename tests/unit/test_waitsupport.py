@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from waitsupport import WaitTimeout, wait_until
+from waitsupport import WaitTimeout, running, wait_until
 
 
 def test_returns_the_predicates_value_once_it_holds(tmp_path: Path) -> None:
@@ -29,3 +29,17 @@ def test_a_process_that_ends_first_fails_the_wait_at_once_with_its_exit_code_and
     with pytest.raises(WaitTimeout, match=r"exited 3 before the flag file: it said this") as exc:
         wait_until(lambda: False, 300, what="the flag file", proc=proc)
     assert isinstance(exc.value, AssertionError)  # pytest shows it as a failed assertion
+
+
+def test_running_is_true_for_a_live_process_and_false_for_its_zombie_and_after_reaping() -> None:
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        assert running(child.pid)
+        child.kill()
+        # killed but not yet reaped: a zombie, which is not running
+        wait_until(lambda: Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z",
+                   timeout=10, what="the zombie")  # fmt: skip
+        assert not running(child.pid)
+    finally:
+        child.wait()
+    assert not running(child.pid)

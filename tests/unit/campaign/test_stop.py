@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from waitsupport import wait_until
+from waitsupport import running, wait_until
 
 from afkit.campaign import executors, rules, runner, stop
 from afkit.campaign.executors import htcondor, slurm
@@ -186,14 +186,6 @@ def test_a_payload_dies_with_the_job_that_started_it(tmp_path: Path) -> None:
         payload = int(pidfile.read_text())
         os.kill(core.pid, signal.SIGKILL)
         core.wait()
-        wait_until(lambda: not _alive(payload), timeout=30, what="the payload's end")
+        wait_until(lambda: not running(payload), timeout=30, what="the payload's end")
     finally:
         core.kill()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, IndexError):
-        return False
-    return state != "Z"

@@ -44,12 +44,6 @@ def batch_executors(campaign: Campaign) -> list[executors.Executor]:
     return [e for e in (executors.get(n) for n in names) if e.batch]
 
 
-def active_jobs(campaign: Campaign) -> dict[str, list[BatchJob] | None]:
-    """Executor name -> the campaign's jobs its batch system still runs (None: cannot say)."""
-    tag = campaign.layout.batch_tag
-    return {e.name: e.active(tag) for e in batch_executors(campaign)}
-
-
 def describe(jobs: dict[str, list[BatchJob] | None]) -> str:
     parts = []
     for name, found in jobs.items():
@@ -77,10 +71,15 @@ def settle(
     limit = bound() if limit is None else limit
     start = clock()
     said: float | None = None
+    cancelled: dict[str, set[str]] = {e.name: set() for e in batch}
     while True:
+        # one listing per batch system and round; every job it shows that was not cancelled yet is
+        # (a job may have been queued meanwhile); done when a listing shows none
+        left = {e.name: e.active(tag) for e in batch}
         for executor in batch:
-            executor.cancel_tagged(tag)  # again each round: a job may have been queued meanwhile
-        left = active_jobs(campaign)
+            new = [j.id for j in left[executor.name] or [] if j.id not in cancelled[executor.name]]
+            executor.cancel(new)
+            cancelled[executor.name].update(new)
         if any(found is None for found in left.values()) and not any(left.values()):
             print(f"afkit: warning: cannot tell whether the campaign's batch jobs have ended "
                   f"({describe(left)}); look with squeue or condor_q", file=sys.stderr)  # fmt: skip

@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from afkit.campaign.layout import ResultsLayout
 
 
 class Batch(Plain):
-    """A batch system whose jobs end after a number of cancel rounds (None: never)."""
+    """A batch system whose jobs end ROUNDS listings after they were cancelled (None: never)."""
 
     name = "dummy"
     plugin = "afkit-dummy"
@@ -31,13 +31,18 @@ class Batch(Plain):
     site_keys: Mapping[str, SiteKey] = {}
 
     def __init__(self, jobs: list[BatchJob], rounds: int | None) -> None:
-        self.jobs, self.rounds, self.cancels = jobs, rounds, 0
+        self.jobs, self.rounds = jobs, rounds
+        self.cancelled: list[str] = []
+        self.listings = 0
 
-    def cancel_tagged(self, tag: str) -> None:
-        self.cancels += 1
+    def cancel(self, ids: Iterable[str]) -> None:
+        self.cancelled += list(ids)
 
     def active(self, tag: str) -> list[BatchJob] | None:
-        return [] if self.rounds is not None and self.cancels >= self.rounds else self.jobs
+        self.listings += 1
+        if self.rounds is not None and self.cancelled and self.listings > self.rounds:
+            return []
+        return self.jobs
 
 
 class Clock:
@@ -62,10 +67,23 @@ def campaign_on(monkeypatch: pytest.MonkeyPatch, raw: dict[str, Any], make: Any)
 
 
 def test_the_campaigns_jobs_are_cancelled_until_none_is_left(campaign_on: Any) -> None:
-    batch = Batch([BatchJob("7", "CG", "node1")], rounds=3)
+    batch = Batch([BatchJob("7", "CG", "node1"), BatchJob("8", "PD")], rounds=3)
     clock = Clock()
     assert stop.settle(campaign_on(batch), limit=60, clock=clock, sleep=clock.sleep)
-    assert batch.cancels == 3 and clock.now == 2 * stop.POLL_S
+    # one listing per round, each job cancelled once, done at the first listing that shows none
+    assert batch.cancelled == ["7", "8"] and batch.listings == 4 and clock.now == 3 * stop.POLL_S
+
+
+def test_a_job_queued_while_stopping_is_cancelled_too(campaign_on: Any) -> None:
+    batch = Batch([BatchJob("7", "R", "node1")], rounds=3)
+    clock = Clock()
+
+    def sleep(seconds: float) -> None:
+        clock.sleep(seconds)
+        batch.jobs = [BatchJob("7", "CG", "node1"), BatchJob("9", "PD")]  # submitted meanwhile
+
+    assert stop.settle(campaign_on(batch), limit=60, clock=clock, sleep=sleep)
+    assert batch.cancelled == ["7", "9"]
 
 
 def test_the_wait_says_what_it_waits_for(campaign_on: Any, capsys: pytest.CaptureFixture[str]) -> None:

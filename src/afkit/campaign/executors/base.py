@@ -119,10 +119,6 @@ class Executor(Protocol):
         (None: the batch system cannot be asked from here)."""
         ...
 
-    def cancel_tagged(self, tag: str) -> None:
-        """Remove every batch job marked TAG from the batch system."""
-        ...
-
 
 @dataclass(frozen=True)
 class BatchJob:
@@ -169,9 +165,6 @@ class Plain:
 
     def active(self, tag: str) -> list[BatchJob] | None:
         return []
-
-    def cancel_tagged(self, tag: str) -> None:
-        return None
 
 
 def output_lines(cmd: list[str]) -> list[str] | None:

@@ -139,9 +139,6 @@ class HTCondor(Plain):
                 jobs.append(BatchJob(f"{words[0]}.{words[1]}", STATUS[words[2]], node))
         return jobs
 
-    def cancel_tagged(self, tag: str) -> None:
-        run_quietly(["condor_rm", "-constraint", _tag_constraint(tag)])
-
 
 def _tag_constraint(tag: str) -> str:
     return f'{TAG_ATTRIBUTE} == "{tag}"'

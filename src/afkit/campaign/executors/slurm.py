@@ -78,8 +78,5 @@ class Slurm(Plain):
                 jobs.append(BatchJob(job_id, state, node.strip()))
         return jobs
 
-    def cancel_tagged(self, tag: str) -> None:
-        self.cancel(job.id for job in self.active(tag) or [])
-
 
 EXECUTOR = Slurm()

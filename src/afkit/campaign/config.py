@@ -6,6 +6,7 @@ Errors name the bad key (as a dotted path) and, for enumerations, the allowed va
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 from collections.abc import Mapping
@@ -16,6 +17,7 @@ from typing import Any, NotRequired, TypedDict, cast
 import jsonschema
 import yaml
 
+from afkit import yamlio
 from afkit.campaign import executors
 from afkit.campaign.layout import ResultsLayout
 from afkit.errors import AfkitError, InvalidError, NotFoundError
@@ -138,12 +140,19 @@ class CampaignConfig(TypedDict):
 Schema = Mapping[str, Any]  # a JSON Schema document (read, never written)
 
 
+@functools.cache
+def _schema_document(path: str) -> dict[str, Any]:
+    """The schema file as read (once per process; load_schema completes a copy of it)."""
+    with open(path, encoding="utf-8") as fh:
+        document: dict[str, Any] = yamlio.load(fh)
+    return document
+
+
 def load_schema() -> Schema:
     """The campaign schema with the registered executors (afkit.campaign.executors.REGISTRY):
     ``sites.*.executor`` allows their names, in the registry's order, and each one's own site keys
     are site keys."""
-    with workflow_files().schema.open(encoding="utf-8") as fh:
-        schema: dict[str, Any] = yaml.safe_load(fh)
+    schema: dict[str, Any] = copy.deepcopy(_schema_document(str(workflow_files().schema)))
     site = schema["properties"]["sites"]["additionalProperties"]["properties"]
     site["executor"]["enum"] = list(executors.REGISTRY)
     for executor in executors.REGISTRY.values():
@@ -413,7 +422,7 @@ def load(path: str | Path, base_dir: Path | None = None) -> Campaign:
     if not p.is_file():
         raise NotFoundError(f"campaign file not found: {p}", hint="give the path of a campaign YAML file")
     try:
-        raw = yaml.safe_load(p.read_text(encoding="utf-8"))
+        raw = yamlio.load(p.read_text(encoding="utf-8"))
     except yaml.YAMLError as err:
         raise InvalidError(f"{p}: not valid YAML: {err}") from err
     # relative paths in the campaign are relative to its folder as named, symlinks kept (a campaign

@@ -13,7 +13,7 @@ from typing import Any, NotRequired, TypedDict
 import jsonschema
 import yaml
 
-from afkit import paths
+from afkit import paths, yamlio
 from afkit.errors import InvalidError, NotFoundError, PrereqError
 from afkit.image.model import PROOF_FILE
 
@@ -208,7 +208,7 @@ def load(name: str) -> Profile:
     if not path.is_file():
         raise NotFoundError(f"no such profile '{name}' ({path})", hint=f"profiles: {', '.join(available())}")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yamlio.load(path.read_text())
     except yaml.YAMLError as exc:
         raise InvalidError(f"profile {path} is not valid YAML: {exc}") from exc
     return from_dict(validate_data(data, str(path)), path)

@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from afkit import yamlio
 from afkit.atomic import write_atomic
 from afkit.campaign import config
 from afkit.campaign.rows import read_intervals, read_jobs
@@ -83,7 +84,7 @@ def facility(args: argparse.Namespace, study: model.Study) -> recipe.Facility:
                 f"--set {item!r}: study {study.name} has no parameter {name!r}",
                 hint=f"parameters: {', '.join(fac.params)} (afkit study show {study.name})",
             )
-        fac.params[name] = yaml.safe_load(text)
+        fac.params[name] = yamlio.load(text)
         fac.facts[f"set {name}"] = text
     return fac
 

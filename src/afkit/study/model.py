@@ -14,8 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import cast
 
-import yaml
-
+from afkit import yamlio
 from afkit.errors import InvalidError, NotFoundError
 
 ROLE_KINDS = ("site", "site-list", "storage", "storage-list")
@@ -82,7 +81,7 @@ def load(name: str) -> Study:
         raise NotFoundError(
             f"no study named {name!r}", hint=f"studies: {', '.join(names())} (afkit study list)"
         )
-    return parse(yaml.safe_load(path.read_text(encoding="utf-8")), str(path))
+    return parse(yamlio.load(path.read_text(encoding="utf-8")), str(path))
 
 
 def _mapping(data: object, what: str) -> dict[str, object]:

@@ -18,6 +18,7 @@ from typing import cast
 
 import yaml
 
+from afkit import yamlio
 from afkit.errors import InvalidError, NotFoundError, PrereqError, UsageError
 from afkit.study.model import Study
 
@@ -47,7 +48,7 @@ def from_sites_file(study: Study, path: Path) -> Facility:
             hint="give the path of a sites YAML file (docs/studies.md, 'Running a study at your sites')",
         )
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yamlio.load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as err:
         raise InvalidError(f"{path}: not valid YAML: {err}") from err
     if not isinstance(data, dict):

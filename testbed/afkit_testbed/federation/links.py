@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from afkit import yamlio
 from afkit.errors import InvalidError, NotFoundError
 
 SUBNET = "10.77"
@@ -236,7 +237,7 @@ def load(path: Path | None = None) -> Federation:
     if not p.is_file():
         raise NotFoundError(f"federation link file not found: {p}", hint="give --links FILE")
     try:
-        raw = yaml.safe_load(p.read_text(encoding="utf-8"))
+        raw = yamlio.load(p.read_text(encoding="utf-8"))
     except yaml.YAMLError as err:
         raise InvalidError(f"{p}: not valid YAML: {err}") from err
     try:

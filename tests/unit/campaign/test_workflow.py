@@ -8,6 +8,7 @@ tests/integration.
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 import signal
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from waitsupport import wait_until
 
 from afkit.campaign import aggregate as agg
@@ -24,7 +26,8 @@ from afkit.campaign import aggregate as agg
 REPO = Path(__file__).resolve().parents[3]
 SNAKEFILE = REPO / "workflows" / "Snakefile"
 FIXTURES = Path(__file__).parent / "fixtures"
-EXAMPLES = sorted((REPO / "workflows" / "config").glob("*.yaml"))
+# every example campaign once: config.yaml (the default campaign) is a link to demo.yaml
+EXAMPLES = sorted({p.resolve() for p in (REPO / "workflows" / "config").glob("*.yaml")})
 
 
 def snakemake(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -139,6 +142,32 @@ def two_jobs(raw: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
 LOCAL = str(REPO / "workflows" / "profiles" / "local")
 
 
+@pytest.fixture(scope="module")
+def finished(module_raw: tuple[Path, dict[str, Any]]) -> Path:
+    """A campaign run once for the module's tests: two_jobs and a read benchmark of 1 s (its
+    intervals), by snakemake started as the venv's `python`. Its file, in the module's folder
+    beside fake.sif, the store and the run's results; a test copies the run (copy_run) and starts
+    snakemake on this file from tmp_path (the fixture `ran`)."""
+    base, raw = module_raw
+    raw = two_jobs(copy.deepcopy(raw), base)
+    raw["benchmarks"].append({"name": "read", "type": "read", "sites": ["here"], "datasets": ["hzz"],
+                              "duration": 1, "interval": 0.5})  # fmt: skip
+    campaign = base / "campaign.yaml"
+    campaign.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    python = Path(sys.executable).parent / "python"
+    cmd = [str(python), "-m", "snakemake", "-s", str(SNAKEFILE), "--configfile", str(campaign), "--profile", LOCAL]
+    proc = subprocess.run(cmd, cwd=base, env=fake_env(), capture_output=True, text=True, check=False, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return campaign
+
+
+@pytest.fixture
+def ran(finished: Path, copy_run: Any) -> tuple[str, ...]:
+    """The finished campaign's run, copied into tmp_path: snakemake's arguments for it there."""
+    copy_run(finished.parent)
+    return ("--configfile", str(finished), "--profile", LOCAL)
+
+
 def test_local_profile_refuses_a_site_of_another_executor(
     tmp_path: Path, raw: dict[str, Any], write: Any
 ) -> None:
@@ -163,12 +192,8 @@ def test_a_missing_dataset_file_stops_before_anything_runs(
     assert sorted(p.name for p in tmp_path.glob("results/*/*")) == ["jobspec", "plan"]
 
 
-def test_a_deleted_record_is_redone_by_the_same_command(
-    tmp_path: Path, raw: dict[str, Any], write: Any
-) -> None:
-    campaign = write(two_jobs(raw, tmp_path))
-    args = ("--configfile", str(campaign), "--profile", LOCAL)
-    assert snakemake(*args, cwd=tmp_path, env=fake_env()).returncode == 0
+def test_a_deleted_record_is_redone_by_the_same_command(tmp_path: Path, ran: tuple[str, ...]) -> None:
+    args = ran
     [results] = list((tmp_path / "results").iterdir())
     gone, kept = sorted((results / "job" / "steps").glob("*.json"))
     kept_mtime = kept.stat().st_mtime_ns
@@ -206,19 +231,19 @@ def test_a_dry_run_writes_nothing(tmp_path: Path, raw: dict[str, Any], write: An
 
 
 def test_a_dry_run_of_a_campaign_never_run_names_the_spec_each_job_will_read(
-    tmp_path: Path, raw: dict[str, Any], write: Any
+    tmp_path: Path, finished: Path
 ) -> None:
-    """`snakemake -n -p` before the first run: each job's command names its spec (written by the
-    run), the command a run executes."""
-    args = ("--configfile", str(write(two_jobs(raw, tmp_path))), "--profile", LOCAL)
-    dry = snakemake("-n", "-p", *args, cwd=tmp_path)
+    """`snakemake -n -p` before the first run (here, where it never ran): each job's command names
+    its spec (written by the run), the command a run executes (the files the run in `finished` wrote)."""
+    dry = snakemake("-n", "-p", "--configfile", str(finished), "--profile", LOCAL, cwd=tmp_path)
     assert dry.returncode == 0, dry.stderr[-2000:]
     commands = re.findall(r"afkit campaign job (\S+) -o (\S+) --log", dry.stdout + dry.stderr)
-    assert len(commands) == 2, dry.stdout[-3000:]
-    assert snakemake(*args, cwd=tmp_path, env=fake_env()).returncode == 0
+    assert len(commands) == 3, dry.stdout[-3000:]  # two steps jobs, one read job
+    assert not (tmp_path / "results").exists()
     for spec, record in commands:
-        assert (tmp_path / spec).is_file() and (tmp_path / record).is_file(), (spec, record)
-        assert Path(spec).name == Path(record).name and "/jobspec/steps/" in spec
+        assert (finished.parent / spec).is_file() and (finished.parent / record).is_file(), (spec, record)
+        assert Path(spec).name == Path(record).name, (spec, record)
+        assert Path(spec).parts[-3:-1] == ("jobspec", Path(record).parent.name), (spec, record)
 
 
 def test_a_dry_run_of_a_local_wave_never_run_names_its_jobs_specs_in_order(
@@ -295,13 +320,10 @@ def test_a_dry_run_of_a_changed_campaign_writes_nothing(
     assert not (tmp_path / "results").exists()
 
 
-def test_a_dry_run_after_a_run_sees_what_the_next_run_does(
-    tmp_path: Path, raw: dict[str, Any], write: Any
-) -> None:
+def test_a_dry_run_after_a_run_sees_what_the_next_run_does(tmp_path: Path, ran: tuple[str, ...]) -> None:
     """The specs the run wrote are the jobs' inputs in the dry run as in the run: nothing to do,
     then, a record deleted, exactly that job (and the tables after it)."""
-    args = ("--configfile", str(write(two_jobs(raw, tmp_path))), "--profile", LOCAL)
-    assert snakemake(*args, cwd=tmp_path, env=fake_env()).returncode == 0
+    args = ran
     nothing = snakemake("-n", *args, cwd=tmp_path)
     assert "Nothing to be done" in nothing.stdout + nothing.stderr
     next(tmp_path.glob("results/*/job/steps/*.json")).unlink()
@@ -312,16 +334,13 @@ def test_a_dry_run_after_a_run_sees_what_the_next_run_does(
     assert counts == {"job": "1", "aggregate": "1", "report": "1"}, dry.stdout[-3000:]
 
 
-def test_any_job_reruns_by_hand_from_its_spec(tmp_path: Path, raw: dict[str, Any], write: Any) -> None:
+def test_any_job_reruns_by_hand_from_its_spec(tmp_path: Path, ran: tuple[str, ...]) -> None:
     """Rule job is one command on the job's spec (written by planning): typed by hand, the same
     command runs the job again and writes a record of the same shape."""
     import json
     import shlex
     import shutil
 
-    campaign = write(two_jobs(raw, tmp_path))
-    proc = snakemake("--configfile", str(campaign), "--profile", LOCAL, cwd=tmp_path, env=fake_env())
-    assert proc.returncode == 0, proc.stderr[-2000:]
     [spec] = tmp_path.glob("results/*/jobspec/steps/*.direct.*.json")
     shutil.copyfile(spec, tmp_path / "spec.json")
     env = {**fake_env(), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{fake_env()['PATH']}"}
@@ -340,17 +359,16 @@ def test_any_job_reruns_by_hand_from_its_spec(tmp_path: Path, raw: dict[str, Any
 
 
 def test_a_finished_campaign_started_by_another_path_of_the_same_python_has_nothing_to_do(
-    tmp_path: Path, raw: dict[str, Any], write: Any
+    tmp_path: Path, ran: tuple[str, ...]
 ) -> None:
     """The job rules' command names afkit's python by a variable: a `snakemake` on PATH and a
-    `python -m snakemake` of the same venv see the same rule code (no rerun of every job)."""
-    args = ["-s", str(SNAKEFILE), "--configfile", str(write(two_jobs(raw, tmp_path))), "--profile", LOCAL]
+    `python -m snakemake` of the same venv see the same rule code (no rerun of every job). The
+    campaign was run by `python` (the fixture `finished`); here `python3` starts snakemake."""
     first, second = (Path(sys.executable).parent / name for name in ("python", "python3"))
     assert first.resolve() == second.resolve()
-    for python in (first, second):
-        proc = subprocess.run([str(python), "-m", "snakemake", *args], cwd=tmp_path, env=fake_env(),
-                              capture_output=True, text=True, check=False, timeout=600)  # fmt: skip
-        assert proc.returncode == 0, proc.stderr[-2000:]
+    proc = subprocess.run([str(second), "-m", "snakemake", "-s", str(SNAKEFILE), *ran], cwd=tmp_path,
+                          env=fake_env(), capture_output=True, text=True, check=False, timeout=600)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
     assert "Nothing to be done" in proc.stdout + proc.stderr
 
 
@@ -394,14 +412,9 @@ def test_an_interrupt_cuts_the_local_job_off_without_a_record_and_exits_130(
 
 
 def test_snakemake_report_of_a_finished_campaign_has_the_tables_figures_and_captions(
-    tmp_path: Path, raw: dict[str, Any], write: Any
+    tmp_path: Path, ran: tuple[str, ...]
 ) -> None:
-    raw = two_jobs(raw, tmp_path)
-    raw["benchmarks"].append({"name": "read", "type": "read", "sites": ["here"], "datasets": ["hzz"],
-                              "duration": 1, "interval": 0.5})  # fmt: skip
-    args = ("--configfile", str(write(raw)), "--profile", LOCAL)
-    assert snakemake(*args, cwd=tmp_path, env=fake_env()).returncode == 0
-    proc = snakemake(*args, "--report", "report.html", cwd=tmp_path, env=fake_env())
+    proc = snakemake(*ran, "--report", "report.html", cwd=tmp_path, env=fake_env())
     assert proc.returncode == 0, proc.stderr[-2000:]
     html = (tmp_path / "report.html").read_text()
     for shown in ("jobs.csv", "intervals.csv", "rate_vs_time.png", "report.html"):  # tables, figure, afkit

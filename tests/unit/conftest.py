@@ -4,11 +4,39 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.text import Text
+
+# Modules whose tests share an expensive module- or session-scoped fixture, by group: pytest-xdist
+# makes such a fixture once in every worker that runs a test using it, so a group's tests go to one
+# worker, where it is made once (a campaign run, ROOT's files, the CVMFS fixture's trees).
+SHARED_GROUPS = {
+    "campaign/test_finished_campaign": "finished-campaign",  # finished: a campaign run by snakemake
+    "campaign/test_campaign_cli": "campaign-cli",  # steps_finished: afkit campaign run
+    "bench/test_bench_rootgen": "rootgen",  # ao2d, esd: files the real ROOT writes
+    **dict.fromkeys(  # cvmfs_root, the CVMFS fixture's trees (image/conftest.py)
+        ["image/test_build", "image/test_resolve", "image/test_resolve_lcg", "image/test_stage"], "cvmfs"
+    ),
+}
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist (run-tests runs the unit tests with -n)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Each test on its own, handed to the next free worker (as xdist's default, load), except the
+    tests of a group of SHARED_GROUPS: one worker runs all of them, the largest groups first. (xdist's
+    own --dist loadgroup renames the tests, tests/integration/conftest.py says why it cannot be used.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedFixtureGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0].removeprefix("tests/unit/").removesuffix(".py")
+            return SHARED_GROUPS.get(module, nodeid)
+
+    return SharedFixtureGroups(config, log)
 
 
 def drawn_texts(fig: Figure) -> list[Text]:

@@ -1,11 +1,12 @@
 """``afkit campaign run`` / ``retry``: the snakemake command lines for a campaign, one per executor.
 
 A campaign whose sites all use one executor (and no site options: requirements, partition,
-shared_fs false) is one snakemake call. Otherwise the sites run one after another (``--config
-afkit_site=SITE`` with that executor's profile and the site's options: the workflow's default
-target is then that site's job records, no marker file); the report is then made locally
-from whatever records exist, with missing cells marked. ``retry`` passes the job records to redo
-as the targets.
+shared_fs false) is one snakemake call. Otherwise the sites that have jobs run one after another
+(``--config afkit_site=SITE`` with that executor's profile and the site's options: the workflow's
+default target is then that site's job records, no marker file; a site no benchmark runs at gets
+no call, which would start snakemake to make nothing); the report is then made locally from
+whatever records exist, with missing cells marked. ``retry`` passes the job records to redo as
+the targets.
 
 Interrupts: snakemake runs in its own process group; a Ctrl-C (SIGINT) or SIGTERM to afkit is
 passed to that group as one SIGINT, so snakemake stops submitting, cancels its batch jobs
@@ -93,7 +94,8 @@ def plan_calls(
     extra: list[str] | None = None,
     targets: dict[str, list[str]] | None = None,
 ) -> list[list[str]]:
-    """The snakemake calls; TARGETS: site → files to make (retry), None = the whole campaign."""
+    """The snakemake calls; TARGETS: site → files to make (retry), None = the whole campaign (each
+    site's call then makes its job records: a site without jobs gets none)."""
     sites = campaign.config["sites"]
     executors = {s["executor"] for s in sites.values()}
     tag = campaign.layout.batch_tag
@@ -115,10 +117,13 @@ def plan_calls(
                 ],
             )
         ]
+    from afkit.campaign import plan
+
+    busy = {j.site for j in plan.expand(campaign)} if targets is None else set(targets)
     calls = []
     for name, site in sites.items():
         files = None if targets is None else targets.get(name, [])
-        if files == []:
+        if files == [] or name not in busy:
             continue
         calls.append(
             snakemake_cmd(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 from pathlib import Path
@@ -77,14 +79,27 @@ def test_ao2d_size_and_compression(ao2d: tuple[Path, dict[str, Any]]) -> None:
         assert f.file.fCompress == 505  # TFile's compression setting: zstd level 5
 
 
-def test_esd_is_a_split_esd_tree(root_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.fixture(scope="module")
+def esd(root_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
+    """6 MB of ESD written by `afkit bench gen esd` (ROOT's default compression): the file and the
+    records the command printed."""
+    out = tmp_path_factory.mktemp("esd")
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = cli.main(["bench", "gen", "esd", "--size", "6MB", "--outdir", str(out),
+                         "--root", str(root_dir)])  # fmt: skip
+    assert code == 0
+    return out / "esd-000.root", [json.loads(line) for line in printed.getvalue().splitlines()
+                                  if line.startswith("{")]  # fmt: skip
+
+
+def test_esd_is_a_split_esd_tree(esd: tuple[Path, list[dict[str, Any]]]) -> None:
     import uproot
 
-    code, records = _gen(capsys, "esd", "--size", "6MB", "--outdir", str(tmp_path), "--root", str(root_dir))
-    assert code == 0
+    path, records = esd
     (rec,) = records
     assert (rec["events"], rec["compression"], rec["trees"]) == (3, 101, ["esdTree"])  # ROOT's default
-    with uproot.open(tmp_path / "esd-000.root") as f:
+    with uproot.open(path) as f:
         tree = f["esdTree"]
         assert tree.num_entries == 3
         for branch in ("AliESDRun.", "AliESDHeader.", "PrimaryVertex.", "Tracks", "V0s", "CaloClusters"):
@@ -149,13 +164,12 @@ def test_bad_compression_is_a_usage_error(spec: str) -> None:
 
 
 def test_the_root_reader_reads_a_split_trees_members_when_no_branch_is_named(
-    root_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    root_dir: Path, esd: tuple[Path, list[dict[str, Any]]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The ESD tree's top-level branches are split objects and TClonesArrays: their members are
     branches of their own, which the reader must enable too (it once read 874 B of a 7 MB ESD file:
     the top-level names only)."""
-    assert _gen(capsys, "esd", "--size", "6MB", "--outdir", str(tmp_path), "--root", str(root_dir))[0] == 0
-    data = tmp_path / "esd-000.root"
+    data, _ = esd
     monkeypatch.setenv("PATH", f"{root_dir / 'bin'}:{os.environ['PATH']}")
     out = tmp_path / "esd.jsonl"
     assert (

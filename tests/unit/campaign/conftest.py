@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import os
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -51,17 +52,45 @@ def base_config(store: Path) -> dict[str, Any]:
     }
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Path:
-    d = tmp_path / "store"
+def make_store(parent: Path) -> Path:
+    """PARENT/store with the HZZ file: the storage disk's path."""
+    d = parent / "store"
     (d / "hzz").mkdir(parents=True)
     (d / "hzz" / "uproot-HZZ.root").write_bytes((ROOT_DATA / "uproot-HZZ.root").read_bytes())
     return d
 
 
 @pytest.fixture
+def store(tmp_path: Path) -> Path:
+    return make_store(tmp_path)
+
+
+@pytest.fixture
 def raw(store: Path) -> dict[str, Any]:
     return base_config(store)
+
+
+@pytest.fixture(scope="module")
+def module_raw(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """For a campaign the tests of a module share (run once, each test working on a copy of its
+    results, see copy_run): a folder of its own, the module's (its store, its scratch), and the
+    base campaign there. Change the campaign only in the module's fixture that runs it."""
+    base = tmp_path_factory.mktemp("module-campaign")
+    return base, base_config(make_store(base))
+
+
+@pytest.fixture
+def copy_run(tmp_path: Path) -> Callable[[Path], None]:
+    """copy_run(FINISHED): the results and snakemake's records (.snakemake) of a campaign run in
+    FINISHED, copied into tmp_path with their times. Snakemake started in tmp_path on the same
+    campaign file (its path is a parameter of the rules) finds what that run left: nothing to do."""
+
+    def _copy(finished: Path) -> None:
+        for name in ("results", ".snakemake"):
+            if (finished / name).exists():
+                shutil.copytree(finished / name, tmp_path / name, symlinks=True)
+
+    return _copy
 
 
 MakeCampaign = Callable[[dict[str, Any]], Campaign]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import sys
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from afkit import cli
 from afkit.errors import ExitCode
@@ -146,20 +148,40 @@ def test_help_lists_only_actions_that_exist(capsys: pytest.CaptureFixture[str]) 
     assert actions and all(a in listed for a in actions), actions
 
 
-@pytest.fixture
-def steps_run(raw: dict[str, Any], write: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """A local steps campaign of two jobs (the fake apptainer), run once in tmp_path; its file."""
-    fixtures = Path(__file__).parent / "fixtures"
-    monkeypatch.setenv("PATH", f"{fixtures}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("FAKE_APPTAINER_PYTHON", sys.executable)
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "fake.sif").write_bytes(b"#!/usr/bin/env run-singularity\n\0SIF_MAGIC\0fake")
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _fake_apptainer(mp: pytest.MonkeyPatch) -> None:
+    mp.setenv("PATH", f"{FIXTURES}{os.pathsep}{os.environ['PATH']}")
+    mp.setenv("FAKE_APPTAINER_PYTHON", sys.executable)
+
+
+@pytest.fixture(scope="module")
+def steps_finished(module_raw: tuple[Path, dict[str, Any]]) -> Path:
+    """A local steps campaign of two jobs (the fake apptainer), run once for the module by
+    `afkit campaign run` in the module's folder; its file."""
+    base, raw = module_raw
+    raw = copy.deepcopy(raw)
+    (base / "fake.sif").write_bytes(b"#!/usr/bin/env run-singularity\n\0SIF_MAGIC\0fake")
     raw["sites"] = {"here": raw["sites"]["here"]}
     raw["benchmarks"] = [{"name": "s", "type": "steps", "sites": ["here"], "datasets": ["hzz"],
                           "sweep": {"access": ["direct", "copy"]}}]  # fmt: skip
-    campaign = str(write(raw))
-    assert cli.main(["campaign", "run", campaign]) == ExitCode.OK
+    campaign = base / "campaign.yaml"
+    campaign.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    with pytest.MonkeyPatch.context() as mp:
+        _fake_apptainer(mp)
+        mp.chdir(base)
+        assert cli.main(["campaign", "run", str(campaign)]) == ExitCode.OK
     return campaign
+
+
+@pytest.fixture
+def steps_run(steps_finished: Path, copy_run: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The steps campaign's run copied into tmp_path, the cwd (the fake apptainer on PATH); its file."""
+    _fake_apptainer(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    copy_run(steps_finished.parent)
+    return str(steps_finished)
 
 
 def test_retry_reruns_exactly_the_failed_job(steps_run: str, tmp_path: Path) -> None:

@@ -51,6 +51,7 @@ def test_one_executor_is_one_call(raw: dict[str, Any], make: Any, tmp_path: Path
 
 
 def test_mixed_executors_run_per_site(raw: dict[str, Any], make: Any, tmp_path: Path) -> None:
+    raw["benchmarks"][0]["sites"] = ["here", "far"]
     c = make(raw)
     calls = runner.plan_calls(c, tmp_path / "c.yaml", dry_run=True)
     assert len(calls) == 2
@@ -60,6 +61,12 @@ def test_mixed_executors_run_per_site(raw: dict[str, Any], make: Any, tmp_path: 
     assert "afkit_site=far" in far
     assert not any("site/" in a or a.endswith(".done") for a in far)  # no marker file as the target
     assert "--dry-run" in far
+
+
+def test_a_site_without_jobs_gets_no_call(raw: dict[str, Any], make: Any, tmp_path: Path) -> None:
+    """far (slurm) runs no benchmark: its call would start snakemake to make nothing."""
+    [call] = runner.plan_calls(make(raw), tmp_path / "c.yaml")
+    assert "afkit_site=here" in call and call[call.index("--profile") + 1].endswith("profiles/local")
 
 
 def test_retry_targets_only_the_given_records(raw: dict[str, Any], make: Any, tmp_path: Path) -> None:

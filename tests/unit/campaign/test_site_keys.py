@@ -67,6 +67,7 @@ def test_site_options_become_the_sites_own_snakemake_call(
     raw["image"] = {"sif": "oras://10.77.0.10:5000/afkit/bench:1"}
     raw["sites"]["here"].update(executor="htcondor", requirements='AFKIT_SITE == "alpes"', shared_fs=False)
     raw["sites"]["far"]["partition"] = "gsi"
+    raw["benchmarks"][0]["sites"] = ["here", "far"]
     here, far = runner.plan_calls(make(raw), tmp_path / "c.yaml")
     assert "afkit_site=here" in here and "afkit_site=far" in far
     sets = here[here.index("--set-resources") + 1 : here.index("--shared-fs-usage")]
@@ -85,6 +86,7 @@ def test_one_executor_with_a_site_option_still_runs_per_site(
 ) -> None:
     raw["sites"]["here"]["executor"] = "slurm"
     raw["sites"]["far"]["partition"] = "gsi"
+    raw["benchmarks"][0]["sites"] = ["here", "far"]
     assert len(runner.plan_calls(make(raw), tmp_path / "c.yaml")) == 2
 
 

@@ -21,9 +21,7 @@ deps: ## install the host's Debian packages (idempotent)
 venv: deps $(VENV)/.afkit-stamp ## the project virtualenv in .venv (afkit, and the testbed's package from testbed/)
 
 $(VENV)/.afkit-stamp: pyproject.toml testbed/pyproject.toml
-	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	@$(VENV)/bin/python -m pip install -q --upgrade pip
-	@$(VENV)/bin/python -m pip install -q -e '.[dev,workflow]' -e ./testbed
+	@PYTHON=$(PYTHON) scripts/venv-install $(VENV)
 	@touch $@
 
 lint: venv ## shellcheck, ruff, mypy and the import contracts (lint-imports)

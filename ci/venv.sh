@@ -13,11 +13,11 @@ Usage: ci/venv.sh
 
 Prints the path of a Python virtualenv that has afkit installed with its [dev,workflow] extras:
   - \$AFKIT_VENV when it is set (a runner-provided venv; it must have bin/python and afkit);
-  - else .venv in the checkout, created with 'python3 -m venv' and 'pip install -e .[dev,workflow]
-    -e testbed' (the testbed's package, afkit federation) when it is missing, was made for another
+  - else .venv in the checkout, created with 'python3 -m venv' and scripts/venv-install (uv's
+    'pip install -e .[dev,workflow] -e testbed': the testbed's package, afkit federation) when it is missing, was made for another
     pyproject.toml or testbed/pyproject.toml (by content) or at another path (a
     venv's scripts hold its absolute path): then it is made anew (--clear). The CI jobs cache
-    pip's cache (\$PIP_CACHE_DIR), never the venv.
+    pip's and uv's caches (\$PIP_CACHE_DIR, \$UV_CACHE_DIR), never the venv.
 The jobs put it first on PATH and set PYTHONPATH to the checkout's src/, so the code under test is
 always the checkout's.
 
@@ -49,8 +49,7 @@ main() {
     log "creating $venv"
     rm -f -- "$stamp"
     python3 -m venv --clear "$venv" >&2 || die "$AFKIT_EX_FAILURE" "python3 -m venv $venv failed" "install python3-venv"
-    "$venv/bin/python" -m pip install -q --upgrade pip >&2
-    "$venv/bin/python" -m pip install -q -e "${repo}[dev,workflow]" -e "$repo/testbed" >&2 || die "$AFKIT_EX_FAILURE" "pip install into $venv failed"
+    "$repo/scripts/venv-install" "$venv" >&2
     write_atomic "$stamp" printf '%s\n' "$want"
   fi
   printf '%s\n' "$venv"

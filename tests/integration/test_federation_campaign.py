@@ -76,7 +76,9 @@ def test_partitioned_site_fails_its_job_only_and_retry_redoes_just_that_job(
         env={**os.environ, **FED_XRD_ENV},
     )
     try:
-        wait_until(lambda: job_reading(scratch, "gsi-data"), 60, 0.2, what="the gsi job's first interval",
+        # (a bound, not a timing: the campaign's datasets and image come first, and a loaded host
+        # took over 60 s to reach the read)
+        wait_until(lambda: job_reading(scratch, "gsi-data"), 240, 0.2, what="the gsi job's first interval",
                    proc=run)  # fmt: skip
         ok(sh("afkit federation link gsi --down"))
         out, _ = run.communicate(timeout=120)

@@ -60,24 +60,6 @@ afkit_repo_root() { printf '%s\n' "$AFKIT_REPO_ROOT"; }
 # it; the Makefile's VENV follows AFKIT_VENV too).
 afkit_venv() { printf '%s\n' "${AFKIT_VENV:-$(afkit_repo_root)/.venv}"; }
 
-# afkit_venv_install VENV ARGS... : `pip install ARGS` into the virtualenv VENV, done by uv (PyPI's
-# `uv`, put into VENV with pip on first use): it downloads and installs in parallel, byte-compiled,
-# where pip took 4-5 minutes for afkit's dependencies on a busy 2-core host. uv reads the CA bundle
-# from SSL_CERT_FILE (set here when unset, to the system's bundle, which may hold a proxy's CA). If
-# uv cannot be had or fails, pip does it.
-afkit_venv_install() {
-  local venv=$1 bundle=/etc/ssl/certs/ca-certificates.crt
-  shift
-  if [[ -x $venv/bin/uv ]] || "$venv/bin/python" -m pip install -q --disable-pip-version-check uv >&2; then
-    if SSL_CERT_FILE=${SSL_CERT_FILE:-$bundle} "$venv/bin/uv" pip install -q --compile-bytecode \
-      --python "$venv/bin/python" "$@" >&2; then
-      return 0
-    fi
-    warn "uv could not install into $venv; pip does"
-  fi
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check "$@" >&2
-}
-
 # afkit_python : the Python that runs afkit, the one way the scripts find it: $AFKIT_PYTHON, else
 # the venv's (afkit_venv), else python3 on PATH. (Python code runs sys.executable.)
 afkit_python() {

@@ -9,12 +9,7 @@
 
 bats_require_minimum_version 1.5.0
 
-setup() {
-  load "$BATS_TEST_DIRNAME/../../bats/assertions"
-  REPO="$(cd "$BATS_TEST_DIRNAME/../../.." && pwd)"
-  PATH="${AFKIT_VENV:-$REPO/.venv}/bin:$PATH" # as after . .venv/bin/activate (README)
-  cd "$REPO" || return
-}
+setup() { load host; }
 
 @test "docs/campaigns.md: the mixed HTCondor + SLURM campaign's block runs as written" {
   scripts/testbed run -- rm -rf /tmp/afkit-example # a fresh start, as a newcomer has it

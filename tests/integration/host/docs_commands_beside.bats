@@ -8,12 +8,7 @@
 
 bats_require_minimum_version 1.5.0
 
-setup() {
-  load "$BATS_TEST_DIRNAME/../../bats/assertions"
-  REPO="$(cd "$BATS_TEST_DIRNAME/../../.." && pwd)"
-  PATH="${AFKIT_VENV:-$REPO/.venv}/bin:$PATH" # as after . .venv/bin/activate (README)
-  cd "$REPO" || return
-}
+setup() { load host; }
 
 @test "README: make demo-federation measures remote, cold and warm reads and draws the federation" {
   run make demo-federation

@@ -7,12 +7,7 @@
 
 bats_require_minimum_version 1.5.0
 
-setup() {
-  load "$BATS_TEST_DIRNAME/../../bats/assertions"
-  REPO="$(cd "$BATS_TEST_DIRNAME/../../.." && pwd)"
-  PATH="${AFKIT_VENV:-$REPO/.venv}/bin:$PATH" # as after . .venv/bin/activate (README)
-  cd "$REPO" || return
-}
+setup() { load host; }
 
 teardown() {
   # the second testbed, whatever the test left running

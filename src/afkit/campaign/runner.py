@@ -24,7 +24,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -32,6 +32,7 @@ from typing import IO
 
 from afkit.campaign import executors, stop, watchdog
 from afkit.campaign.config import Campaign, SiteConfig
+from afkit.campaign.contract import Job
 from afkit.errors import ExitCode
 from afkit.paths import workflow_files
 
@@ -93,9 +94,11 @@ def plan_calls(
     dry_run: bool = False,
     extra: list[str] | None = None,
     targets: dict[str, list[str]] | None = None,
+    jobs: Sequence[Job] | None = None,
 ) -> list[list[str]]:
     """The snakemake calls; TARGETS: site → files to make (retry), None = the whole campaign (each
-    site's call then makes its job records: a site without jobs gets none)."""
+    site's call then makes its job records: a site without jobs gets none). JOBS: the campaign's
+    jobs when the caller has expanded it already."""
     sites = campaign.config["sites"]
     executors = {s["executor"] for s in sites.values()}
     tag = campaign.layout.batch_tag
@@ -117,9 +120,7 @@ def plan_calls(
                 ],
             )
         ]
-    from afkit.campaign import plan
-
-    busy = {j.site for j in plan.expand(campaign)} if targets is None else set(targets)
+    busy = set(targets) if targets is not None else {j.site for j in _jobs(campaign, jobs)}
     calls = []
     for name, site in sites.items():
         files = None if targets is None else targets.get(name, [])
@@ -171,15 +172,29 @@ POLL_S = 2.0  # how often the watchdog looks while snakemake runs
 STOP_WAIT_S = 30.0  # after the watchdog's SIGINT, before SIGKILL
 
 
-def call_records(campaign: Campaign, cmd: list[str], targets: dict[str, list[str]] | None) -> list[Path]:
+def _jobs(campaign: Campaign, jobs: Sequence[Job] | None) -> Sequence[Job]:
+    """JOBS, or the campaign expanded when the caller has not done it."""
+    if jobs is not None:
+        return jobs
+    from afkit.campaign import plan
+
+    return plan.expand(campaign)
+
+
+def call_records(
+    campaign: Campaign,
+    cmd: list[str],
+    targets: dict[str, list[str]] | None,
+    jobs: Sequence[Job] | None = None,
+) -> list[Path]:
     """The job records snakemake call CMD is to make: its site's (``afkit_site=``) or all, or the
-    retry's targets."""
+    retry's targets. JOBS: the campaign's jobs when the caller has expanded it already."""
     site = next((a.split("=", 1)[1] for a in cmd if a.startswith("afkit_site=")), None)
     if targets is not None:
         return [Path(f) for name, files in targets.items() if site in (None, name) for f in files]
-    from afkit.campaign import plan, retry
+    from afkit.campaign import retry
 
-    return [retry.record_path(campaign, j) for j in plan.expand(campaign) if site in (None, j.site)]
+    return [retry.record_path(campaign, j) for j in _jobs(campaign, jobs) if site in (None, j.site)]
 
 
 def _tee(stream: IO[str], dog: watchdog.Watchdog) -> None:
@@ -248,8 +263,13 @@ def run(
     """
     worst = 0
     handler = _Interrupt()
+    # expanded once for the run: which sites get a call, and each call's records (a retry has its
+    # targets instead)
+    jobs = None if targets is not None else _jobs(campaign, None)
     with _forwarding(handler):
-        for cmd in plan_calls(campaign, campaign_file, dry_run=dry_run, extra=extra, targets=targets):
+        for cmd in plan_calls(
+            campaign, campaign_file, dry_run=dry_run, extra=extra, targets=targets, jobs=jobs
+        ):
             if handler.received:
                 return int(ExitCode.INTERRUPTED)
             print("afkit: $ " + " ".join(cmd), file=sys.stderr)
@@ -264,7 +284,7 @@ def run(
                                         errors="replace", bufsize=1,
                                         env={**os.environ, "AFKIT_RUNNER": "1"})  # fmt: skip
                 handler.pgid = proc.pid
-                dog = watchdog.Watchdog(call_records(campaign, cmd, targets))
+                dog = watchdog.Watchdog(call_records(campaign, cmd, targets, jobs))
                 assert proc.stderr is not None
                 tee = threading.Thread(target=_tee, args=(proc.stderr, dog), daemon=True)
                 tee.start()

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from afkit.campaign import runner
+from afkit.campaign import plan, runner
 from afkit.campaign.image import resolve_image
 from afkit.errors import InvalidError, NotFoundError
 
@@ -75,3 +76,31 @@ def test_retry_targets_only_the_given_records(raw: dict[str, Any], make: Any, tm
     [call] = calls  # the site without targets gets no call
     assert "results/x/job/read/a.json" in call
     assert "afkit_site=here" in call
+
+
+def test_a_run_expands_the_campaign_once_for_all_its_calls(
+    raw: dict[str, Any], make: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Which sites get a call and each call's records come from one expansion of the campaign."""
+    raw["benchmarks"][0]["sites"] = ["here", "far"]
+    c = make(raw)
+    expanded: list[str] = []
+    real = plan.expand
+    monkeypatch.setattr(plan, "expand", lambda campaign: expanded.append(campaign.name) or real(campaign))
+    started: list[list[str]] = []
+
+    class Finished:
+        """A snakemake call that had nothing left to do."""
+
+        def __init__(self, cmd: list[str], **_: Any) -> None:
+            started.append(cmd)
+            self.pid, self.stderr = 0, io.StringIO("")
+
+        def wait(self, timeout: float | None = None) -> int:
+            return 0
+
+    monkeypatch.setattr(runner.subprocess, "Popen", Finished)
+    assert runner.run(c, tmp_path / "c.yaml") == 0
+    assert [next(a for a in cmd if a.startswith("afkit_site=")) for cmd in started] == [
+        "afkit_site=here", "afkit_site=far"]  # fmt: skip
+    assert expanded == [c.name]

@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from afkit.atomic import write_atomic
-from afkit_testbed.federation import net
+from afkit_testbed.federation import batch, net
 from afkit_testbed.federation.links import Federation
 
 HOSTS = Path("/etc/hosts")
@@ -29,7 +29,7 @@ SUBMIT_NAME = "afkit-submit"
 def entries(fed: Federation) -> list[tuple[str, str]]:
     """(address, name) of the submit host, each site (its SLURM node's name) and each client node."""
     pairs = [(net.submit_address(), SUBMIT_NAME)]
-    pairs += [(site.address, f"afkit-{site.name}") for site in fed.sites.values()]
+    pairs += [(site.address, batch.slurm_node(site)) for site in fed.sites.values()]
     pairs += [(node.address, f"afkit-{node.namespace}") for node in fed.nodes.values()]
     return pairs
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from afkit_testbed.federation import hosts, links
+from afkit_testbed.federation import batch, hosts, links
 
 TESTBED_HOSTS = "127.0.0.1\tlocalhost vm\n::1\tlocalhost ip6-localhost ip6-loopback\n"
 
@@ -17,7 +17,7 @@ def test_every_daemon_address_of_the_shipped_federation_has_one_name() -> None:
     assert len(set(addresses)) == len(addresses) and len({n for _, n in pairs}) == len(pairs)
     assert ("10.77.0.10", "afkit-submit") in pairs  # the controller, which slurmd reverse-resolves
     for site in fed.sites.values():
-        assert (site.address, f"afkit-{site.name}") in pairs  # the NodeName of the site's slurmd
+        assert (site.address, batch.slurm_node(site)) in pairs  # the NodeName of the site's slurmd
     for node in fed.nodes.values():
         assert (node.address, f"afkit-{node.namespace}") in pairs
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import xdistsupport
 from itsupport import afkit, mkbase
 
 REAL_ROOT_TAG = "AliPhysics/vAN-20251126_ROOT6-1"  # the fixture's ALICE tag with the real ROOT 6.40
@@ -57,15 +58,8 @@ def xdist_group(module: str) -> str:
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist (run-tests runs these tests with -n)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Hand out whole groups (xdist_group of each test's module) to the workers, the groups with
-    the most tests first. (xdist's own --dist loadgroup cannot be used: it renames a test by
-    setting Item._nodeid, which pytest 9 no longer reads.)"""
-    from xdist.scheduler import LoadScopeScheduling
-
-    class ModuleGroups(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return xdist_group(Path(nodeid.split("::", 1)[0]).stem)
-
-    return ModuleGroups(config, log)
+    the most tests first (tests/xdistsupport.py)."""
+    return xdistsupport.scheduler(config, log, lambda nodeid: xdist_group(Path(nodeid.split("::")[0]).stem))
 
 
 @pytest.fixture(scope="module")

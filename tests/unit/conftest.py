@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import xdistsupport
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.text import Text
@@ -27,16 +28,13 @@ SHARED_GROUPS = {
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist (run-tests runs the unit tests with -n)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Each test on its own, handed to the next free worker (as xdist's default, load), except the
-    tests of a group of SHARED_GROUPS: one worker runs all of them, the largest groups first. (xdist's
-    own --dist loadgroup renames the tests, tests/integration/conftest.py says why it cannot be used.)"""
-    from xdist.scheduler import LoadScopeScheduling
+    tests of a group of SHARED_GROUPS: one worker runs all of them, the largest groups first."""
 
-    class SharedFixtureGroups(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            module = nodeid.split("::", 1)[0].removeprefix("tests/unit/").removesuffix(".py")
-            return SHARED_GROUPS.get(module, nodeid)
+    def scope_of(nodeid: str) -> str:
+        module = nodeid.split("::", 1)[0].removeprefix("tests/unit/").removesuffix(".py")
+        return SHARED_GROUPS.get(module, nodeid)
 
-    return SharedFixtureGroups(config, log)
+    return xdistsupport.scheduler(config, log, scope_of)
 
 
 def drawn_texts(fig: Figure) -> list[Text]:

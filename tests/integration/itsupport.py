@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
+from waitsupport import WaitTimeout, wait_until
 
 from afkit.paths import workflow_files
 
@@ -162,6 +163,7 @@ FED_READ: dict[str, Any] = {
     "sites": ["frankfurt"],
     "datasets": ["gsi-data", "frankfurt-data", "alpes-data"],
     "sweep": {"block_size": ["1m"]},
+    "duration": 120,  # an upper limit (afkit-bench stops at the end of its data): the 16 MB are read whole
 }
 
 
@@ -218,6 +220,24 @@ def job_reading(scratch: Path, dataset: str) -> bool:
         except (OSError, ValueError, KeyError):
             continue
     return False
+
+
+def wait_reading(run: subprocess.Popen[str], cfile: Path, dataset: str, timeout: float) -> None:
+    """Wait until DATASET's job of the campaign RUN (of CFILE, started in its directory) reads; when
+    RUN ends first, fail with every job's status and error from jobs.csv beside RUN's output."""
+    try:
+        # (a bound, not a timing: the campaign's datasets and image come first, and a loaded host
+        # took over 60 s to reach the read)
+        wait_until(lambda: job_reading(cfile.parent / "scratch", dataset), timeout, 0.2,
+                   what=f"the {dataset} job's first interval record", proc=run)  # fmt: skip
+    except WaitTimeout as err:
+        table = cfile.parent / "results"
+        rows = [
+            f"{r['dataset']}: {r['status']} {r['error']}"
+            for jobs in table.glob("*/aggregate/jobs.csv")
+            for r in csv.DictReader(jobs.open(newline="", encoding="utf-8"))
+        ]
+        raise WaitTimeout(f"{err}\njobs.csv: {rows}") from None
 
 
 def jobs_by_dataset(results: Path) -> dict[str, dict[str, str]]:

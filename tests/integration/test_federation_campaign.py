@@ -32,13 +32,12 @@ from itsupport import (
     FED_XRD_ENV,
     REPO,
     federation_work,
-    job_reading,
     job_records,
     jobs_by_dataset,
     ok,
+    wait_reading,
 )
 from itsupport import fed_sh as sh
-from waitsupport import wait_until
 
 from afkit.campaign.aggregate import wave_skews
 from afkit.campaign.rows import read_jobs
@@ -64,7 +63,6 @@ def test_partitioned_site_fails_its_job_only_and_retry_redoes_just_that_job(
     work: tuple[Path, str],
 ) -> None:
     cfile, _prefix = work
-    scratch = cfile.parent / "scratch"
     results = Path(ok(afkit("campaign", "results", str(cfile))).strip())
     ok(afkit("federation", "link", "gsi", "--rate", SLOW))
     run = subprocess.Popen(
@@ -76,10 +74,7 @@ def test_partitioned_site_fails_its_job_only_and_retry_redoes_just_that_job(
         env={**os.environ, **FED_XRD_ENV},
     )
     try:
-        # (a bound, not a timing: the campaign's datasets and image come first, and a loaded host
-        # took over 60 s to reach the read)
-        wait_until(lambda: job_reading(scratch, "gsi-data"), 240, 0.2, what="the gsi job's first interval",
-                   proc=run)  # fmt: skip
+        wait_reading(run, cfile, "gsi-data", 240)
         ok(sh("afkit federation link gsi --down"))
         out, _ = run.communicate(timeout=120)
     finally:

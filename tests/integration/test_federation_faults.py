@@ -29,10 +29,10 @@ from itsupport import (
     FED_XRD_ENV,
     fed_cache_file,
     federation_work,
-    job_reading,
     job_records,
     jobs_by_dataset,
     ok,
+    wait_reading,
     xcache_holds,
 )
 from itsupport import fed_sh as sh
@@ -61,9 +61,7 @@ def run_with_fault(cfile: Path, fault: str, undo: str, hold: float) -> tuple[Pat
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            env={**os.environ, **FED_XRD_ENV})  # fmt: skip
     try:
-        scratch = cfile.parent / "scratch"
-        wait_until(lambda: job_reading(scratch, "gsi-data"), 60, what="the gsi job's first interval record",
-                   proc=run)  # fmt: skip
+        wait_reading(run, cfile, "gsi-data", 240)
         ok(sh(fault))
         time.sleep(hold)  # the fault lasts HOLD seconds: the scenario itself, not a wait for something
         ok(sh(undo))
@@ -87,7 +85,7 @@ def all_ok_and_rerun_changes_nothing(cfile: Path, results: Path) -> dict[str, di
     jobs = jobs_by_dataset(results)
     assert {ds: (r["status"], r["bytes"], r["error"]) for ds, r in jobs.items()} == {
         ds: ("ok", str(SIZE), "") for ds in ("gsi-data", "frankfurt-data", "alpes-data")
-    }
+    }, {ds: {k: record(results, r).get(k) for k in ("duration", "steps", "gaps")} for ds, r in jobs.items()}
     before = job_records(results, "read")
     ok(sh("afkit campaign run C.yaml", cwd=cfile.parent))
     assert job_records(results, "read") == before, "the rerun recomputed a job that had survived"

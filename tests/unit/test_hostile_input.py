@@ -36,6 +36,7 @@ from afkit.study import cli as study_cli
 # How many inputs each property draws: make test's, and a soak's (AFKIT_HYPOTHESIS_PROFILE=soak)
 EXAMPLES = {"default": 1, "soak": 25}
 SCALE = EXAMPLES[os.environ.get("AFKIT_HYPOTHESIS_PROFILE", "default")]
+pytestmark = pytest.mark.timeout(600 * SCALE)  # a soak's property takes SCALE times as long
 
 
 def examples(n: int) -> settings:

@@ -254,6 +254,8 @@ def _renamed(raw: dict[str, Any], what: str, name: str) -> dict[str, Any] | None
             ds["generate"]["prefix"] = name
         else:
             ds["files"] = [name]
+            if name.startswith("/"):  # an absolute file is one below its storage's export: not there
+                c["storage"][ds["storage"]]["export"] = "/srv/data"
     return c
 
 
@@ -400,7 +402,7 @@ def test_a_dataset_file_outside_its_storage_is_refused(here: Path) -> None:
     raw["datasets"][ds]["files"] = ["/etc/passwd"]  # was: valid
     code, stderr = _validated(here, raw)
     assert code == ExitCode.INVALID
-    assert f"datasets.{ds}.files[0]: '/etc/passwd' is not allowed" in stderr
+    assert f"datasets.{ds}.files[0]: '/etc/passwd' is not allowed: use a path below storage." in stderr
 
 
 def test_a_duration_that_is_not_a_number_is_refused(here: Path) -> None:

@@ -10,6 +10,7 @@ import functools
 import hashlib
 import json
 import math
+import posixpath
 import re
 import unicodedata
 from collections.abc import Iterator, Mapping
@@ -72,6 +73,29 @@ class DatasetConfig(TypedDict):
     branches: list[str]
     files: NotRequired[list[str]]
     generate: NotRequired[Generate]
+
+
+def file_below(entry: str, export: str) -> str | None:
+    """ENTRY of a dataset's ``files`` relative to its storage's EXPORT: a relative entry as it is;
+    an absolute one is a path in the storage's namespace (as ``xrdfs ls`` names it), the part after
+    EXPORT, or None when it is not below EXPORT. With the default export ``/`` every absolute entry
+    is below it: ``/a/f.root`` is ``a/f.root``, as afkit has always read it."""
+    if not entry.startswith("/"):
+        return entry
+    root = posixpath.normpath(export).rstrip("/") + "/"
+    return entry[len(root) :] if entry.startswith(root) and len(entry) > len(root) else None
+
+
+def listed_files(ds: DatasetConfig, storage: StorageConfig) -> list[str]:
+    """The files DS lists, each relative to its STORAGE's export (:func:`file_below`)."""
+    files = []
+    for entry in ds.get("files", []):
+        rel = file_below(entry, storage["export"])
+        if rel is None:  # validate refuses it: a dataset given without validation
+            raise InvalidError(f"dataset file {entry!r} is not below its storage's export "
+                               f"{storage['export']!r}")  # fmt: skip
+        files.append(rel)
+    return files
 
 
 class LocationsConfig(TypedDict):
@@ -379,6 +403,15 @@ def _check_references(cfg: CampaignConfig) -> list[str]:
             problems.append(
                 f"datasets.{name}.storage: unknown storage {ds['storage']!r}; allowed values: {allowed}"
             )
+        else:
+            export = cfg["storage"][ds["storage"]]["export"]
+            for i, entry in enumerate(ds.get("files", [])):
+                if file_below(entry, export) is None:
+                    problems.append(
+                        f"datasets.{name}.files[{i}]: {shown(entry)} is not allowed: use a path below "
+                        f"storage.{ds['storage']}.export {export!r}: relative to it, or absolute, "
+                        "starting with it"
+                    )
     seen: set[str] = set()
     for i, bench in enumerate(cfg["benchmarks"]):
         if bench["name"] in seen:

@@ -21,6 +21,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
+from typing import NoReturn
 
 from afkit import __version__
 from afkit.errors import AfkitError, ExitCode, PrereqError
@@ -94,9 +95,20 @@ def plugin_register(name: str) -> Callable[[argparse._SubParsersAction[argparse.
     return register
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose usage errors end as afkit's others do: one ``afkit: error:`` line
+    (naming the command), exit 2. Its subcommands' parsers are of its class (argparse's
+    ``add_subparsers`` makes them so)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        command = self.prog.removeprefix("afkit").strip()
+        self.exit(int(ExitCode.USAGE), f"afkit: error: {command + ': ' if command else ''}{message}\n")
+
+
 def build_parser(area: str | None = None) -> argparse.ArgumentParser:
     """The parser; the full subcommand tree only for ``area`` (the others are listed by name)."""
-    parser = argparse.ArgumentParser(
+    parser: argparse.ArgumentParser = Parser(
         prog="afkit",
         description="Analysis Facility toolkit: CVMFS tags to Apptainer images, "
         "storage benchmarks and Snakemake benchmark campaigns.",

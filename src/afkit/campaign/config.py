@@ -9,13 +9,16 @@ import copy
 import functools
 import hashlib
 import json
-from collections.abc import Mapping
+import math
+import posixpath
+import re
+import unicodedata
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict, cast
 
 import jsonschema
-import yaml
 
 from afkit import yamlio
 from afkit.campaign import executors
@@ -70,6 +73,29 @@ class DatasetConfig(TypedDict):
     branches: list[str]
     files: NotRequired[list[str]]
     generate: NotRequired[Generate]
+
+
+def file_below(entry: str, export: str) -> str | None:
+    """ENTRY of a dataset's ``files`` relative to its storage's EXPORT: a relative entry as it is;
+    an absolute one is a path in the storage's namespace (as ``xrdfs ls`` names it), the part after
+    EXPORT, or None when it is not below EXPORT. With the default export ``/`` every absolute entry
+    is below it: ``/a/f.root`` is ``a/f.root``, as afkit has always read it."""
+    if not entry.startswith("/"):
+        return entry
+    root = posixpath.normpath(export).rstrip("/") + "/"
+    return entry[len(root) :] if entry.startswith(root) and len(entry) > len(root) else None
+
+
+def listed_files(ds: DatasetConfig, storage: StorageConfig) -> list[str]:
+    """The files DS lists, each relative to its STORAGE's export (:func:`file_below`)."""
+    files = []
+    for entry in ds.get("files", []):
+        rel = file_below(entry, storage["export"])
+        if rel is None:  # validate refuses it: a dataset given without validation
+            raise InvalidError(f"dataset file {entry!r} is not below its storage's export "
+                               f"{storage['export']!r}")  # fmt: skip
+        files.append(rel)
+    return files
 
 
 class LocationsConfig(TypedDict):
@@ -151,15 +177,22 @@ def _schema_document(path: str) -> dict[str, Any]:
 def load_schema() -> Schema:
     """The campaign schema with the registered executors (afkit.campaign.executors.REGISTRY):
     ``sites.*.executor`` allows their names, in the registry's order, and each one's own site keys
-    are site keys."""
-    schema: dict[str, Any] = copy.deepcopy(_schema_document(str(workflow_files().schema)))
+    are site keys. Made once per schema file and registry (read it, never change it)."""
+    return _completed(str(workflow_files().schema), tuple(executors.REGISTRY.items()))[0]
+
+
+@functools.lru_cache(maxsize=8)
+def _completed(path: str, registry: tuple[tuple[str, executors.Executor], ...]) -> tuple[Schema, Any]:
+    """The schema of :func:`load_schema` and its validator (:func:`_validator`): a copy of the
+    schema file completed with REGISTRY's executors; 4 ms a campaign when made every time."""
+    schema: dict[str, Any] = copy.deepcopy(_schema_document(path))
     site = schema["properties"]["sites"]["additionalProperties"]["properties"]
-    site["executor"]["enum"] = list(executors.REGISTRY)
-    for executor in executors.REGISTRY.values():
+    site["executor"]["enum"] = [name for name, _ in registry]
+    for _, executor in registry:
         for key, rule in executor.site_keys.items():
             if rule.schema is not None:
                 site.setdefault(key, copy.deepcopy(dict(rule.schema)))
-    return schema
+    return schema, _validator(schema)
 
 
 def fill_defaults(data: Any, schema: Schema) -> Any:
@@ -180,6 +213,48 @@ def fill_defaults(data: Any, schema: Schema) -> Any:
     return data
 
 
+def _ecma(pattern: str) -> re.Pattern[str]:
+    """PATTERN as JSON Schema means it (ECMA 262): a final ``$`` matches only at the end of the
+    text. Python's ``$`` also matches before a final newline, so jsonschema's own ``pattern`` lets
+    ``"site\\n"`` through ``^[A-Za-z0-9_-]*$`` (python-jsonschema/jsonschema#576; fastjsonschema
+    made the same change, horejsek/python-fastjsonschema#34)."""
+    if pattern.endswith("$") and not pattern.endswith("\\$"):
+        pattern = pattern[:-1] + "\\Z"
+    return _compiled(pattern)
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def _pattern(
+    validator: Any, pattern: str, instance: Any, schema: Schema
+) -> Iterator[jsonschema.ValidationError]:
+    if validator.is_type(instance, "string") and not _ecma(pattern).search(instance):
+        yield jsonschema.ValidationError(f"{shown(instance)} does not match {pattern!r}")
+
+
+def _whole_number(_checker: Any, instance: Any) -> bool:
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+def _validator(schema: Schema) -> Any:
+    """The schema's validator, with ECMA 262's ``$`` in ``pattern`` (:func:`_ecma`) and
+    ``integer`` meaning a whole number written as one: JSON Schema counts 1.0 as an integer, and
+    ``repetitions: 1.0`` passed to ``range()`` (a TypeError, found by the hostile-input soak)."""
+    base = jsonschema.validators.validator_for(schema)
+    extend: Any = jsonschema.validators.extend  # untyped in types-jsonschema
+    types = base.TYPE_CHECKER.redefine("integer", _whole_number)
+    return extend(base, {"pattern": _pattern}, type_checker=types)(schema)
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """VALUE for a message: its repr, cut to LIMIT characters (a 5,000-character key is no help)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _dotted(path: Any) -> str:
     parts = []
     for p in path:
@@ -189,6 +264,12 @@ def _dotted(path: Any) -> str:
 
 def _describe(err: jsonschema.ValidationError) -> str:
     where = _dotted(err.absolute_path)
+    allowed_text = err.schema.get("allowed") if isinstance(err.schema, Mapping) else None
+    if allowed_text and err.validator in ("pattern", "maxLength", "minimum"):
+        # a name used in paths and commands (the schema's $defs): say what is allowed
+        if err.parent is None and err.relative_schema_path and "propertyNames" in err.relative_schema_path:
+            return f"{where}: the name {shown(err.instance)} is not allowed: use {allowed_text}"
+        return f"{where}: {shown(err.instance)} is not allowed: use {allowed_text}"
     if err.validator == "enum" and isinstance(err.validator_value, list):
         allowed = ", ".join(json.dumps(v) for v in err.validator_value)
         return f"{where}: {json.dumps(err.instance)} is not allowed; allowed values: {allowed}"
@@ -198,7 +279,7 @@ def _describe(err: jsonschema.ValidationError) -> str:
         and isinstance(err.instance, dict)
     ):
         keys = sorted(err.schema.get("properties", {}))
-        extra = sorted(set(err.instance) - set(keys))
+        extra = sorted(str(k) if len(str(k)) <= 60 else shown(k) for k in set(err.instance) - set(keys))
         return f"{where}: unknown key(s) {', '.join(extra)}; allowed keys: {', '.join(keys)}"
     if err.validator == "required":
         return f"{where}: {err.message}"
@@ -220,6 +301,41 @@ def _best_errors(errors: list[jsonschema.ValidationError]) -> list[jsonschema.Va
             best if best.validator != "oneOf" and len(best.absolute_path) > len(err.absolute_path) else err
         )
     return out
+
+
+class SweepAxes(TypedDict):
+    """The values a benchmark's jobs take, axis by axis (its type picks the axes it sweeps):
+    every combination is a sweep point, and each point is WAVE jobs (afkit.campaign.plan)."""
+
+    scenario: list[str]
+    access: list[str]
+    clients: list[int]
+    wave: list[int]
+    block_size: list[str]
+    stride: list[str]
+    repetition: range
+
+
+def sweep_axes(bench: BenchmarkConfig) -> SweepAxes:
+    sw = bench["sweep"]
+    kind = bench["type"]
+    return SweepAxes(
+        scenario=sw["scenario"],
+        access=sw["access"],
+        clients=sw["clients"] if kind in ("read", "analysis") else [1],
+        wave=sw["jobs"] if kind == "train" else sw["nodes"] if kind in ("analysis", "read") else [1],
+        block_size=sw["block_size"] if kind == "read" else [sw["block_size"][0]],
+        stride=sw["stride"] if kind == "read" else ["0"],
+        repetition=range(sw["repetitions"]),
+    )
+
+
+def planned_jobs(bench: BenchmarkConfig) -> int:
+    """How many jobs BENCH plans (counted, not made: a sweep of 10^9 jobs is refused, not expanded)."""
+    axes = sweep_axes(bench)
+    points = math.prod(len(axes[k]) for k in ("scenario", "access", "clients", "block_size", "stride"))
+    chains = 1 if bench["spread"] else len(bench["datasets"])
+    return len(bench["sites"]) * chains * points * len(axes["repetition"]) * sum(axes["wave"])
 
 
 def _check_sizes(where: str, sweep: Sweep) -> list[str]:
@@ -287,6 +403,15 @@ def _check_references(cfg: CampaignConfig) -> list[str]:
             problems.append(
                 f"datasets.{name}.storage: unknown storage {ds['storage']!r}; allowed values: {allowed}"
             )
+        else:
+            export = cfg["storage"][ds["storage"]]["export"]
+            for i, entry in enumerate(ds.get("files", [])):
+                if file_below(entry, export) is None:
+                    problems.append(
+                        f"datasets.{name}.files[{i}]: {shown(entry)} is not allowed: use a path below "
+                        f"storage.{ds['storage']}.export {export!r}: relative to it, or absolute, "
+                        "starting with it"
+                    )
     seen: set[str] = set()
     for i, bench in enumerate(cfg["benchmarks"]):
         if bench["name"] in seen:
@@ -314,6 +439,15 @@ def _check_references(cfg: CampaignConfig) -> list[str]:
                         f"benchmarks[{i}].sweep.scenario: {scen!r} needs storage.{store}.caches.{scen} "
                         f"(the cache endpoint in front of {store})"
                     )
+    planned = 0
+    for i, bench in enumerate(cfg["benchmarks"]):
+        planned += planned_jobs(bench)
+        if planned > MAX_JOBS:
+            problems.append(
+                f"benchmarks[{i}].sweep: the campaign plans {planned} jobs up to this benchmark, more than "
+                f"{MAX_JOBS}: fewer sweep values, repetitions, sites or datasets (or several campaigns)"
+            )
+            break
     for i, bench in enumerate(cfg["benchmarks"]):
         problems += _check_sizes(f"benchmarks[{i}].sweep", bench["sweep"])
         if bench["payload"] == "rootreadspeed":
@@ -357,16 +491,64 @@ def _check_references(cfg: CampaignConfig) -> list[str]:
     return problems
 
 
+MAX_DEPTH = 16  # mappings and lists in mappings and lists: the schema's deepest key is 6 down
+INT_LIMIT = 2**63  # what a number in a campaign may reach (Snakemake, HTCondor and SLURM take int64)
+MAX_JOBS = 100_000  # jobs one campaign may plan (each is a record file, a Snakemake job)
+
+
+def _control(text: str) -> str | None:
+    """The first control character in TEXT (NUL, a terminal's ESC, ...; tab and newline pass)."""
+    return next((c for c in text if c not in "\t\n" and unicodedata.category(c) == "Cc"), None)
+
+
+def junk(data: Any, where: tuple[str | int, ...] = (), depth: int = 0) -> str | None:
+    """What the schema cannot say about DATA (a campaign as YAML gives it), at the first place it
+    is wrong: keys that are not text (``1:``, ``null:``, ``yes:``), numbers that are not finite or
+    not int64, text with control characters, values YAML makes of unquoted text (dates, bytes),
+    nesting deeper than any key of the schema."""
+    at = _dotted(where)
+    if depth > MAX_DEPTH:
+        return f"{at}: nested more than {MAX_DEPTH} deep; no campaign key is"
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if not isinstance(key, str):
+                return (f"{at}: the key {shown(key)} is not text (YAML reads {shown(key)} as "
+                        f"{type(key).__name__}): quote it")  # fmt: skip
+            if _control(key) is not None:
+                return f"{at}: the key {shown(key)} holds the control character {_control(key)!r}"
+            found = junk(value, (*where, key), depth + 1)
+            if found:
+                return found
+    elif isinstance(data, list):
+        for i, item in enumerate(data):
+            found = junk(item, (*where, i), depth + 1)
+            if found:
+                return found
+    elif isinstance(data, str):
+        if _control(data) is not None:
+            return f"{at}: {shown(data)} holds the control character {_control(data)!r}"
+    elif isinstance(data, float) and not math.isfinite(data):
+        return f"{at}: {data} is not a finite number"
+    elif isinstance(data, int) and not isinstance(data, bool) and not -INT_LIMIT < data < INT_LIMIT:
+        return f"{at}: {shown(data)} is too large (at most {INT_LIMIT - 1})"
+    elif data is not None and not isinstance(data, (bool, int, float)):
+        return f"{at}: YAML reads {shown(data)} as {type(data).__name__}: quote it"
+    return None
+
+
 def validate(raw: Any, *, source: str = "campaign") -> CampaignConfig:
     """Defaults + schema + cross-reference checks; raise InvalidError listing every problem."""
     if not isinstance(raw, dict):
         raise InvalidError(
             f"{source}: the campaign must be a YAML mapping", hint="see workflows/config/*.yaml"
         )
-    schema = load_schema()
+    wrong = junk(raw)
+    if wrong:
+        raise InvalidError(f"{source}: invalid campaign:\n  {wrong}",
+                           hint="fix the key named above (docs/campaigns.md, 'Names')")  # fmt: skip
+    schema, validator = _completed(str(workflow_files().schema), tuple(executors.REGISTRY.items()))
     filled = fill_defaults(copy.deepcopy(raw), schema)
-    validator_cls = jsonschema.validators.validator_for(schema)
-    errors = sorted(validator_cls(schema).iter_errors(filled), key=lambda e: list(map(str, e.absolute_path)))
+    errors = sorted(validator.iter_errors(filled), key=lambda e: list(map(str, e.absolute_path)))
     problems = [_describe(e) for e in _best_errors(errors)]
     cfg = cast(CampaignConfig, filled)  # the schema holds (else the problems say where not)
     if not problems:
@@ -421,10 +603,7 @@ def load(path: str | Path, base_dir: Path | None = None) -> Campaign:
     p = Path(path)
     if not p.is_file():
         raise NotFoundError(f"campaign file not found: {p}", hint="give the path of a campaign YAML file")
-    try:
-        raw = yamlio.load(p.read_text(encoding="utf-8"))
-    except yaml.YAMLError as err:
-        raise InvalidError(f"{p}: not valid YAML: {err}") from err
+    raw = yamlio.read(p, "campaign")
     # relative paths in the campaign are relative to its folder as named, symlinks kept (a campaign
     # under the checkout's workflows/ link names ../../build/... beside the checkout, not the package)
     return Campaign(validate(raw, source=str(p)), (base_dir or p.parent).absolute())

@@ -21,7 +21,7 @@ from typing import TypedDict
 
 from afkit.atomic import atomic_path, write_atomic
 from afkit.bench import rootgen
-from afkit.campaign.config import CampaignConfig, DatasetConfig, Generate, StorageConfig
+from afkit.campaign.config import CampaignConfig, DatasetConfig, Generate, StorageConfig, listed_files
 from afkit.campaign.contract import ImageInfo
 from afkit.errors import InvalidError, NotFoundError, UnsafeError
 
@@ -131,7 +131,7 @@ def prepare(
             for f in files:
                 _generate(root / f, int(gen["size_mb"] * 1e6))
     else:
-        files = [str(f).lstrip("/") for f in spec["files"]]
+        files = listed_files(spec, storage)
         if root is not None and root.is_dir():
             missing = [f for f in files if not (root / f).is_file()]
             if missing:

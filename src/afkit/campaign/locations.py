@@ -14,7 +14,7 @@ from pathlib import Path
 
 import jinja2
 
-from afkit.campaign.config import Campaign
+from afkit.campaign.config import Campaign, listed_files
 from afkit.campaign.dataset import generated_files
 from afkit.errors import InvalidError, NotFoundError
 from afkit.paths import templates_dir
@@ -66,7 +66,7 @@ def _compile(path: Path) -> jinja2.Template:
 def dataset_files(campaign: Campaign, dataset: str) -> list[str]:
     ds = campaign.config["datasets"][dataset]
     if "files" in ds:
-        return [str(f).lstrip("/") for f in ds["files"]]
+        return listed_files(ds, campaign.config["storage"][ds["storage"]])
     return generated_files(ds["generate"])
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TypedDict
 
 from afkit.atomic import write_atomic, write_if_changed
-from afkit.campaign.config import BenchmarkConfig, Campaign, CampaignConfig
+from afkit.campaign.config import BenchmarkConfig, Campaign, CampaignConfig, sweep_axes
 from afkit.campaign.contract import Job, JobSpec, RootOptions, SiteSpec
 from afkit.campaign.layout import ResultsLayout
 from afkit.campaign.locations import Location, resolve
@@ -52,16 +52,17 @@ class SweepPoint(TypedDict):
 
 
 def _sweep_points(bench: BenchmarkConfig) -> list[SweepPoint]:
-    sw = bench["sweep"]
-    kind = bench["type"]
-    clients = sw["clients"] if kind in ("read", "analysis") else [1]
-    waves = sw["jobs"] if kind == "train" else sw["nodes"] if kind in ("analysis", "read") else [1]
-    blocks = sw["block_size"] if kind == "read" else [sw["block_size"][0]]
-    strides = sw["stride"] if kind == "read" else ["0"]
+    axes = sweep_axes(bench)
     return [
         SweepPoint(scenario=scen, access=access, clients=c, wave_size=w, block_size=b, stride=s, repetition=r)
         for scen, access, c, w, b, s, r in itertools.product(
-            sw["scenario"], sw["access"], clients, waves, blocks, strides, range(sw["repetitions"])
+            axes["scenario"],
+            axes["access"],
+            axes["clients"],
+            axes["wave"],
+            axes["block_size"],
+            axes["stride"],
+            axes["repetition"],
         )
     ]
 
@@ -199,8 +200,11 @@ def write_inputs(campaign: Campaign, results: str) -> int:
     image = {"image": cfg["image"], "campaign_dir": str(campaign.base_dir)}
     written = int(write_if_changed(layout.plan_image, _json(image), mode=0o644))
     for name, ds in cfg["datasets"].items():
-        made_of = {"dataset": {k: v for k, v in ds.items() if k not in ("tree", "branches")},
-                   "storage": cfg["storage"][ds["storage"]], "apptainer_args": apptainer_args_for(cfg, name)}
+        made_of = {
+            "dataset": {k: v for k, v in ds.items() if k not in ("tree", "branches")},
+            "storage": cfg["storage"][ds["storage"]],
+            "apptainer_args": apptainer_args_for(cfg, name),
+        }
         written += write_if_changed(layout.plan_dataset(name), _json(made_of), mode=0o644)
     return written
 

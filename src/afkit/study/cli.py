@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import subprocess
 import sys
 import textwrap
@@ -24,7 +25,7 @@ from afkit import yamlio
 from afkit.atomic import write_atomic
 from afkit.campaign import config
 from afkit.campaign.rows import read_intervals, read_jobs
-from afkit.errors import ExitCode, NotFoundError, UsageError
+from afkit.errors import ExitCode, InvalidError, NotFoundError, PrereqError, UsageError
 from afkit.study import model, page, recipe
 
 DEFAULT_IMAGE = Path("build/bench.sif")
@@ -61,10 +62,15 @@ def _scaled(params: dict[str, object], scale: float) -> dict[str, object]:
     """PARAMS with job counts and file sizes times SCALE (at least 1 each, counts kept distinct)."""
     out = dict(params)
     for k, v in params.items():
-        if k.endswith("_jobs") and isinstance(v, list):
-            out[k] = sorted({max(1, round(int(j) * scale)) for j in v})
-        elif k == "file_mb":
-            out[k] = max(1, round(float(str(v)) * scale))
+        try:
+            if k.endswith("_jobs") and isinstance(v, list):
+                out[k] = sorted({max(1, round(int(j) * scale)) for j in v})
+            elif k == "file_mb":
+                out[k] = max(1, round(float(str(v)) * scale))
+        except (TypeError, ValueError, OverflowError) as err:
+            raise InvalidError(f"params.{k}: {config.shown(v)} cannot be scaled: "
+                               f"{'a list of job counts' if k.endswith('_jobs') else 'a size in MB'} is",
+                               hint="fix it in the sites file (or --set)") from err  # fmt: skip
     return out
 
 
@@ -84,7 +90,12 @@ def facility(args: argparse.Namespace, study: model.Study) -> recipe.Facility:
                 f"--set {item!r}: study {study.name} has no parameter {name!r}",
                 hint=f"parameters: {', '.join(fac.params)} (afkit study show {study.name})",
             )
-        fac.params[name] = yamlio.load(text)
+        try:
+            fac.params[name] = yamlio.load(text)
+        except yaml.YAMLError as err:
+            first = str(err).splitlines()[0]
+            raise UsageError(f"--set {name}: {config.shown(text)} is not a YAML value: {first}",
+                             hint="e.g. --set repetitions=1") from err  # fmt: skip
         fac.facts[f"set {name}"] = text
     return fac
 
@@ -96,13 +107,18 @@ def campaign_file(args: argparse.Namespace, study: model.Study) -> Path:
 
 def write_campaign(args: argparse.Namespace, study: model.Study, fac: recipe.Facility) -> Path:
     path = campaign_file(args, study)
+    made = recipe.campaign(study, fac)
+    config.validate(made, source=fac.where)  # valid before it is written (InvalidError names the key)
     text = (
         f"# afkit study run {study.name}: the study's recipe at {fac.where} (made by afkit; "
         "edit the study's sites file, not this)\n"
-    ) + yaml.safe_dump(recipe.campaign(study, fac), sort_keys=False)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, text, mode=0o644)
-    config.load(path)  # the campaign is valid before anything runs (InvalidError names the key)
+    ) + yaml.safe_dump(made, sort_keys=False)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, text, mode=0o644)
+    except OSError as err:
+        raise PrereqError(f"--workdir: cannot write {path}: {err.strerror or err}",
+                          hint="give a --workdir you can write to") from err  # fmt: skip
     # what afkit study page needs to make the page again: where it ran and with which parameters
     write_atomic(path.with_name("facility.json"), json.dumps(asdict(fac), indent=2) + "\n", mode=0o644)
     return path
@@ -207,8 +223,8 @@ def _checked(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Nam
     """RUN after the checks argparse cannot make (--scale positive)."""
 
     def call(args: argparse.Namespace) -> int:
-        if args.scale <= 0:
-            raise UsageError(f"--scale must be positive, got {args.scale}")
+        if not (math.isfinite(args.scale) and args.scale > 0):
+            raise UsageError(f"--scale must be a positive number, got {args.scale}")
         return run(args)
 
     return call

@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-import yaml
-
 from afkit import yamlio
+from afkit.campaign.config import junk, shown
 from afkit.errors import InvalidError, NotFoundError, PrereqError, UsageError
 from afkit.study.model import Study
 
@@ -47,12 +46,12 @@ def from_sites_file(study: Study, path: Path) -> Facility:
             f"sites file not found: {path}",
             hint="give the path of a sites YAML file (docs/studies.md, 'Running a study at your sites')",
         )
-    try:
-        data = yamlio.load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as err:
-        raise InvalidError(f"{path}: not valid YAML: {err}") from err
+    data = yamlio.read(path, "sites")
     if not isinstance(data, dict):
         raise InvalidError(f"{path}: expected a mapping with keys {', '.join(FACILITY_KEYS)}")
+    wrong = junk(data)  # what no campaign holds (keys that are not text, NaN, control characters)
+    if wrong:
+        raise InvalidError(f"{path}: {wrong}", hint="docs/studies.md, 'Running a study at your sites'")
     missing = [k for k in FACILITY_KEYS if k not in data]
     if missing:
         raise InvalidError(
@@ -64,6 +63,17 @@ def from_sites_file(study: Study, path: Path) -> Facility:
         raise InvalidError(
             f"{path}: unknown keys {', '.join(extra)}",
             hint=f"a sites file holds {', '.join(FACILITY_KEYS)} and params",
+        )
+    for key in (*FACILITY_KEYS, "params"):
+        if key == "roles" or (data.get(key) is None and key == "params"):
+            continue
+        if not isinstance(data[key], dict):
+            raise InvalidError(f"{path}: {key}: expected a mapping, not {shown(data[key])}",
+                               hint="docs/studies.md, 'Running a study at your sites'")  # fmt: skip
+    if not isinstance(data["roles"], dict):
+        raise InvalidError(
+            f"{path}: roles: expected a mapping of role to names, not {shown(data['roles'])}",
+            hint=f"roles: {', '.join(study.roles)} (afkit study show {study.name})",
         )
     params = dict(study.params)
     user_params = data.get("params") or {}
@@ -197,6 +207,11 @@ def check_roles(study: Study, fac: Facility) -> None:
                 hint=f"name a {role.kind.replace('-list', ' list')} of the file",
             )
         names = value if isinstance(value, list) else [value]
+        for n in names:
+            if not isinstance(n, str):
+                kind = role.kind.replace("-list", " list")
+                raise InvalidError(f"{fac.where}: roles.{role.name}: {shown(n)} is not a name",
+                                   hint=f"name a {kind} of the file")  # fmt: skip
         if role.kind.endswith("-list") and not isinstance(value, list):
             what = "site" if role.kind == "site-list" else "storage"
             raise InvalidError(f"{fac.where}: roles.{role.name} must be a list of {what} names")

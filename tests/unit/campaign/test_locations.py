@@ -27,6 +27,31 @@ def test_cache_scenario_reads_the_cache(raw: dict[str, Any], make: Any) -> None:
     assert loc.urls == ("root://127.0.0.1:1095//data/hzz/uproot-HZZ.root",)
 
 
+def test_an_absolute_file_below_the_export_is_read_as_the_relative_one(
+    raw: dict[str, Any], make: Any
+) -> None:
+    raw["datasets"]["hzz"]["files"] = ["/data/hzz/uproot-HZZ.root"]  # storage disk's export: /data
+    loc = locations.resolve(make(raw), "far", "hzz", "origin", "copy")
+    assert loc.urls == ("root://127.0.0.1:1094//data/hzz/uproot-HZZ.root",)
+
+
+def test_with_the_export_slash_a_leading_slash_is_the_relative_file(raw: dict[str, Any], make: Any) -> None:
+    raw["storage"]["disk"]["export"] = "/"
+    raw["datasets"]["hzz"]["files"] = ["/hzz/uproot-HZZ.root"]
+    loc = locations.resolve(make(raw), "far", "hzz", "origin", "copy")
+    assert loc.urls == ("root://127.0.0.1:1094//hzz/uproot-HZZ.root",)
+
+
+def test_an_absolute_file_outside_the_export_is_refused_naming_it(raw: dict[str, Any], make: Any) -> None:
+    raw["datasets"]["hzz"]["files"] = ["/hzz/uproot-HZZ.root"]  # not below /data: which was meant?
+    with pytest.raises(InvalidError) as err:
+        make(raw)
+    assert (
+        "datasets.hzz.files[0]: '/hzz/uproot-HZZ.root' is not allowed: use a path below "
+        "storage.disk.export '/data'" in str(err.value)
+    )
+
+
 def test_generated_dataset_lists_its_files(raw: dict[str, Any], make: Any) -> None:
     loc = locations.resolve(make(raw), "far", "gen", "origin", "direct")
     assert loc.urls == (

@@ -20,7 +20,6 @@ import importlib
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from importlib import metadata
 from typing import NoReturn
 
 from afkit import __version__
@@ -77,6 +76,8 @@ def selected_area(argv: Sequence[str]) -> str | None:
 def plugin_register(name: str) -> Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]:
     """The ``register`` of the plugin command NAME (its entry point in ``afkit.commands``); exit 3
     naming what to install when its distribution is not installed or cannot be imported."""
+    from importlib import metadata  # here: a tenth of every other command's start-up
+
     plugin = PLUGINS[name]
     found = metadata.entry_points(group=PLUGIN_GROUP, name=name)
     if not found:

@@ -96,7 +96,7 @@ def test_a_plugin_that_cannot_be_imported_exits_3_with_the_hint(
         assert select == {"group": cli.PLUGIN_GROUP, "name": "federation"}
         return metadata.EntryPoints([broken])
 
-    monkeypatch.setattr(cli.metadata, "entry_points", entry_points)
+    monkeypatch.setattr(metadata, "entry_points", entry_points)
     assert cli.main(["federation", "urls"]) == ExitCode.PREREQ
     err = capsys.readouterr().err
     assert "afkit_no_such_module.cli:register cannot be imported" in err
@@ -116,6 +116,6 @@ def test_the_plugin_registers_through_its_entry_point(monkeypatch: pytest.Monkey
         def load(self) -> object:
             return register
 
-    monkeypatch.setattr(cli.metadata, "entry_points", lambda **_select: [Entry()])
+    monkeypatch.setattr(metadata, "entry_points", lambda **_select: [Entry()])
     assert cli.main(["federation"]) == ExitCode.OK
     assert len(seen) == 1

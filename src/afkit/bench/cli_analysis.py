@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from afkit.bench.analysis import AnalysisConfig, run_analysis
 from afkit.bench.cli_common import add_benchmark, add_multi_benchmark, check_duration, run_multi
 from afkit.bench.multi import split_files
 from afkit.bench.output import public_args, run_benchmark
 from afkit.bench.rootread import READERS, RootReadConfig, check_config, find_root, run_rootread
 from afkit.errors import UsageError
 
+if TYPE_CHECKING:
+    from afkit.bench.analysis import AnalysisConfig
+
 ENGINES = ("uproot", "root")
 
 
 def _config(args: argparse.Namespace, files: list[str]) -> AnalysisConfig | RootReadConfig:
+    # the uproot engine's module is imported here: it imports numpy, a third of the start-up of
+    # every other `afkit bench` command (each read job runs one)
+    from afkit.bench.analysis import AnalysisConfig
+
     if args.engine == "root":
         cfg = RootReadConfig(
             files=files,
@@ -50,6 +56,8 @@ def cmd_analysis(args: argparse.Namespace) -> int:
     cfg = _config(args, args.files)
     if isinstance(cfg, RootReadConfig):
         return run_benchmark(args, lambda writer: run_rootread(cfg, writer))
+    from afkit.bench.analysis import run_analysis
+
     return run_benchmark(args, lambda writer: run_analysis(cfg, writer))
 
 

@@ -12,14 +12,16 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from afkit.bench.analysis import AnalysisConfig
 from afkit.bench.multi import run_clients
 from afkit.bench.output import add_output_options, public_args
 from afkit.bench.readbench import ReadConfig
 from afkit.bench.rootread import RootReadConfig
 from afkit.errors import UsageError
+
+if TYPE_CHECKING:  # afkit.bench.analysis imports numpy: only the analysis benchmark does
+    from afkit.bench.analysis import AnalysisConfig
 
 Options = Callable[[argparse.ArgumentParser], None]
 Handler = Callable[[argparse.Namespace], int]

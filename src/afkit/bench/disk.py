@@ -9,14 +9,13 @@ without privileges for clean pages), so reads come from the device.
 from __future__ import annotations
 
 import os
+import random
 import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NotRequired, TypedDict
-
-import numpy as np
 
 from afkit.bench.devinfo import DeviceInfo, describe
 from afkit.bench.intervals import IntervalCounter
@@ -101,7 +100,7 @@ def drop_cache(path: Path) -> bool:
 
 
 def _seq_write(path: Path, cfg: DiskConfig, writer: JsonlWriter) -> DiskResult:
-    buf = np.random.default_rng(1).bytes(cfg.block)
+    buf = random.Random(1).randbytes(cfg.block)  # incompressible, the same every run (no numpy to import)
     counter = IntervalCounter(lambda rec: writer.write({**rec, "test": "seqwrite"}))
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:

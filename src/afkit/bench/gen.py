@@ -19,13 +19,14 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from afkit.atomic import atomic_path
 from afkit.bench.rootgen import AOD_EVENT_BYTES, events_per_file
 from afkit.errors import UnsafeError, UsageError
+
+if TYPE_CHECKING:  # numpy is imported where data is made: `afkit bench` starts without it
+    import numpy as np
 
 MB = 1_000_000
 CHUNK = 8 << 20
@@ -60,6 +61,8 @@ MODELS = {"aod": AOD}
 
 def _values(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
     """Physics-like values, quantised as experiments store them."""
+    import numpy as np
+
     if kind == "pt":
         return np.round(rng.exponential(12.0, n), 2).astype(np.float32)
     if kind == "eta":
@@ -83,6 +86,7 @@ def _batch(
     model: EventModel, counts: np.ndarray, rng: np.random.Generator, first_event: int
 ) -> dict[str, Any]:
     import awkward as ak
+    import numpy as np
 
     out: dict[str, Any] = {
         "run": np.full(len(counts), 1, dtype=np.int32),
@@ -115,6 +119,7 @@ def _codec(spec: str) -> Any:
 
 def calibrate(model: EventModel, codec: Any, seed: int = 1) -> float:
     """Mean multiplicity per collection that gives ``model.event_bytes`` compressed bytes."""
+    import numpy as np
     import uproot
 
     rng = np.random.default_rng(seed)
@@ -136,6 +141,7 @@ def write_root(
     dest: Path, model: EventModel, events: int, codec: Any, seed: int, force: bool
 ) -> dict[str, Any]:
     """One AOD/ESD-like file of ``events`` events (atomic: temporary name, then rename)."""
+    import numpy as np
     import uproot
 
     _check_dest(dest, force)
@@ -159,6 +165,8 @@ def write_root(
 
 
 def write_random(dest: Path, size: int, seed: int, force: bool) -> None:
+    import numpy as np
+
     _check_dest(dest, force)
     rng = np.random.default_rng(seed)
     with atomic_path(dest) as tmp, tmp.open("wb") as fh:

@@ -7,12 +7,16 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from afkit.campaign import aggregate as agg
-from afkit.campaign import config, current, extrapolate, image, locations, plan, retry, runner, scaling
-from afkit.campaign.rows import read_intervals, read_jobs
 from afkit.errors import AfkitError, ExitCode, NotFoundError, UsageError
+
+if TYPE_CHECKING:
+    from afkit.campaign import aggregate as agg
+    from afkit.campaign import config
+
+# Each command imports what it uses when it runs: `afkit campaign job`, run once per job by every
+# workflow, starts without the schema validator, the planner and the tables (a third of its start-up).
 
 
 def _campaign_arg(p: argparse.ArgumentParser) -> None:
@@ -29,15 +33,21 @@ def _step_campaign_arg(p: argparse.ArgumentParser) -> None:
 
 
 def _step_campaign(args: argparse.Namespace) -> config.Campaign:
+    from afkit.campaign import config
+
     return config.load(args.campaign, args.campaign_dir)
 
 
 def _check_image(c: config.Campaign, *, fetch: bool) -> str:
     """The campaign's image checked once, before any snakemake call (afkit.campaign.image.check_image)."""
+    from afkit.campaign import image
+
     return image.check_image(c.config["image"], base_dir=c.base_dir, results_dir=c.results_dir, fetch=fetch)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from afkit.campaign import config, plan
+
     c = config.load(args.campaign)
     jobs = plan.expand(c)
     note = _check_image(c, fetch=False)
@@ -51,17 +61,23 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_results(args: argparse.Namespace) -> int:
+    from afkit.campaign import config
+
     print(config.load(args.campaign).results_dir)
     return ExitCode.OK
 
 
 def cmd_locations(args: argparse.Namespace) -> int:
+    from afkit.campaign import config, locations
+
     c = config.load(args.campaign)
     print(locations.format_matrix(locations.matrix(c, args.scenario or None)))
     return ExitCode.OK
 
 
 def cmd_jobs(args: argparse.Namespace) -> int:
+    from afkit.campaign import config, plan
+
     c = config.load(args.campaign)
     for j in plan.expand(c):
         print(f"{j.bench}/{j.id}")
@@ -97,6 +113,8 @@ def _after_run(c: config.Campaign, code: int, *, always_report: bool) -> int:
     """Exit code of run/retry; the tables and the report made here when snakemake did not make
     them from every record on disk (another site's call, a retry, an interrupt, a call the
     watchdog stopped)."""
+    from afkit.campaign import image
+
     if code == ExitCode.INTERRUPTED:
         if _records(c) and not _tables_current(c):
             try:
@@ -129,11 +147,15 @@ def _preflight(c: config.Campaign) -> None:
 
 def _records(c: config.Campaign) -> list[Path]:
     """The record files of the planned jobs that are on disk (current or stale)."""
+    from afkit.campaign import current
+
     return [p.record for p in current.planned(c) if p.record.is_file()]
 
 
 def _tables_current(c: config.Campaign) -> bool:
     """jobs.csv holds exactly the records on disk, none newer than it, and the report is newer."""
+    from afkit.campaign import aggregate as agg
+
     out, html = Path(c.layout.jobs_csv), Path(c.layout.report_html)
     records = _records(c)
     if not out.is_file() or not html.is_file():
@@ -146,6 +168,8 @@ def _tables_current(c: config.Campaign) -> bool:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from afkit.campaign import config, runner
+
     c = config.load(args.campaign)
     extra = _snakemake_extra(args)
     if not args.dry_run:
@@ -157,6 +181,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_retry(args: argparse.Namespace) -> int:
+    from afkit.campaign import config, retry, runner
+
     c = config.load(args.campaign)
     extra = _snakemake_extra(args)
     want = {"failed", "missing"} if not (args.failed or args.missing) else (
@@ -194,6 +220,9 @@ def _tables(
     """The tables of the campaign's current records on disk (default RESULTS/aggregate/jobs.csv,
     intervals.csv beside it); a stale record (made from an older spec of its job) is left out, its
     job missing (afkit.campaign.current)."""
+    from afkit.campaign import aggregate as agg
+    from afkit.campaign import current, plan
+
     records, stale = current.records(c)
     if stale:
         print(current.stale_message(stale), file=sys.stderr)
@@ -272,12 +301,17 @@ def _report(c: config.Campaign, *, allow_mixed: bool, grouping: str) -> Path:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from afkit.campaign import config
+
     c = config.load(args.campaign)
     print(_report(c, allow_mixed=args.allow_mixed, grouping=args.grouping))
     return ExitCode.OK
 
 
 def cmd_extrapolate(args: argparse.Namespace) -> int:
+    from afkit.campaign import extrapolate, scaling
+    from afkit.campaign.rows import read_intervals, read_jobs
+
     target = extrapolate.parse_rate(args.target)
     per_job = extrapolate.parse_rate(args.per_job) if args.per_job else None
     per_server = extrapolate.parse_rate(args.per_server) if args.per_server else None
@@ -300,6 +334,7 @@ def cmd_extrapolate(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from afkit.campaign import compare, report
+    from afkit.campaign.rows import read_jobs
 
     base_csv, new_csv = compare.jobs_table(args.base), compare.jobs_table(args.new)
     result = compare.compare(read_jobs(base_csv), read_jobs(new_csv), tolerance=args.tolerance,
@@ -341,6 +376,8 @@ def cmd_config_doc(args: argparse.Namespace) -> int:
 
 
 def _grouping_arg(p: argparse.ArgumentParser) -> None:
+    from afkit.campaign import scaling
+
     p.add_argument(
         "--grouping",
         choices=scaling.GROUPINGS,
@@ -363,6 +400,7 @@ STEPS_EPILOG = (
 
 def _register_steps(cs: Any) -> None:
     """The steps of the workflow that are not jobs, one command each (the rules' ``shell:``)."""
+
     p = cs.add_parser("image", help="the campaign's image (SIF, oras, tag build) -> image.json (rule image)",
                       epilog=STEPS_EPILOG)  # fmt: skip
     _step_campaign_arg(p)

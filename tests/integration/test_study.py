@@ -87,6 +87,13 @@ def as_afkit(line: str, home: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, cwd=home, env=env, capture_output=True, text=True, timeout=900, check=False)
 
 
+def every_claim(verdicts: dict[str, Any], study: str) -> dict[str, dict[str, Any]]:
+    """The claims of a study page's verdicts by id, checked to be exactly STUDY's claims."""
+    got = {c["id"]: c for c in verdicts["claims"]}
+    assert set(got) == {c.id for c in model.load(study).claims}
+    return got
+
+
 def test_gsi_trains_runs_in_the_box_and_judges_every_claim(workdir: Path) -> None:
     proc = run("afkit study run gsi-trains --scale 0.25 --set repetitions=1", workdir)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -94,9 +101,7 @@ def test_gsi_trains_runs_in_the_box_and_judges_every_claim(workdir: Path) -> Non
     page = page if page.is_absolute() else workdir / page
     assert page.name == "index.html" and page.is_file()
     verdicts = json.loads((page.parent / "verdicts.json").read_text())
-    study = model.load("gsi-trains")
-    got = {c["id"]: c for c in verdicts["claims"]}
-    assert set(got) == {c.id for c in study.claims}
+    got = every_claim(verdicts, "gsi-trains")
     assert all(c["status"] in STATUSES and c["measured"] for c in got.values())
     # judged in the box: the server's knee, all servers, the extrapolation (a tiny run may fail them,
     # but never leave them unjudged); no target below a server in the box
@@ -165,7 +170,7 @@ def test_gsi_trains_runs_at_the_users_slurm_and_htcondor_sites(
         page = home / proc.stdout.strip().splitlines()[-1]
         verdicts = json.loads((page.parent / "verdicts.json").read_text())
         assert verdicts["where"] == "my-sites.yaml" and verdicts["scaled"] is False
-        assert {c["id"] for c in verdicts["claims"]} == {c.id for c in model.load("gsi-trains").claims}
+        every_claim(verdicts, "gsi-trains")
         jobs = (page.parent.parent / "aggregate" / "jobs.csv").read_text()
         executor = SITES["sites"][workers]["executor"]  # type: ignore[index]
         assert f",{executor}," in jobs  # the jobs ran on the site's batch system
@@ -186,8 +191,7 @@ def test_fr_alpes_runs_at_the_users_sites_and_judges_every_claim(workdir: Path, 
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         page = home / proc.stdout.strip().splitlines()[-1]
         verdicts = json.loads((page.parent / "verdicts.json").read_text())
-        got = {c["id"]: c for c in verdicts["claims"]}
-        assert set(got) == {c.id for c in model.load("fr-alpes").claims}
+        got = every_claim(verdicts, "fr-alpes")
         # every claim judged (a tiny run may fail one, never leave it unjudged: no job failed)
         assert all(c["status"] in {"pass", "fail"} and c["measured"] for c in got.values()), got
         for figure in ("table1.png", "table2.png", "pairs-sim.png", "pairs-reco.png", "copy-variation.png"):
@@ -210,8 +214,7 @@ def test_dcotf_xcache_runs_in_the_box_and_judges_every_claim(workdir: Path, alic
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     page = workdir / proc.stdout.strip().splitlines()[-1]
     verdicts = json.loads((page.parent / "verdicts.json").read_text())
-    got = {c["id"]: c for c in verdicts["claims"]}
-    assert set(got) == {c.id for c in model.load("dcotf-xcache").claims}
+    got = every_claim(verdicts, "dcotf-xcache")
     assert all(c["status"] in STATUSES and c["measured"] for c in got.values()), got
     # judged in the box (docs/studies.md): a tiny run may fail one, never leave it unjudged
     judged = ("no-cache-wan-cap", "warm-caches-above-wan", "dca-dcotf-similar", "xcache-lower",
@@ -248,8 +251,7 @@ def test_dcotf_xcache_runs_at_the_users_htcondor_site(workdir: Path, alice_root_
         page = home / proc.stdout.strip().splitlines()[-1]
         verdicts = json.loads((page.parent / "verdicts.json").read_text())
         assert verdicts["where"] == "my-sites.yaml" and verdicts["scaled"] is False
-        got = {c["id"]: c for c in verdicts["claims"]}
-        assert set(got) == {c.id for c in model.load("dcotf-xcache").claims}
+        got = every_claim(verdicts, "dcotf-xcache")
         assert all(c["status"] in STATUSES and c["measured"] for c in got.values()), got
         assert got["esd-vs-aod"]["status"] in {"pass", "fail"}, got["esd-vs-aod"]  # no warm read needed
         jobs = (page.parent.parent / "aggregate" / "jobs.csv").read_text()

@@ -18,10 +18,6 @@ ENGINES = ("uproot", "root")
 
 
 def _config(args: argparse.Namespace, files: list[str]) -> AnalysisConfig | RootReadConfig:
-    # the uproot engine's module is imported here: it imports numpy, a third of the start-up of
-    # every other `afkit bench` command (each read job runs one)
-    from afkit.bench.analysis import AnalysisConfig
-
     if args.engine == "root":
         cfg = RootReadConfig(
             files=files,
@@ -36,6 +32,10 @@ def _config(args: argparse.Namespace, files: list[str]) -> AnalysisConfig | Root
         check_config(cfg)
         find_root()  # exit 3 before any output when there is no ROOT
         return cfg
+    # the uproot engine's module is imported here: it imports numpy, a third of the start-up of
+    # every other `afkit bench` command (each read job runs one) and of the ROOT engine's
+    from afkit.bench.analysis import AnalysisConfig
+
     if not args.branch:
         raise UsageError("the uproot engine needs at least one branch: -b BRANCH",
                          hint="or --engine root, which reads every branch when none is named")  # fmt: skip

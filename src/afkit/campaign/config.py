@@ -178,7 +178,12 @@ def load_schema() -> Schema:
     """The campaign schema with the registered executors (afkit.campaign.executors.REGISTRY):
     ``sites.*.executor`` allows their names, in the registry's order, and each one's own site keys
     are site keys. Made once per schema file and registry (read it, never change it)."""
-    return _completed(str(workflow_files().schema), tuple(executors.REGISTRY.items()))[0]
+    return _schema_and_validator()[0]
+
+
+def _schema_and_validator() -> tuple[Schema, Any]:
+    """:func:`load_schema` and its validator, for the schema file and the registry of now."""
+    return _completed(str(workflow_files().schema), tuple(executors.REGISTRY.items()))
 
 
 @functools.lru_cache(maxsize=8)
@@ -514,8 +519,8 @@ def junk(data: Any, where: tuple[str | int, ...] = (), depth: int = 0) -> str | 
             if not isinstance(key, str):
                 return (f"{at}: the key {shown(key)} is not text (YAML reads {shown(key)} as "
                         f"{type(key).__name__}): quote it")  # fmt: skip
-            if _control(key) is not None:
-                return f"{at}: the key {shown(key)} holds the control character {_control(key)!r}"
+            if (bad := _control(key)) is not None:
+                return f"{at}: the key {shown(key)} holds the control character {bad!r}"
             found = junk(value, (*where, key), depth + 1)
             if found:
                 return found
@@ -525,8 +530,8 @@ def junk(data: Any, where: tuple[str | int, ...] = (), depth: int = 0) -> str | 
             if found:
                 return found
     elif isinstance(data, str):
-        if _control(data) is not None:
-            return f"{at}: {shown(data)} holds the control character {_control(data)!r}"
+        if (bad := _control(data)) is not None:
+            return f"{at}: {shown(data)} holds the control character {bad!r}"
     elif isinstance(data, float) and not math.isfinite(data):
         return f"{at}: {data} is not a finite number"
     elif isinstance(data, int) and not isinstance(data, bool) and not -INT_LIMIT < data < INT_LIMIT:
@@ -546,7 +551,7 @@ def validate(raw: Any, *, source: str = "campaign") -> CampaignConfig:
     if wrong:
         raise InvalidError(f"{source}: invalid campaign:\n  {wrong}",
                            hint="fix the key named above (docs/campaigns.md, 'Names')")  # fmt: skip
-    schema, validator = _completed(str(workflow_files().schema), tuple(executors.REGISTRY.items()))
+    schema, validator = _schema_and_validator()
     filled = fill_defaults(copy.deepcopy(raw), schema)
     errors = sorted(validator.iter_errors(filled), key=lambda e: list(map(str, e.absolute_path)))
     problems = [_describe(e) for e in _best_errors(errors)]

@@ -64,9 +64,9 @@ def from_sites_file(study: Study, path: Path) -> Facility:
             f"{path}: unknown keys {', '.join(extra)}",
             hint=f"a sites file holds {', '.join(FACILITY_KEYS)} and params",
         )
-    for key in (*FACILITY_KEYS, "params"):
-        if key == "roles" or (data.get(key) is None and key == "params"):
-            continue
+    mappings = [k for k in FACILITY_KEYS if k != "roles"]  # roles: checked below, with its own hint
+    mappings += ["params"] if data.get("params") is not None else []  # params may be left empty
+    for key in mappings:
         if not isinstance(data[key], dict):
             raise InvalidError(f"{path}: {key}: expected a mapping, not {shown(data[key])}",
                                hint="docs/studies.md, 'Running a study at your sites'")  # fmt: skip

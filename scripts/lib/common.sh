@@ -48,6 +48,18 @@ write_atomic() {
   return "$rc"
 }
 
+# mmdebstrap_private ARGS... : mmdebstrap in a mount namespace of its own. In --mode=root it
+# mounts /proc, /sys and device nodes into the target while it installs (mmdebstrap's
+# setup_mounts); made in this namespace, those mounts would be copied into any mount namespace
+# started meanwhile (the testbed's bwrap, made with private propagation, kept them after
+# mmdebstrap unmounted them here), and a sandbox built beside it would carry sysfs and procfs
+# there: Apptainer's copy of such a sandbox then fails ("archive/tar: missed writing 4096 bytes").
+mmdebstrap_private() {
+  need_cmd mmdebstrap "apt-get install mmdebstrap (make deps does it)"
+  need_cmd unshare "apt-get install util-linux"
+  unshare --mount --propagation private -- mmdebstrap "$@"
+}
+
 # afkit_cache_dir : ${XDG_CACHE_HOME:-~/.cache}/afkit
 afkit_cache_dir() { printf '%s/afkit\n' "${XDG_CACHE_HOME:-$HOME/.cache}"; }
 

@@ -32,10 +32,9 @@ main() {
   [[ -r $list ]] || die "$AFKIT_EX_NOT_FOUND" "package list '$list' not readable"
   [[ ! -e $target ]] || die "$AFKIT_EX_UNSAFE" "target '$target' exists" "give a new path"
   ((EUID == 0)) || die "$AFKIT_EX_PREREQ" "building the rootfs needs root" "run as root"
-  need_cmd mmdebstrap "apt-get install mmdebstrap"
   packages=$(read_packages "$list")
   [[ -n $packages ]] || die "$AFKIT_EX_INVALID" "package list '$list' names no package"
-  mmdebstrap --mode=root --variant=apt --format=directory \
+  mmdebstrap_private --mode=root --variant=apt --format=directory \
     --aptopt='Acquire::Check-Valid-Until "false"' \
     --aptopt='APT::Install-Recommends "false"' \
     --setup-hook="mkdir -p \"\$1/etc/apt/preferences.d\"" \

@@ -105,3 +105,37 @@ cached_minimal() {
   assert [ -d "$AFKIT_BASE_DIR" ]
   assert_equal "$(ls -A "$AFKIT_BASE_DIR")" ""
 }
+
+@test "mkbase runs mmdebstrap in a mount namespace of its own (its /proc and /sys mounts reach no other)" {
+  local bin="$BATS_TEST_TMPDIR/bin"
+  mkdir -p "$bin"
+  # a stand-in that makes the target's tree and records the mount namespace it ran in
+  cat >"$bin/mmdebstrap" <<STUB
+#!/bin/bash
+for a in "\$@"; do [[ \$a == -* || \$a == deb\ * || \$a == trixie ]] || target=\$a; done
+mkdir -p "\$target/dev" "\$target/etc" "\$target/usr/share"
+readlink /proc/self/ns/mnt >"$BATS_TEST_TMPDIR/mmdebstrap-ns"
+STUB
+  chmod +x "$bin/mmdebstrap"
+  PATH="$bin:/usr/bin:/bin" run "$REPO/scripts/mkbase" --sandbox minimal
+  assert_success
+  assert [ -s "$BATS_TEST_TMPDIR/mmdebstrap-ns" ]
+  assert [ "$(cat "$BATS_TEST_TMPDIR/mmdebstrap-ns")" != "$(readlink /proc/self/ns/mnt)" ]
+}
+
+@test "mkbase refuses a sandbox with file systems mounted inside it, before apptainer runs" {
+  local key bin="$BATS_TEST_TMPDIR/bin"
+  key=$(cached_minimal)
+  rm -f "$AFKIT_BASE_DIR/minimal-$key.sif"
+  mkdir -p "$bin" "$AFKIT_BASE_DIR/minimal-$key.sandbox/sys"
+  printf '#!/bin/sh\ntouch "%s/apptainer-ran"\n' "$BATS_TEST_TMPDIR" >"$bin/apptainer"
+  chmod +x "$bin/apptainer"
+  # the mount lives in a namespace of the test's own, gone with it
+  PATH="$bin:/usr/bin:/bin" run unshare --mount --propagation private -- bash -c \
+    'mount -t tmpfs afkit-test "$1/sys" && exec "$2/scripts/mkbase" minimal' _ \
+    "$AFKIT_BASE_DIR/minimal-$key.sandbox" "$REPO"
+  assert_failure 1
+  assert_output --partial "file systems are mounted inside the sandbox"
+  assert_output --partial "minimal-$key.sandbox/sys"
+  assert [ ! -e "$BATS_TEST_TMPDIR/apptainer-ran" ]
+}

@@ -3,6 +3,7 @@
 
 setup() {
   load "$BATS_TEST_DIRNAME/assertions"
+  load "$BATS_TEST_DIRNAME/waiting"
   REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
   export AFKIT_BASE_DIR="$BATS_TEST_TMPDIR/base"
 }
@@ -98,12 +99,12 @@ cached_minimal() {
   mkdir -p "$bin"
   printf '#!/bin/sh\nexit 1\n' >"$bin/mmdebstrap" # the build fails: the EXIT trap cleans up
   chmod +x "$bin/mmdebstrap"
-  export AFKIT_BASE_DIR="$BATS_TEST_TMPDIR/x';touch $BATS_TEST_TMPDIR/pwned;'"
-  PATH="$bin:/usr/bin:/bin" run "$REPO/scripts/mkbase" --sandbox minimal
+  local dir="$BATS_TEST_TMPDIR/x';touch $BATS_TEST_TMPDIR/pwned;'"
+  AFKIT_BASE_DIR=$dir PATH="$bin:/usr/bin:/bin" run "$REPO/scripts/mkbase" --sandbox minimal
   assert_failure
   assert [ ! -e "$BATS_TEST_TMPDIR/pwned" ]
-  assert [ -d "$AFKIT_BASE_DIR" ]
-  assert_equal "$(ls -A "$AFKIT_BASE_DIR")" ""
+  assert [ -d "$dir" ]
+  assert_equal "$(ls -A "$dir")" ".minimal.lock" # the flavour's lock file stays, nothing else
 }
 
 @test "mkbase runs mmdebstrap in a mount namespace of its own (its /proc and /sys mounts reach no other)" {
@@ -131,6 +132,7 @@ STUB
   printf '#!/bin/sh\ntouch "%s/apptainer-ran"\n' "$BATS_TEST_TMPDIR" >"$bin/apptainer"
   chmod +x "$bin/apptainer"
   # the mount lives in a namespace of the test's own, gone with it
+  # shellcheck disable=SC2016  # the inner bash's arguments
   PATH="$bin:/usr/bin:/bin" run unshare --mount --propagation private -- bash -c \
     'mount -t tmpfs afkit-test "$1/sys" && exec "$2/scripts/mkbase" minimal' _ \
     "$AFKIT_BASE_DIR/minimal-$key.sandbox" "$REPO"
@@ -138,4 +140,21 @@ STUB
   assert_output --partial "file systems are mounted inside the sandbox"
   assert_output --partial "minimal-$key.sandbox/sys"
   assert [ ! -e "$BATS_TEST_TMPDIR/apptainer-ran" ]
+}
+
+@test "mkbase waits for another build of the same flavour, then returns the image it left" {
+  local key
+  key=$(cached_minimal)
+  mkfifo "$BATS_TEST_TMPDIR/release"
+  # another build: holds the flavour's lock until the test writes to the fifo
+  flock "$AFKIT_BASE_DIR/.minimal.lock" cat "$BATS_TEST_TMPDIR/release" >/dev/null &
+  # shellcheck disable=SC2016  # the inner bash's argument
+  wait_until 10 bash -c '! flock -n "$1" true' _ "$AFKIT_BASE_DIR/.minimal.lock"
+  PATH=/usr/bin:/bin "$REPO/scripts/mkbase" minimal >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" &
+  local mk=$!
+  wait_until 10 grep -q "another build of 'minimal' is running; waiting for it" "$BATS_TEST_TMPDIR/err"
+  assert [ ! -s "$BATS_TEST_TMPDIR/out" ]
+  echo go >"$BATS_TEST_TMPDIR/release"
+  wait "$mk"
+  assert_equal "$(cat "$BATS_TEST_TMPDIR/out")" "$AFKIT_BASE_DIR/minimal-$key.sif"
 }

@@ -1,0 +1,34 @@
+#!/usr/bin/env bats
+# scripts/run-tests: its deadline (AFKIT_TEST_DEADLINE). The stages themselves are what make test runs.
+
+setup() {
+  load "$BATS_TEST_DIRNAME/assertions"
+  REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+  export AFKIT_REPORTS="$BATS_TEST_TMPDIR/reports"
+}
+
+# run_marked VAR=VALUE... : scripts/run-tests lint, every process of it carrying AFKIT_TEST_MARK
+run_lint_with() {
+  run env AFKIT_TEST_MARK="$BATS_TEST_TMPDIR" "$@" "$REPO/scripts/run-tests" lint
+}
+
+# marked : the processes that still carry this test's AFKIT_TEST_MARK
+marked() {
+  grep -lsaF "AFKIT_TEST_MARK=$BATS_TEST_TMPDIR" /proc/[0-9]*/environ || true
+}
+
+@test "run-tests past AFKIT_TEST_DEADLINE stops what runs, shows its log's end and counts a failed 'deadline'" {
+  run_lint_with AFKIT_TEST_DEADLINE=2
+  assert_failure 1
+  assert_output --partial "the run passed its deadline of 2 s (AFKIT_TEST_DEADLINE): stopping what still runs"
+  assert_output --regexp "tests: [0-9]+ passed, [1-9][0-9]* failed"
+  assert [ -s "$AFKIT_REPORTS/deadline.xml" ]
+  assert_equal "$(marked)" ""
+}
+
+@test "run-tests rejects an AFKIT_TEST_DEADLINE that is not whole seconds" {
+  run_lint_with AFKIT_TEST_DEADLINE=10m
+  assert_failure 2
+  assert_output --partial "AFKIT_TEST_DEADLINE must be whole seconds, not '10m'"
+  assert_equal "$(marked)" ""
+}

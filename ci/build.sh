@@ -17,6 +17,8 @@ the two artifacts of the build job, and prints the SIF path on stdout.
                e.g. docker://almalinux:9; offline runners use localimage:/path/to/base.sif)
   --name NAME  image file name (default: the builder's, 'afkit image name TAG', e.g.
                AliPhysics_vAN-20201018_ROOT6-1)
+The squashfs compression is \$AFKIT_IMAGE_COMPRESSION (a project or runner variable: gzip, zstd,
+lz4 or xz); unset, the builder's default (Apptainer's gzip).
 The image is validated in the validate stage (ci/validate.sh), not here. Run it by hand with the same
 arguments to reproduce a CI build. A tag that does not exist fails with the builder's message.
 
@@ -54,6 +56,7 @@ main() {
   afkit=$(ci_afkit)
   local -a cmd=("$afkit" image build --profile "$profile" --tag "$tag" --output "$output" --name "$name" -y --no-validate)
   [[ -z $base ]] || cmd+=(--base "$base")
+  [[ -z ${AFKIT_IMAGE_COMPRESSION:-} ]] || cmd+=(--compression "$AFKIT_IMAGE_COMPRESSION")
   log "building $tag (profile $profile${base:+, base $base}) into $output/$name.sif"
   local rc=0
   "${cmd[@]}" >/dev/null || rc=$?

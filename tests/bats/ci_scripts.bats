@@ -388,6 +388,13 @@ PY
   assert [ -s "$T/o/AliPhysics_vAN-1.json" ]
 }
 
+@test "build.sh passes AFKIT_IMAGE_COMPRESSION to the builder as --compression" {
+  with_fakes
+  AFKIT_IMAGE_COMPRESSION=lz4 run --separate-stderr "$REPO/ci/build.sh" --profile alice --tag AliPhysics/vAN-1 --output "$T/o"
+  assert_success
+  assert grep -qx "afkit image build --profile alice --tag AliPhysics/vAN-1 --output $T/o --name AliPhysics_vAN-1 -y --no-validate --compression lz4" "$FAKE_LOG/argv"
+}
+
 @test "build.sh: an unknown tag fails with the builder's message and exit code (5)" {
   with_fakes
   run "$REPO/ci/build.sh" --profile alice --tag Missing/v1 --output "$T/o"

@@ -67,6 +67,9 @@ PY
   apptainer push --no-https --authfile "$dir/auth.json" "$dir/image.sif" "$ref" >/dev/null 2>&1
 }
 
+# the builds' squashfs compression (docs/gitlab-ci.md, AFKIT_IMAGE_COMPRESSION): lz4, as in ci_local.bats
+export AFKIT_IMAGE_COMPRESSION=lz4
+
 setup_file() {
   load "$BATS_TEST_DIRNAME/../bats/waiting"
   REPO="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"

@@ -1,6 +1,9 @@
 """Images whose ROOT is the real one (ROOT 6.40.00 from PyPI in the fixture, docs/cvmfs-fixture.md):
-ALICE tags (on the GCC-Toolchain package) and an LCG view (LCG_110, x86_64-el9-gcc12-opt: the
-compiler sourced by its setup.sh from releases/gcc/12.2.0/x86_64-el9). They build, validate
+an ALICE tag (O2Physics, on the GCC-Toolchain package) and an LCG view (LCG_110,
+x86_64-el9-gcc12-opt: the compiler sourced by its setup.sh from releases/gcc/12.2.0/x86_64-el9).
+(The fixture's other real-ROOT tag, AliPhysics/vAN-20251126_ROOT6-1, with the same ROOT and
+toolchain packages, is built and validated in the same run by `make demo`, whose image the
+pytest tests reuse: conftest.py alice_root_sif.) They build, validate
 (ROOT's interpreter runs a macro on a real ROOT file, a reader compiled in the image with the
 toolchain's c++ does the same), and read that file over root:// from the testbed's
 XRootD origin and through an XCache, all with the tag's ROOT (TNetXNG) inside the image under
@@ -33,7 +36,7 @@ from itsupport import mkbase, ok, origin_dataset, require_env, steps_campaign, t
 from test_image_build import REPO, afkit, in_image, manifest
 
 REAL_TAGS = {
-    "alice": ("AliPhysics/vAN-20251126_ROOT6-1", "O2Physics/daily-20251126-0000-1"),
+    "alice": ("O2Physics/daily-20251126-0000-1",),
     "lcg": ("LCG_110",),
 }
 # A release directory of the repository outside the tag's closure: not staged.

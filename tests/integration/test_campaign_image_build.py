@@ -39,7 +39,8 @@ def test_campaign_runs_in_image_built_from_tag(bench_sandbox: Path, data_dir: st
     work = Path(tempfile.mkdtemp(prefix="afkit-campaign-build-", dir="/tmp"))
     try:
         # lz4: what the test needs of the build is its path through the workflow, not gzip's minute
-        image = {"build": {"profile": "alice", "tag": TAG, "base": f"localimage:{bench_sandbox}", "compression": "lz4"}}
+        build = {"profile": "alice", "tag": TAG, "base": f"localimage:{bench_sandbox}", "compression": "lz4"}
+        image = {"build": build}
         cfile = steps_campaign(work, "it-build", image, data_dir, access=("direct", "copy"))
         cfile = cfile.rename(work / "C.yaml")
         (work / "workflows").symlink_to(REPO / "workflows")  # README.md's command, as written

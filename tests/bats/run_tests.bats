@@ -5,9 +5,12 @@ setup() {
   load "$BATS_TEST_DIRNAME/assertions"
   REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
   export AFKIT_REPORTS="$BATS_TEST_TMPDIR/reports"
+  # never the testbed of the make test running this file: CI=true there, and run-tests stops the
+  # testbed at its end in CI when it ran a testbed stage
+  export AFKIT_TESTBED_STATE="$BATS_TEST_TMPDIR/testbed-state"
 }
 
-# run_marked VAR=VALUE... : scripts/run-tests lint, every process of it carrying AFKIT_TEST_MARK
+# run_lint_with VAR=VALUE... : scripts/run-tests lint, every process of it carrying AFKIT_TEST_MARK
 run_lint_with() {
   run env AFKIT_TEST_MARK="$BATS_TEST_TMPDIR" "$@" "$REPO/scripts/run-tests" lint
 }
@@ -31,4 +34,10 @@ marked() {
   assert_failure 2
   assert_output --partial "AFKIT_TEST_DEADLINE must be whole seconds, not '10m'"
   assert_equal "$(marked)" ""
+}
+
+@test "run-tests of host stages in CI leaves the testbed alone (only a testbed stage's run stops it)" {
+  run_lint_with CI=true AFKIT_TEST_DEADLINE=2
+  assert_failure 1
+  refute_output --partial "testbed"
 }

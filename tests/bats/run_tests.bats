@@ -3,6 +3,7 @@
 
 setup() {
   load "$BATS_TEST_DIRNAME/assertions"
+  load "$BATS_TEST_DIRNAME/waiting"
   REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
   export AFKIT_REPORTS="$BATS_TEST_TMPDIR/reports"
   # never the testbed of the make test running this file: CI=true there, and run-tests stops the
@@ -40,4 +41,17 @@ marked() {
   run_lint_with CI=true AFKIT_TEST_DEADLINE=2
   assert_failure 1
   refute_output --partial "testbed"
+}
+
+@test "run-tests stopped by SIGTERM (a cancelled CI job) stops its stages and exits 143" {
+  env AFKIT_TEST_MARK="$BATS_TEST_TMPDIR" "$REPO/scripts/run-tests" lint >"$BATS_TEST_TMPDIR/out" 2>&1 &
+  local pid=$!
+  wait_until 60 test -s "$AFKIT_REPORTS/lint.log" # the stage runs
+  kill -TERM "$pid"
+  local rc=0
+  wait "$pid" || rc=$?
+  assert_equal "$rc" 143
+  run cat "$BATS_TEST_TMPDIR/out"
+  assert_output --partial "interrupted: stopping the stages"
+  assert_equal "$(marked)" ""
 }

@@ -60,6 +60,19 @@ mmdebstrap_private() {
   unshare --mount --propagation private -- mmdebstrap "$@"
 }
 
+# pid_tree PID... : the PIDs and every process below them (children, theirs, ...), one per line.
+pid_tree() {
+  { printf 'm %s\n' "$@"; ps -e -o pid=,ppid= | awk '{ print "p", $1, $2 }'; } | awk '
+    $1 == "m" { inset[$2] = 1; next }
+    { parent[$2] = $3 }
+    END {
+      do { changed = 0
+        for (p in parent) if (!(p in inset) && (parent[p] in inset)) { inset[p] = 1; changed = 1 }
+      } while (changed)
+      for (p in inset) print p
+    }'
+}
+
 # afkit_cache_dir : ${XDG_CACHE_HOME:-~/.cache}/afkit
 afkit_cache_dir() { printf '%s/afkit\n' "${XDG_CACHE_HOME:-$HOME/.cache}"; }
 

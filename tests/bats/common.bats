@@ -38,3 +38,23 @@ common() { bash -c "source '$REPO/scripts/lib/common.sh'; $1"; }
   assert_success
   assert_output "$REPO/.venv"
 }
+
+# tree_is ROOT N : pid_tree ROOT lists N processes
+tree_is() { (($(common "pid_tree $1" | wc -l) == $2)); }
+
+@test "pid_tree: the given process and every one below it, not its siblings" {
+  load "$BATS_TEST_DIRNAME/waiting"
+  # root: a shell with a sleep and a shell below it with its own sleep (4 processes)
+  bash -c 'sleep 30 & bash -c "sleep 30 & wait" & wait' &
+  local root=$! sibling
+  sleep 30 &
+  sibling=$!
+  wait_until 10 tree_is "$root" 4
+  run common "pid_tree $root"
+  # shellcheck disable=SC2046  # one pid per word
+  kill $(printf '%s\n' "${lines[@]}") "$sibling" 2>/dev/null || true
+  assert_success
+  assert_equal "${#lines[@]}" 4
+  assert_line "$root"
+  refute_line "$sibling"
+}

@@ -17,15 +17,15 @@ from itsupport import afkit, mkbase
 
 REAL_ROOT_TAG = "AliPhysics/vAN-20251126_ROOT6-1"  # the fixture's ALICE tag with the real ROOT 6.40
 
-# Modules that must run one after another in one worker: the federation's tests share its sites and
-# WAN links (a test slows or cuts gsi's link and resets it afterwards).
+# Modules that must run one after another in one worker: the tests that slow or cut a site's WAN
+# link (and reset it afterwards) share the federation's sites and links. They are also the ones that
+# run alone (ALONE below). The federation's other modules (its campaigns, its batch workers, the
+# studies) change no link: each is a group of its own, side by side with the rest; their jobs
+# share the federation's batch slots and links, and none of their assertions is a rate.
 SHARED_GROUPS = {
     "test_federation": "federation",
-    "test_federation_campaign": "federation",
     "test_federation_faults": "federation",
     "test_federation_nodes": "federation",
-    "test_federation_workers": "federation",
-    "test_study": "federation",
 }
 
 

@@ -104,20 +104,44 @@ def _names(value: object) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else [str(value)]
 
 
-def judge_claim(claim: Claim, m: Measures) -> Verdict:
+def why_unmeasured(rows: Sequence[JobRow]) -> str:
+    """Why a measure can be missing from what RAN (its sweep), in the reader's words: one
+    repetition (no warm read), scenarios or strides left out, one analysis client count; else that
+    no job of it succeeded."""
+    why = []
+    if rows and not any((r.repetition or 0) > 0 for r in rows):
+        why.append("one repetition, so no warm read of a cache (its first read fills it)")
+    absent = [s for s in ("origin", *CACHES) if s not in {r.scenario for r in rows}]
+    if absent:
+        why.append(f"scenario {', '.join(absent)} not run")
+    strides = {r.stride for r in rows if r.bench == "micro"}
+    if strides and not {"0", "random"} <= strides:
+        why.append("one stride")
+    if len({r.clients for r in rows if r.bench in ("aod", "esd")}) == 1:
+        why.append("one analysis client count")
+    return "this run: " + "; ".join(why) if why else "no successful job of it"
+
+
+def judge_claim(claim: Claim, m: Measures, why: str = "no successful job of it") -> Verdict:
+    """CLAIM judged on the measures M; WHY: why a measure can be missing (why_unmeasured)."""
     c = claim.criterion
     kind = claim.kind
     if kind == "not_here":
         return Verdict(NOT_JUDGEABLE, str(c["reason"]), "not measured here")
     if kind == "agree":
         names = _names(c["measure"])
-        return agree({n: m[n] for n in names if n in m}, ratio_max=float(str(c["ratio_max"])))
+        got = {n: m[n] for n in names if n in m}
+        if len(got) < len(names):
+            missing = [n for n in names if n not in m]
+            return Verdict(NOT_JUDGEABLE, f"not measured: {', '.join(missing)} ({why})",
+                           f"largest / smallest ≤ {c['ratio_max']}")  # fmt: skip
+        return agree(got, ratio_max=float(str(c["ratio_max"])))
     if kind == "order_pair":
         more, fewer = _names(c["more"]), _names(c["fewer"])
         crit = f"{more[0]} > {more[1]} and {fewer[0]} < {fewer[1]}"
         missing = [n for n in (*more, *fewer) if n not in m]
         if missing:
-            return Verdict(NOT_JUDGEABLE, f"not measured: {', '.join(missing)}", crit)
+            return Verdict(NOT_JUDGEABLE, f"not measured: {', '.join(missing)} ({why})", crit)
         ok = m[more[0]] > m[more[1]] and m[fewer[0]] < m[fewer[1]]
         measured = ", ".join(f"{n} {m[n]:.3g}" for n in (*more, *fewer))
         return Verdict(PASS if ok else FAIL, measured, crit, {n: m[n] for n in (*more, *fewer)})
@@ -131,7 +155,7 @@ def judge_claim(claim: Claim, m: Measures) -> Verdict:
         crit = f"each of {', '.join(names)} >= {ratio} x {ref}"
     missing = [n for n in (*names, ref) if n not in m]
     if missing:
-        return Verdict(NOT_JUDGEABLE, f"not measured: {', '.join(missing)} (no successful job of it)", crit)
+        return Verdict(NOT_JUDGEABLE, f"not measured: {', '.join(missing)} ({why})", crit)
     ratios = {n: m[n] / m[ref] if m[ref] > 0 else float("inf") for n in names}
     measured = (
         ", ".join(f"{n} {m[n]:.3g}" for n in names)
@@ -159,8 +183,9 @@ def judge(
         m["wan_rate"] = wan_rate
     failed = {r.bench for r in rows if r.status != "ok"}
     out = {}
+    why = why_unmeasured(rows)
     for claim in study.claims:
-        v = judge_claim(claim, m)
+        v = judge_claim(claim, m, why)
         if v.status != NOT_JUDGEABLE and _benches(claim) & failed:
             v = Verdict(
                 NOT_JUDGEABLE,

@@ -78,3 +78,20 @@ def test_failed_jobs_leave_their_claims_unjudged() -> None:
     rows[0] = JobRow(**{**rows[0].__dict__, "status": "failed"})
     v = verdicts(rows)
     assert v["no-cache-wan-cap"] == "not judgeable"
+
+
+def test_one_repetition_says_there_was_no_warm_read() -> None:
+    rows = [r for r in micro_rows() + analysis_rows() if r.repetition == 0 or r.bench != "micro"]
+    rows = [JobRow(**{**r.__dict__, "repetition": 0}) for r in rows]
+    v, _ = dcotf.judge(model.load("dcotf-xcache"), rows, WAN)
+    for claim in ("warm-caches-above-wan", "dca-dcotf-similar", "xcache-lower", "analysis-dcotf-dca"):
+        assert v[claim].status == "not judgeable"
+        assert "one repetition, so no warm read" in v[claim].measured, v[claim]
+    assert "no successful job" not in v["warm-caches-above-wan"].measured
+
+
+def test_scenarios_left_out_are_named_as_the_reason() -> None:
+    rows = [r for r in micro_rows() + analysis_rows() if r.scenario in ("origin", "dcotf")]
+    v, _ = dcotf.judge(model.load("dcotf-xcache"), rows, WAN)
+    assert v["xcache-lower"].status == "not judgeable"
+    assert "scenario xcache, xcache-dca not run" in v["xcache-lower"].measured, v["xcache-lower"]

@@ -57,7 +57,10 @@ write_atomic() {
 mmdebstrap_private() {
   need_cmd mmdebstrap "apt-get install mmdebstrap (make deps does it)"
   need_cmd unshare "apt-get install util-linux"
-  unshare --mount --propagation private -- mmdebstrap "$@"
+  # dpkg --force-unsafe-io: no fsync of every unpacked file (thousands of packages' files in the
+  # testbed's rootfs); the target is a scratch directory renamed into place only when complete,
+  # so a crash loses nothing that a rebuild would not remake
+  unshare --mount --propagation private -- mmdebstrap --dpkgopt=force-unsafe-io "$@"
 }
 
 # pid_tree PID... : the PIDs and every process below them (children, theirs, ...), one per line.

@@ -124,6 +124,22 @@ STUB
   assert [ "$(cat "$BATS_TEST_TMPDIR/mmdebstrap-ns")" != "$(readlink /proc/self/ns/mnt)" ]
 }
 
+@test "mkbase's mmdebstrap runs dpkg without an fsync of every unpacked file (force-unsafe-io)" {
+  local bin="$BATS_TEST_TMPDIR/bin"
+  mkdir -p "$bin"
+  # a stand-in that makes the target's tree and records its arguments
+  cat >"$bin/mmdebstrap" <<STUB
+#!/bin/bash
+printf '%s\n' "\$@" >"$BATS_TEST_TMPDIR/mmdebstrap-args"
+for a in "\$@"; do [[ \$a == -* || \$a == deb\ * || \$a == trixie ]] || target=\$a; done
+mkdir -p "\$target/dev" "\$target/etc" "\$target/usr/share"
+STUB
+  chmod +x "$bin/mmdebstrap"
+  PATH="$bin:/usr/bin:/bin" run "$REPO/scripts/mkbase" --sandbox minimal
+  assert_success
+  assert grep -qx -- '--dpkgopt=force-unsafe-io' "$BATS_TEST_TMPDIR/mmdebstrap-args"
+}
+
 @test "mkbase refuses a sandbox with file systems mounted inside it, before apptainer runs" {
   local key bin="$BATS_TEST_TMPDIR/bin"
   key=$(cached_minimal)

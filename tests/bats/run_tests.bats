@@ -55,3 +55,22 @@ marked() {
   assert_output --partial "interrupted: stopping the stages"
   assert_equal "$(marked)" ""
 }
+
+@test "run-tests sets the running host stages, every process of theirs, to a CPU priority and back" {
+  # shellcheck source=scripts/run-tests
+  source "$REPO/scripts/run-tests"
+  bash -c 'sleep 300 & sleep 300 & wait' &
+  HOST_PIDS=("$!")
+  wait_until 10 [ "$(pid_tree "${HOST_PIDS[@]}" | wc -l)" -eq 3 ]
+  host_stages_nice 19
+  local nice
+  nice=$(ps -o ni= -p "$(pid_tree "${HOST_PIDS[@]}" | paste -sd,)" | sort -u | tr -d ' ')
+  host_stages_nice 0
+  local back
+  back=$(ps -o ni= -p "$(pid_tree "${HOST_PIDS[@]}" | paste -sd,)" | sort -u | tr -d ' ')
+  local -a pids
+  mapfile -t pids < <(pid_tree "${HOST_PIDS[@]}")
+  kill "${pids[@]}"
+  assert_equal "$nice" 19
+  assert_equal "$back" 0
+}

@@ -106,3 +106,17 @@ def test_test_section_checks_the_environment(tmp_path: Path) -> None:
     assert ok.returncode == 0, ok.stderr
     bad = subprocess.run(["sh", "-c", test_section], env=base_env, capture_output=True, text=True)
     assert bad.returncode != 0 and "ROOTSYS is not set as built" in bad.stderr
+
+
+def test_test_section_skips_the_proofs_the_validator_ran_itself(tmp_path: Path) -> None:
+    """%test runs the proofs (apptainer test); with AFKIT_TEST_PROOFS_CHECKED=1 (the validator,
+    which ran them as checks of their own) only the environment checks."""
+    text = _def(tmp_path, "docker://almalinux:9")
+    env_section, test_section = _section(text, "environment"), _section(text, "test")
+    base_env = {"PATH": "/usr/bin:/bin", "BASEDIR": "x", "LOADEDMODULES": "y"}  # no root-config
+    script = env_section + test_section
+    proofs = subprocess.run(["sh", "-c", script], env=base_env, capture_output=True, text=True)
+    assert proofs.returncode != 0 and "'root-config' failed" in proofs.stderr
+    checked = {**base_env, "AFKIT_TEST_PROOFS_CHECKED": "1"}
+    env_only = subprocess.run(["sh", "-c", script], env=checked, capture_output=True, text=True)
+    assert env_only.returncode == 0, env_only.stderr

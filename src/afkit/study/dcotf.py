@@ -104,6 +104,9 @@ def _names(value: object) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else [str(value)]
 
 
+NO_SUCCESS = "no successful job of it"
+
+
 def why_unmeasured(rows: Sequence[JobRow]) -> str:
     """Why a measure can be missing from what RAN (its sweep), in the reader's words: one
     repetition (no warm read), scenarios or strides left out, one analysis client count; else that
@@ -111,7 +114,8 @@ def why_unmeasured(rows: Sequence[JobRow]) -> str:
     why = []
     if rows and not any((r.repetition or 0) > 0 for r in rows):
         why.append("one repetition, so no warm read of a cache (its first read fills it)")
-    absent = [s for s in ("origin", *CACHES) if s not in {r.scenario for r in rows}]
+    ran = {r.scenario for r in rows}
+    absent = [s for s in ("origin", *CACHES) if s not in ran]
     if absent:
         why.append(f"scenario {', '.join(absent)} not run")
     strides = {r.stride for r in rows if r.bench == "micro"}
@@ -119,10 +123,16 @@ def why_unmeasured(rows: Sequence[JobRow]) -> str:
         why.append("one stride")
     if len({r.clients for r in rows if r.bench in ("aod", "esd")}) == 1:
         why.append("one analysis client count")
-    return "this run: " + "; ".join(why) if why else "no successful job of it"
+    return "this run: " + "; ".join(why) if why else NO_SUCCESS
 
 
-def judge_claim(claim: Claim, m: Measures, why: str = "no successful job of it") -> Verdict:
+def _unmeasured(names: Sequence[str], m: Measures, why: str, crit: str) -> Verdict | None:
+    """NOT_JUDGEABLE naming the measures of NAMES missing from M and WHY; None when all are there."""
+    missing = [n for n in names if n not in m]
+    return Verdict(NOT_JUDGEABLE, f"not measured: {', '.join(missing)} ({why})", crit) if missing else None
+
+
+def judge_claim(claim: Claim, m: Measures, why: str = NO_SUCCESS) -> Verdict:
     """CLAIM judged on the measures M; WHY: why a measure can be missing (why_unmeasured)."""
     c = claim.criterion
     kind = claim.kind
@@ -130,18 +140,13 @@ def judge_claim(claim: Claim, m: Measures, why: str = "no successful job of it")
         return Verdict(NOT_JUDGEABLE, str(c["reason"]), "not measured here")
     if kind == "agree":
         names = _names(c["measure"])
-        got = {n: m[n] for n in names if n in m}
-        if len(got) < len(names):
-            missing = [n for n in names if n not in m]
-            return Verdict(NOT_JUDGEABLE, f"not measured: {', '.join(missing)} ({why})",
-                           f"largest / smallest ≤ {c['ratio_max']}")  # fmt: skip
-        return agree(got, ratio_max=float(str(c["ratio_max"])))
+        v = agree({n: m[n] for n in names if n in m}, ratio_max=float(str(c["ratio_max"])))
+        return _unmeasured(names, m, why, v.criterion) or v
     if kind == "order_pair":
         more, fewer = _names(c["more"]), _names(c["fewer"])
         crit = f"{more[0]} > {more[1]} and {fewer[0]} < {fewer[1]}"
-        missing = [n for n in (*more, *fewer) if n not in m]
-        if missing:
-            return Verdict(NOT_JUDGEABLE, f"not measured: {', '.join(missing)} ({why})", crit)
+        if (unjudged := _unmeasured((*more, *fewer), m, why, crit)) is not None:
+            return unjudged
         ok = m[more[0]] > m[more[1]] and m[fewer[0]] < m[fewer[1]]
         measured = ", ".join(f"{n} {m[n]:.3g}" for n in (*more, *fewer))
         return Verdict(PASS if ok else FAIL, measured, crit, {n: m[n] for n in (*more, *fewer)})
@@ -153,9 +158,8 @@ def judge_claim(claim: Claim, m: Measures, why: str = "no successful job of it")
     else:  # at_least
         ratio = float(str(c["ratio"]))
         crit = f"each of {', '.join(names)} >= {ratio} x {ref}"
-    missing = [n for n in (*names, ref) if n not in m]
-    if missing:
-        return Verdict(NOT_JUDGEABLE, f"not measured: {', '.join(missing)} ({why})", crit)
+    if (unjudged := _unmeasured((*names, ref), m, why, crit)) is not None:
+        return unjudged
     ratios = {n: m[n] / m[ref] if m[ref] > 0 else float("inf") for n in names}
     measured = (
         ", ".join(f"{n} {m[n]:.3g}" for n in names)

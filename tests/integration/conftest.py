@@ -36,8 +36,9 @@ LONGEST_FIRST = ("test_study", "test_image_realroot", "test_campaign_mixed")
 
 
 # Modules whose assertions are about rates and timing on the federation's shaped links (remote
-# against local read speed, the per-second bytes of a fault): they run alone, after the others
-# (scripts/run-tests: -m alone), as a second worker's load on 2 cores would change what they measure.
+# against local read speed, the per-second bytes of a fault): they run alone, before the others
+# (scripts/run-tests: -m alone, the host stages at nice 19 meanwhile), as a second worker's load on
+# 2 cores would change what they measure.
 ALONE = {"test_federation", "test_federation_faults", "test_federation_nodes"}
 
 

@@ -108,13 +108,15 @@ def test_status_and_down_stop_exactly_what_was_started(site: tuple[Path, Path, s
     )
 
 
-def test_up_on_a_busy_port_is_refused(site: tuple[Path, Path, str]) -> None:
-    del site  # only needs the origin to run on its port
+def test_up_on_a_busy_port_is_refused_naming_the_program_there(site: tuple[Path, Path, str]) -> None:
+    state, _data, _url = site  # the origin of that state listens on the port
+    pid = int((state / "origin" / "origin" / "xrootd.pid").read_text())
     other = Path(tempfile.mkdtemp(prefix="afkit-storage-it-", dir="/tmp"))
     other.chmod(0o755)  # the daemons run as the xrootd user
     try:
         proc = afkit("storage", "up", "origin", "--state-dir", str(other), "--data", str(DATA))
         assert proc.returncode == 3 and "already in use" in proc.stderr
+        assert f"pid {pid} (" in proc.stderr and "xrootd" in proc.stderr, proc.stderr
     finally:
         shutil.rmtree(other)
 

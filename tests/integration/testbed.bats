@@ -169,6 +169,13 @@ SUB
   assert_equal "$(cat "$WORK/vanilla.out")" "$(printf 'vanilla-ok\nafkit')"
 }
 
+@test "htcondor: its master left the kernel's ephemeral port range, clear of the tests' fixed ports" {
+  # condor.conf: ENABLE_KERNEL_TUNING = False (linux_kernel_tuning would make it 1024-65535)
+  assert_equal "$(condor_config_val ENABLE_KERNEL_TUNING)" "False"
+  read -r low high </proc/sys/net/ipv4/ip_local_port_range
+  assert_equal "$low $high" "32768 60999"
+}
+
 @test "htcondor: the startd supports SIF and a container-universe job runs in the image" {
   # the testbed's own slots (while the federation is up, its sites' slots are in the pool too)
   run condor_status -const 'AFKIT_SITE =?= undefined' -af HasSingularity HasSIF

@@ -58,6 +58,22 @@ def _cmdline(pid: int) -> list[str]:
     return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
 
 
+def listener(port: int) -> str:
+    """Who listens on PORT (TCP, any address), as ``pid N (command line)``; "" when unknown (no
+    such socket any longer, or its process is not visible to this user)."""
+    import psutil
+
+    try:
+        conns = psutil.net_connections(kind="tcp")
+    except psutil.Error:
+        return ""
+    for conn in conns:
+        if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port and conn.pid:
+            cmd = " ".join(_cmdline(conn.pid))[:200]
+            return f"pid {conn.pid} ({cmd})" if cmd else f"pid {conn.pid}"
+    return ""
+
+
 def read_pid(files: DaemonFiles) -> int | None:
     """The pid in the pidfile if that process is alive and runs *our* config; else None."""
     try:
@@ -154,8 +170,9 @@ def start(name: str, files: DaemonFiles, port: int, timeout: float = PORT_TIMEOU
     if read_pid(files) is not None:
         return int(files.pidfile.read_text())
     if port_open(port):
+        holder = listener(port)
         raise PrereqError(
-            f"port {port} for {name} is already in use by another program",
+            f"port {port} for {name} is already in use by another program{f': {holder}' if holder else ''}",
             hint="stop it, or choose other ports with AFKIT_STORAGE_BASE_PORT",
         )
     stdout = files.log.with_suffix(".out")

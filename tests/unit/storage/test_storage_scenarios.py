@@ -174,6 +174,21 @@ def test_stale_pidfile_never_kills_a_foreign_process(tmp_path: Path) -> None:
     assert not files.pidfile.exists()
 
 
+def test_the_listener_on_a_port_is_named_by_pid_and_command_line() -> None:
+    import socket
+
+    from afkit.storage import daemon as dmn
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        holder = dmn.listener(port)
+    own = Path("/proc/self/cmdline").read_bytes().split(b"\0")[0].decode()
+    assert holder.startswith(f"pid {os.getpid()} ({own}"), holder
+    assert dmn.listener(port) == ""  # closed: nobody listens there
+
+
 def test_url_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["storage", "url", "dcotf", "/a/b.root"]) == 0
     assert capsys.readouterr().out.strip() == url("dcotf", "/a/b.root")

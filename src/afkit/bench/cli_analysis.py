@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from afkit.bench.cli_common import add_benchmark, add_multi_benchmark, check_duration, run_multi
@@ -27,6 +28,7 @@ def _config(args: argparse.Namespace, files: list[str]) -> AnalysisConfig | Root
             work="histogram" if args.fill_hist else "read",
             cache_mb=args.cache_mb,
             duration=args.duration,
+            trace_out=Path(args.trace_out) if getattr(args, "trace_out", None) else None,
             args=public_args(args),
         )
         check_config(cfg)
@@ -36,6 +38,8 @@ def _config(args: argparse.Namespace, files: list[str]) -> AnalysisConfig | Root
     # every other `afkit bench` command (each read job runs one) and of the ROOT engine's
     from afkit.bench.analysis import AnalysisConfig
 
+    if getattr(args, "trace_out", None):
+        raise UsageError("--trace-out needs --engine root (ROOT's TTreePerfStats records the reads)")
     if not args.branch:
         raise UsageError("the uproot engine needs at least one branch: -b BRANCH",
                          hint="or --engine root, which reads every branch when none is named")  # fmt: skip
@@ -99,6 +103,15 @@ def _analysis_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--duration", type=float, help="stop after this many seconds")
 
 
+def _single_options(parser: argparse.ArgumentParser) -> None:
+    _analysis_options(parser)
+    parser.add_argument(
+        "--trace-out", metavar="FILE",
+        help="root engine: record every read of the files (time, offset, length; ROOT's TTreePerfStats) "
+        "here as JSON lines, for 'afkit bench plot'",
+    )  # fmt: skip
+
+
 def register(bsub: Any) -> None:
     add_benchmark(
         bsub,
@@ -109,7 +122,7 @@ def register(bsub: Any) -> None:
         "RDataFrame), and do nothing further (or fill a histogram). Reports events/s and Mbit/s "
         "per wall-clock second and in total, as JSON lines; the root engine adds ROOT's own I/O "
         "figures (bytes read, read calls, vector reads).",
-        options=_analysis_options,
+        options=_single_options,
         func=cmd_analysis,
     )
     add_multi_benchmark(

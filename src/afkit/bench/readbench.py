@@ -18,6 +18,7 @@ from afkit.bench.intervals import IntervalCounter
 from afkit.bench.offsets import BlockPlan, Request
 from afkit.bench.records import JsonlWriter, Provenance, utc_iso
 from afkit.bench.sources import ReadError, Source, is_xrootd_url, open_source
+from afkit.bench.trace import write_trace
 from afkit.bench.units import gbit_per_s, human_bytes
 
 
@@ -175,7 +176,7 @@ def run_read(
     if failure:
         summary["error"] = failure
     if cfg.trace_out is not None:
-        _write_trace(cfg.trace_out, trace)
+        write_trace(cfg.trace_out, trace)
     print(
         f"afkit bench: read {human_bytes(counter.total_bytes)} in {counter.seconds:.2f} s: "
         f"{summary['gbps']:.3f} Gbit/s ({ended_by})",
@@ -288,9 +289,3 @@ def _recover(
             return src.read(*request[0]) if len(request) == 1 else src.vector_read(request)
         except ReadError as again:
             err = again
-
-
-def _write_trace(path: Path, trace: list[tuple[float, int, int]]) -> None:
-    with JsonlWriter(path) as out:
-        for t, offset, length in trace:
-            out.write({"time": round(t, 6), "offset": offset, "length": length})

@@ -28,6 +28,7 @@ from typing import IO, Any
 
 from afkit.bench.intervals import IntervalCounter, Record
 from afkit.bench.records import JsonlWriter, utc_iso
+from afkit.bench.trace import write_trace
 from afkit.bench.units import mbit_per_s
 from afkit.errors import AfkitError, ExitCode, PrereqError, UsageError, ended
 
@@ -51,6 +52,7 @@ class RootReadConfig:
     duration: float | None = None
     interval: float = 1.0
     root_exe: str = ROOT_EXE
+    trace_out: Path | None = None  # every read of the inputs (TTreePerfStats), as JSON lines here
     args: dict[str, Any] = field(default_factory=dict)
 
 
@@ -93,6 +95,7 @@ def config_text(cfg: RootReadConfig, *, wait: bool) -> str:
     lines += [f"reader {cfg.reader}", f"work {cfg.work}", f"width {cfg.interval!r}"]
     lines += [f"cache_mb {-1 if cfg.cache_mb is None else cfg.cache_mb!r}"]
     lines += [f"duration {cfg.duration or 0!r}", f"wait {int(wait)}"]
+    lines += [f"trace {int(cfg.trace_out is not None)}"]
     return "\n".join(lines) + "\n"
 
 
@@ -114,6 +117,7 @@ class Parsed:
     end: float = 0.0
     totals: tuple[int, int] = (0, 0)  # ROOT's bytes read and read calls at the end, all files
     cpu: tuple[float, float] = (0.0, 0.0)  # the process's CPU seconds at the start and the end
+    reads: list[tuple[float, int, int]] = field(default_factory=list)  # (time after, offset, length)
     _last: tuple[int, int, int] = (0, 0, 0)
 
     def _add(self, t: float, nbytes: int, calls: int, events: int) -> None:
@@ -138,7 +142,9 @@ class Parsed:
                                "uncached_read_calls": int(uncached)})  # fmt: skip
             return kind
         words = rest.split()
-        if kind == "error":
+        if kind == "read":
+            self.reads.append((float(words[2]), int(words[0]), int(words[1])))
+        elif kind == "error":
             code, _, message = rest.partition(" ")
             self.error = (int(code), message)
         elif kind == "ready":
@@ -222,6 +228,8 @@ def _summary(cfg: RootReadConfig, parsed: Parsed) -> Record:
     }
     if parsed.hist is not None:
         summary["hist"] = parsed.hist
+    if cfg.trace_out is not None:
+        summary["trace"] = {"file": str(cfg.trace_out), "reads": len(parsed.reads)}
     return summary
 
 
@@ -286,6 +294,8 @@ def run_rootread(
             + " ".join(command(root, config, cfg.reader)),
         )
     summary = _summary(cfg, parsed)
+    if cfg.trace_out is not None:
+        write_trace(cfg.trace_out, parsed.reads)
     print(
         f"afkit bench: {summary['events']} events in {summary['seconds']:.3f} s: "
         f"{summary['events_per_s']:.0f} events/s, {summary['mbps']:.1f} Mbit/s "

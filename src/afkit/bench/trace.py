@@ -4,7 +4,8 @@ Formats read by :func:`load_trace`:
 
 * CSV with a header naming ``offset`` and ``length`` (``time`` optional) or two bare columns;
 * JSON: a list of ``[offset, length]`` pairs or of ``{"offset": .., "length": ..}`` objects;
-* JSON lines of such objects (``afkit bench read --trace-out`` writes these).
+* JSON lines of such objects (``afkit bench read --trace-out`` and ``afkit bench analysis --engine
+  root --trace-out`` write these, with :func:`write_trace`).
 """
 
 from __future__ import annotations
@@ -14,9 +15,12 @@ import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from afkit.errors import InvalidError, NotFoundError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 
 @dataclass(frozen=True)
@@ -92,3 +96,13 @@ def load_trace(path: Path) -> list[TraceEntry]:
             f"trace '{path}' holds no reads", hint="record one with 'afkit bench read --trace-out'"
         )
     return entries
+
+
+def write_trace(path: Path, reads: Iterable[tuple[float, int, int]]) -> None:
+    """PATH (temporary name, then renamed): one JSON line per read, ``{"time", "offset", "length"}``
+    (time: Unix seconds after the read)."""
+    from afkit.bench.records import JsonlWriter
+
+    with JsonlWriter(path) as out:
+        for t, offset, length in reads:
+            out.write({"time": round(t, 6), "offset": offset, "length": length})

@@ -129,6 +129,16 @@ def test_tree_and_hist_lines() -> None:
     assert parsed.error == (5, "no branch 'x' in tree 'events' of 'f.root'")
 
 
+def test_read_lines_become_the_trace_in_order() -> None:
+    parsed, _ = parse(
+        [
+            "afkit-rootread read 30115230 118 1795905544.448935 0.000012",
+            "afkit-rootread read 100 2048 1795905544.449001 0.000020",
+        ]
+    )
+    assert parsed.reads == [(1795905544.448935, 30115230, 118), (1795905544.449001, 100, 2048)]
+
+
 def test_the_configuration_and_the_command() -> None:
     cfg = RootReadConfig(
         files=["a.root", "root://h//b.root"],
@@ -152,7 +162,9 @@ def test_the_configuration_and_the_command() -> None:
         "cache_mb 20",
         "duration 5",
         "wait 1",
+        "trace 0",
     ]
+    assert "trace 1" in config_text(RootReadConfig(files=["a"], branches=[], trace_out=Path("t")), wait=False)
     assert "cache_mb -1" in config_text(RootReadConfig(files=["a"], branches=[]), wait=False)
     cmd = command("/r/bin/root.exe", Path("/tmp/c.txt"))
     assert cmd == ["/r/bin/root.exe", "-b", "-q", "-l", f'{macro_path()}("/tmp/c.txt")']
@@ -333,6 +345,40 @@ def test_root_reads_the_branches_and_reports_its_read_counts(
     assert root["vector_reads"] >= 1  # the TTreeCache fetched the baskets
     assert root["bytes_read"] > summary["bytes"] > 0  # the open's bytes are ROOT's, not the loop's
     assert root["read_calls"] > root["vector_reads"]
+
+
+def test_the_trace_holds_every_read_of_a_basket_without_a_cache(
+    with_root: Path, data_dir: Path, tmp_path: Path
+) -> None:
+    """Without a tree cache each basket of a read branch is one read (TTreePerfStats' offset and
+    length): the trace's reads are exactly the baskets' positions and sizes on disk (uproot's view
+    of the same file: fBasketSeek, fBasketBytes) of Muon_Px and of NMuon, its leaf's counter,
+    which ROOT reads with it."""
+    import uproot
+
+    out, trace = tmp_path / "o.jsonl", tmp_path / "trace.jsonl"
+    proc = root_analysis(str(data_dir / "uproot-HZZ.root"), "-b", "Muon_Px", "--cache-mb", "0",
+                         "--trace-out", str(trace), "-o", str(out))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    _, summary = records_of(out)
+    reads = read_jsonl(trace)
+    with uproot.open(data_dir / "uproot-HZZ.root") as f:
+        baskets = sorted(
+            (int(b.member("fBasketSeek")[i]), int(b.member("fBasketBytes")[i]))
+            for b in (f["events"]["Muon_Px"], f["events"]["NMuon"])
+            for i in range(b.num_baskets)
+        )
+    assert sorted((r["offset"], r["length"]) for r in reads) == baskets
+    assert [r["offset"] for r in reads] == sorted(r["offset"] for r in reads)
+    assert summary["trace"] == {"file": str(trace), "reads": len(reads)}
+    assert all(r["time"] > 1.7e9 for r in reads)
+
+
+def test_trace_out_needs_the_root_engine(data_dir: Path, tmp_path: Path) -> None:
+    proc = afkit_cli("bench", "analysis", str(data_dir / "uproot-HZZ.root"), "-b", "NMuon", "--trace-out",
+                     str(tmp_path / "t.jsonl"))  # fmt: skip
+    assert proc.returncode == 2 and "--trace-out needs --engine root" in proc.stderr
+    assert not (tmp_path / "t.jsonl").exists()
 
 
 def test_histogram_and_rdataframe(with_root: Path, data_dir: Path, tmp_path: Path) -> None:

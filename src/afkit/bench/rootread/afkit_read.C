@@ -7,7 +7,7 @@
 //   file F (repeatable, paths or root:// URLs), tree PATTERN (repeatable), branch B (repeatable;
 //   none: every top-level branch), reader ttree|rdataframe, work read|histogram, cache_mb N
 //   (-1: ROOT's default TTreeCache, 0: no cache), width SECONDS, duration SECONDS (0: no limit),
-//   wait 0|1. No tree pattern: the file's only tree.
+//   wait 0|1, trace 0|1. No tree pattern: the file's only tree.
 //
 // Each input is opened with TFile::Open; every TTree whose key path matches a pattern (shell
 // wildcards that do not cross '/', as fnmatch(3) with FNM_PATHNAME: `DF_*/O2track`, `events`) is
@@ -22,6 +22,14 @@
 //   afkit-rootread hist ENTRIES LOW HIGH BINS
 //   afkit-rootread done T BYTES CALLS EVENTS CPU ENDED_BY
 //   afkit-rootread error CODE MESSAGE             then exit CODE
+//   afkit-rootread read OFFSET LENGTH TIME DURATION   (`trace 1`: each read of a tree's file, after the tree)
+// With `trace 1` a TTreePerfStats watches each tree while it is read (tree/treeplayer/src/
+// TTreePerfStats.cxx: TFile::ReadBuffer calls its FileReadEvent once per read of the file, which
+// stores the read's offset (TFile::GetRelOffset) and length in fGraphIO's y and y-error, as 1e-6 x
+// bytes and 1e-9 x bytes, and the time after it (TTimeStamp) and its duration in fGraphTime's y and
+// y-error; Finish() rescales fGraphTime, so the points are taken before anything calls it). A read
+// of the tree cache is one TFile::ReadBuffers: over root:// one vector read (one record), on a local
+// file ROOT's own reads of its coalesced parts (a record each).
 // BYTES and CALLS are TFile::GetFileBytesRead / GetFileReadCalls (io/io/src/TFile.cxx: every
 // ReadBuffer and every ReadBuffers counts one call; over root:// TNetXNGFile::ReadBuffers is one
 // XRootD vector read, net/netxng/src/TNetXNGFile.cxx). VREADS are the tree cache's transactions
@@ -31,6 +39,7 @@
 #include <fnmatch.h>
 #include <time.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -52,6 +61,8 @@
 #include "TObjArray.h"
 #include "TSystem.h"
 #include "TTree.h"
+#include "TTreePerfStats.h"
+#include "TGraphErrors.h"
 
 namespace afkit_rootread {
 
@@ -60,6 +71,7 @@ struct Config {
    std::string reader = "ttree", work = "read";
    double cacheMB = -1, width = 1, duration = 0;
    bool wait = false; // after opening the inputs: print "ready", wait for a line on stdin
+   bool trace = false; // record every read of each tree's file (TTreePerfStats)
 };
 
 struct State {
@@ -161,6 +173,8 @@ Config ReadConfig(const char *path)
          cfg.duration = std::stod(value);
       else if (key == "wait")
          cfg.wait = value == "1";
+      else if (key == "trace")
+         cfg.trace = value == "1";
       else if (!key.empty())
          Fail(2, "unknown key '" + key + "' in the reader's configuration " + path);
    }
@@ -295,6 +309,17 @@ long long ReadTTree(TTree *t, State &st, const std::string &where)
    return e;
 }
 
+// every read TTreePerfStats recorded: offset and length in bytes, the time after it and its duration
+void PrintReads(TTreePerfStats &perf)
+{
+   TGraphErrors *io = perf.GetGraphIO(), *tm = perf.GetGraphTime();
+   const int n = io->GetN();
+   for (int i = 0; i < n; ++i)
+      std::printf("afkit-rootread read %lld %lld %.6f %.9f\n", std::llround(io->GetY()[i] * 1e6),
+                  std::llround(io->GetEY()[i] * 1e9), tm->GetY()[i], tm->GetEY()[i]);
+   std::fflush(stdout);
+}
+
 // the RDataFrame reader: afkit_read_rdf.C sets it (RDataFrame's headers cost cling a second or
 // more to parse, so the TTree reader's macro does not include them)
 long long (*gReadRDataFrame)(TTree *, State &, const std::string &) = nullptr;
@@ -375,7 +400,12 @@ void afkit_read(const char *config)
    for (auto &[f, trees] : inputs) {
       for (const auto &[path, t] : trees) {
          const std::string where = path + "' of '" + f->GetName();
+         std::unique_ptr<TTreePerfStats> perf;
+         if (st.cfg.trace)
+            perf = std::make_unique<TTreePerfStats>("afkit_trace", t); // sets gPerfStats
          const long long read = rdf ? gReadRDataFrame(t, st, where) : ReadTTree(t, st, where);
+         if (perf)
+            PrintReads(*perf);
          int vreads = 0, uncached = 0;
          long long cached = 0;
          if (auto *cache = f->GetCacheRead(t)) {

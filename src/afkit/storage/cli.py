@@ -18,7 +18,8 @@ from afkit.storage.scenarios import HOST, SCENARIOS, default_origin, get_scenari
 
 
 def _settings(args: argparse.Namespace, scenario: str) -> Settings:
-    root = Path(args.state_dir) if args.state_dir else manager.default_state_root()
+    # absolute: xrootd refuses a relative adminpath ("XrdConfig: adminpath not absolute")
+    root = (Path(args.state_dir) if args.state_dir else manager.default_state_root()).absolute()
     return Settings(
         state_dir=root / scenario,
         origin=getattr(args, "origin", None) or default_origin(),

@@ -99,6 +99,19 @@ def test_dcotf_redirects_to_the_given_host(tmp_path: Path, capsys: pytest.Captur
     assert len(redirects) == 1 and redirects[0].startswith("xrootd.redirect 10.77.2.10:"), redirects
 
 
+def test_a_relative_state_dir_becomes_absolute_in_the_configs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """xrootd refuses a relative adminpath ("XrdConfig: adminpath not absolute")."""
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["storage", "render", "origin", "--state-dir", "state"]) == 0
+    paths = [
+        d for d in _directives(capsys.readouterr().out) if d.startswith(("all.adminpath", "all.pidpath"))
+    ]
+    assert len(paths) == 2
+    assert all(d.split()[1].startswith(f"{tmp_path}/state/origin/origin/") for d in paths), paths
+
+
 @pytest.mark.parametrize(
     "argv", [["xcache", "--redirect-host", "10.77.2.10"], ["dcotf", "--redirect-host", "a b"]]
 )

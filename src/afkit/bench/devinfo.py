@@ -48,7 +48,7 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def _scheduler(text: str | None) -> str | None:
+def scheduler_name(text: str | None) -> str | None:
     """``"mq-deadline kyber [none]"`` → ``"none"``."""
     if not text:
         return text
@@ -82,20 +82,31 @@ def mount_of(path: Path, mountinfo: str | None = None) -> MountInfo:
     return best
 
 
-def queue_of(path: Path, sys_block: Path = SYS_DEV_BLOCK) -> QueueInfo:
-    """Block queue settings of the device holding ``path`` (its parent disk for a partition)."""
+def queue_path(path: Path, sys_block: Path = SYS_DEV_BLOCK) -> Path | None:
+    """The sysfs queue directory of the device holding ``path`` (its parent disk's for a
+    partition); None on a filesystem without a block device."""
     st = os.stat(path)
     dev = sys_block / f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
     if not dev.exists():
-        return {"device": None, "note": "no block device (virtual or network filesystem)"}
+        return None
     real = dev.resolve()
     queue = real / "queue"
     if not queue.is_dir() and (real.parent / "queue").is_dir():
         queue = real.parent / "queue"  # a partition: the disk's queue
+    return queue
+
+
+def queue_of(path: Path, sys_block: Path = SYS_DEV_BLOCK) -> QueueInfo:
+    """Block queue settings of the device holding ``path`` (its parent disk for a partition)."""
+    queue = queue_path(path, sys_block)
+    if queue is None:
+        return {"device": None, "note": "no block device (virtual or network filesystem)"}
+    st = os.stat(path)
+    real = (sys_block / f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}").resolve()
     return {  # QUEUE_KEYS in order
         "device": real.name,
         "read_ahead_kb": _read(queue / "read_ahead_kb"),
-        "scheduler": _scheduler(_read(queue / "scheduler")),
+        "scheduler": scheduler_name(_read(queue / "scheduler")),
         "rotational": _read(queue / "rotational"),
         "nr_requests": _read(queue / "nr_requests"),
         "max_sectors_kb": _read(queue / "max_sectors_kb"),

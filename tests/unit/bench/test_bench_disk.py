@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from afkit import cli
-from afkit.bench.devinfo import _scheduler, describe, mount_of
+from afkit.bench.devinfo import describe, mount_of, scheduler_name
 from afkit.bench.disk import compare
 from afkit.bench.records import read_jsonl
 from afkit.bench.trace import TraceEntry
@@ -28,8 +28,8 @@ def test_mount_of_picks_the_deepest_mount() -> None:
 
 
 def test_scheduler_in_brackets() -> None:
-    assert _scheduler("mq-deadline kyber [none]") == "none"
-    assert _scheduler("[mq-deadline] none") == "mq-deadline"
+    assert scheduler_name("mq-deadline kyber [none]") == "none"
+    assert scheduler_name("[mq-deadline] none") == "mq-deadline"
 
 
 def test_describe_this_host(tmp_path: Path) -> None:

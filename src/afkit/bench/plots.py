@@ -15,9 +15,8 @@ def _save(fig: object, dest: Path) -> None:
         fig.savefig(tmp, dpi=110)  # type: ignore[attr-defined]
 
 
-def plot_trace(entries: list[TraceEntry], outdir: Path, title: str = "", prefix: str = "") -> list[Path]:
-    """Write ``PREFIXoffset_vs_time.png`` and ``PREFIXread_sizes.png`` into ``outdir``; return their
-    paths."""
+def plot_trace(entries: list[TraceEntry], outdir: Path, title: str = "") -> list[Path]:
+    """Write ``offset_vs_time.png`` and ``read_sizes.png`` into ``outdir``; return their paths."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -33,7 +32,7 @@ def plot_trace(entries: list[TraceEntry], outdir: Path, title: str = "", prefix:
     else:
         xs = np.arange(len(entries), dtype=float)
         xlabel = "read number"
-    paths = [outdir / f"{prefix}offset_vs_time.png", outdir / f"{prefix}read_sizes.png"]
+    paths = [outdir / "offset_vs_time.png", outdir / "read_sizes.png"]
 
     fig, ax = plt.subplots(figsize=(8, 4.5))
     ax.scatter(xs, offsets / 2**20, s=2, alpha=0.6)

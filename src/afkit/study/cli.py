@@ -26,7 +26,7 @@ from afkit.atomic import write_atomic
 from afkit.campaign import config
 from afkit.campaign.rows import read_intervals, read_jobs
 from afkit.errors import ExitCode, InvalidError, NotFoundError, PrereqError, UsageError
-from afkit.study import model, page, recipe
+from afkit.study import host, model, page, recipe
 
 DEFAULT_IMAGE = Path("build/bench.sif")
 DEFAULT_WORKDIR = Path("studies")
@@ -75,7 +75,9 @@ def _scaled(params: dict[str, object], scale: float) -> dict[str, object]:
 
 
 def facility(args: argparse.Namespace, study: model.Study) -> recipe.Facility:
-    if args.sites:
+    if study.runner == "host":
+        fac = host.facility(study, args.sites, args.image)
+    elif args.sites:
         fac = recipe.from_sites_file(study, args.sites)
     else:
         image = args.image or Path(str(study.box.get("image", DEFAULT_IMAGE)))
@@ -151,6 +153,8 @@ def make_page(study: model.Study, fac: recipe.Facility, path: Path) -> Path:
 def cmd_run(args: argparse.Namespace) -> int:
     study = model.load(args.name)
     fac = facility(args, study)
+    if study.runner == "host":
+        return host.run(study, fac, args.workdir)
     path = write_campaign(args, study, fac)
     print(f"afkit study: {study.name} at {fac.where}: campaign {path}", file=sys.stderr)
     # a study's benchmarks are measured one after another, as the original measured them: at
@@ -165,6 +169,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_page(args: argparse.Namespace) -> int:
     study = model.load(args.name)
+    if study.runner == "host":
+        print(host.page_again(study, args.workdir))
+        return ExitCode.OK
     path = campaign_file(args, study)
     saved = path.with_name("facility.json")
     if not path.is_file() or not saved.is_file():

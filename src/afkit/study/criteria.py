@@ -16,12 +16,21 @@ fixed thresholds and returns a verdict (pass / fail / not judgeable) with the me
   their midpoints is less than ``ratio_max`` x the reference's spread.
 - ``variation_ratio``: the largest / smallest of one set of durations is at least ``ratio_min`` x
   the largest / smallest of another.
+- ``runtime_cut``: paired runtimes (default, tuned): 1 - median(tuned) / median(default) is at
+  least ``cut_min``.
+- ``share_below``: of a set of sizes, the share under ``bytes`` is at least ``share_min``.
+- ``offset_bands``: reads (time, offset) over a file: the run is cut into ``windows`` equal spans
+  of time; in each span with reads, the sorted offsets split into bands wherever two neighbours lie
+  more than ``gap`` x the file's size apart; the median count over the spans is at most
+  ``bands_max``.
+- ``fewer_reads``: a count with against one without (a cache): their ratio is at most ``ratio_max``.
 - ``all_of``: one verdict from several parts (fail if one fails, not judgeable if one is).
 Standard library only.
 """
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -232,6 +241,76 @@ def variation_ratio(large: Sequence[float], small: Sequence[float], *, ratio_min
     )
     values = {"ratio": ratio, "variation_large": v_large, "variation_small": v_small}
     return Verdict(PASS if ratio >= ratio_min else FAIL, measured, crit, values)
+
+
+def runtime_cut(default: Sequence[float], tuned: Sequence[float], *, cut_min: float) -> Verdict:
+    crit = f"1 - median(tuned) / median(default) ≥ {cut_min:.0%}"
+    if not default or not tuned or min(*default, *tuned) <= 0:
+        return Verdict(
+            NOT_JUDGEABLE, f"{len(default)} default and {len(tuned)} tuned runs: need one each", crit
+        )
+    md, mt = statistics.median(default), statistics.median(tuned)
+    cut = 1.0 - mt / md
+    pairs = [1.0 - t / d for d, t in zip(default, tuned, strict=False)]
+    measured = f"median {md:.4g} s -> {mt:.4g} s: cut {cut:.1%} over {len(default)} + {len(tuned)} runs" + (
+        f" (per pair {min(pairs):.1%} to {max(pairs):.1%})" if len(pairs) > 1 else ""
+    )
+    values = {"cut": cut, "default_s": md, "tuned_s": mt}
+    return Verdict(PASS if cut >= cut_min else FAIL, measured, crit, values)
+
+
+def share_below(sizes: Sequence[float], *, limit: float, share_min: float) -> Verdict:
+    crit = f"share of reads under {limit:g} bytes ≥ {share_min:.0%}"
+    if not sizes:
+        return Verdict(NOT_JUDGEABLE, "no reads recorded", crit)
+    share = sum(s < limit for s in sizes) / len(sizes)
+    median = float(statistics.median(sizes))
+    measured = f"{share:.1%} of {len(sizes)} reads under {limit:g} bytes; median read {median:.0f} bytes"
+    values = {"share": share, "reads": float(len(sizes)), "median_bytes": median}
+    return Verdict(PASS if share >= share_min else FAIL, measured, crit, values)
+
+
+def bands_per_window(reads: Sequence[Point], size: float, *, windows: int, gap: float) -> list[int]:
+    """Per span of time with reads (READS: (time, offset), cut into WINDOWS equal spans), the number
+    of offset bands: neighbours more than GAP x SIZE apart start a new one."""
+    if not reads:
+        return []
+    t0, t1 = min(t for t, _ in reads), max(t for t, _ in reads)
+    width = (t1 - t0) / windows or 1.0
+    spans: dict[int, list[float]] = {}
+    for t, off in reads:
+        spans.setdefault(min(windows - 1, int((t - t0) / width)), []).append(off)
+    counts = []
+    for _k, offs in sorted(spans.items()):
+        offs.sort()
+        counts.append(1 + sum(1 for a, b in itertools.pairwise(offs) if b - a > gap * size))
+    return counts
+
+
+def offset_bands(
+    reads: Sequence[Point], size: float, *, windows: int, gap: float, bands_max: float
+) -> Verdict:
+    crit = (
+        f"median over {windows} spans of time of the offset bands (split at gaps > {gap:.0%} of the file) "
+        f"≤ {bands_max:g}"
+    )
+    counts = bands_per_window(reads, size, windows=windows, gap=gap)
+    if len(counts) < 2 or size <= 0:
+        return Verdict(NOT_JUDGEABLE, f"reads in {len(counts)} spans of time: need 2", crit)
+    med = statistics.median(counts)
+    measured = f"bands per span {', '.join(map(str, counts))}: median {med:g}, at most {max(counts)}"
+    return Verdict(
+        PASS if med <= bands_max else FAIL, measured, crit, {"median_bands": med, "max_bands": max(counts)}
+    )
+
+
+def fewer_reads(with_: int, without: int, *, ratio_max: float) -> Verdict:
+    crit = f"reads with / reads without ≤ {ratio_max:g}"
+    if without <= 0:
+        return Verdict(NOT_JUDGEABLE, "no reads recorded without the cache", crit)
+    ratio = with_ / without
+    measured = f"{with_} reads with, {without} without: ratio {ratio:.2f}"
+    return Verdict(PASS if ratio <= ratio_max else FAIL, measured, crit, {"ratio": ratio})
 
 
 def all_of(parts: Mapping[str, Verdict]) -> Verdict:

@@ -18,6 +18,9 @@ from afkit import yamlio
 from afkit.errors import InvalidError, NotFoundError
 
 ROLE_KINDS = ("site", "site-list", "storage", "storage-list")
+# how a study runs: a campaign of jobs at sites (afkit campaign run), or on the host the command
+# runs on, as root (the disk-server study: afkit.study.diskserver)
+RUNNERS = ("campaign", "host")
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,7 @@ class Study:
     box: dict[str, object]
     recipe: dict[str, object]
     claims: list[Claim] = field(default_factory=list)
+    runner: str = "campaign"
 
     def value(self, key: str) -> float:
         """The original's number KEY (``original.KEY.value``)."""
@@ -117,6 +121,9 @@ def parse(data: object, where: str) -> Study:
             raise InvalidError(f"{where}: claims[{i}].criterion has no kind")
         claims.append(Claim(str(cm["id"]), str(cm["text"]), str(cm.get("original", "")), crit))
     original = {k: _mapping(v, f"{where}: original.{k}") for k, v in _mapping(d["original"], where).items()}
+    runner = str(d.get("runner", "campaign"))
+    if runner not in RUNNERS:
+        raise InvalidError(f"{where}: runner must be one of {', '.join(RUNNERS)}, not {runner!r}")
     return Study(
         name=str(d["name"]),
         title=str(d["title"]),
@@ -127,4 +134,5 @@ def parse(data: object, where: str) -> Study:
         box=_mapping(d["box"], f"{where}: box"),
         recipe=_mapping(d["recipe"], f"{where}: recipe"),
         claims=claims,
+        runner=runner,
     )

@@ -130,3 +130,57 @@ def test_all_of_fails_with_one_failing_part_and_is_unjudged_with_one_unjudged() 
     assert criteria.all_of({"x": ok, "y": bad}).status == criteria.FAIL
     assert criteria.all_of({"x": bad, "y": nj}).status == criteria.NOT_JUDGEABLE
     assert criteria.all_of({"x": ok, "y": bad}).values["y_ratio"] == pytest.approx(0.2)
+
+
+# --- the disk-server study's criteria (prague-diskserver) -------------------------------------------
+
+
+def test_runtime_cut_passes_on_shorter_tuned_runs() -> None:
+    v = criteria.runtime_cut([10.0, 10.4, 9.8], [7.9, 8.1, 7.6], cut_min=0.05)
+    assert v.status == criteria.PASS and v.values["cut"] == pytest.approx(1 - 7.9 / 10.0)
+    assert "per pair" in v.measured
+
+
+def test_runtime_cut_fails_when_tuning_gains_less_than_the_threshold() -> None:
+    assert criteria.runtime_cut([10.0, 10.2], [9.8, 10.1], cut_min=0.05).status == criteria.FAIL
+
+
+def test_runtime_cut_without_runs_of_one_setting_is_not_judgeable() -> None:
+    assert criteria.runtime_cut([10.0], [], cut_min=0.05).status == criteria.NOT_JUDGEABLE
+
+
+def test_share_below_counts_the_reads_under_the_limit() -> None:
+    v = criteria.share_below([100, 200, 2999, 16000], limit=3000, share_min=0.5)
+    assert v.status == criteria.PASS and v.values["share"] == 0.75
+    assert criteria.share_below([100, 16000, 20000], limit=3000, share_min=0.5).status == criteria.FAIL
+
+
+def test_offset_bands_count_the_parts_of_the_file_read_in_each_span_of_time() -> None:
+    size = 1000.0
+    # two spans of time: the first reads two parts (0-20, 500-510), the second three
+    reads = [
+        (0.0, 0),
+        (0.1, 10),
+        (0.2, 20),
+        (0.3, 500),
+        (0.4, 510),
+        (1.1, 100),
+        (1.2, 600),
+        (1.3, 900),
+        (2.0, 910),
+    ]
+    assert criteria.bands_per_window(reads, size, windows=2, gap=0.05) == [2, 3]
+    assert criteria.offset_bands(reads, size, windows=2, gap=0.05, bands_max=3).status == criteria.PASS
+    assert criteria.offset_bands(reads, size, windows=2, gap=0.05, bands_max=2).status == criteria.FAIL
+
+
+def test_offset_bands_of_scattered_reads_fail() -> None:
+    reads = [(i / 100, (i * 37 % 100) * 10.0) for i in range(100)]  # every span reads all over the file
+    v = criteria.offset_bands(reads, 1000.0, windows=10, gap=0.05, bands_max=4)
+    assert v.status == criteria.FAIL and v.values["median_bands"] > 4
+
+
+def test_fewer_reads_is_a_ratio_of_counts() -> None:
+    assert criteria.fewer_reads(300, 1154, ratio_max=0.5).status == criteria.PASS
+    assert criteria.fewer_reads(900, 1154, ratio_max=0.5).status == criteria.FAIL
+    assert criteria.fewer_reads(10, 0, ratio_max=0.5).status == criteria.NOT_JUDGEABLE

@@ -41,6 +41,13 @@ def test_study_show_fr_alpes_prints_its_site_list_roles_and_claims() -> None:
     assert "copy-varies:" in proc.stdout and "'ratio_min': 2.0" in proc.stdout
 
 
+def test_study_show_prague_diskserver_prints_its_parameters_and_claims() -> None:
+    proc = afkit("afkit study show prague-diskserver")
+    assert proc.returncode == 0
+    assert "tuned_read_ahead_kb: 1024" in proc.stdout and "data_dir:" in proc.stdout
+    assert "tuned-reads-faster:" in proc.stdout and "'cut_min': 0.05" in proc.stdout
+
+
 def test_an_unknown_study_is_exit_5_naming_the_studies() -> None:
     proc = afkit("afkit study show nosuch")
     assert proc.returncode == 5

@@ -1,0 +1,313 @@
+"""The disk-server study's run (prague-diskserver): on the disk server itself, as root.
+
+1. The device: a directory on the server's filesystem (``params.data_dir``), or in the box a loop
+   device afkit makes over a file (afkit.bench.blockdev) with ext4 on it.
+2. The data: ``files`` generated files of ``file_mb`` (``afkit bench gen random``), served by an
+   XRootD origin (``afkit storage up origin``) on loopback port ``port``.
+3. Table 2's runs: per repetition both settings (default, tuned; the order alternating), each: the
+   device's read-ahead and scheduler set and read back, the files' pages dropped (and what was
+   left of them in the page cache recorded), then every file read whole through the origin in
+   ``block_kb`` requests (``afkit bench read``), timed. The device's own settings are set back at
+   the end, also after an error or an interrupt.
+4. Figures 10-12's pattern: the image's ROOT writes afkit's ESD-shaped file onto the device
+   (``afkit bench gen esd``) and reads it twice (``afkit bench analysis --engine root
+   --trace-out``), without a tree cache and with ROOT's default one, its pages dropped before each.
+
+Records go to RESULTS/data: ``runs.jsonl`` (one line per timed run), ``pattern-nocache.jsonl`` and
+``pattern-cache.jsonl`` (every read), ``pattern.json`` (the two readers' summaries, the file's
+size) and ``setup.json`` (device, settings before, kernel, image). Everything afkit made (files,
+the origin, the loop device) is taken away at the end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from afkit.atomic import write_atomic
+from afkit.bench import blockdev, devinfo
+from afkit.bench.disk import drop_cache
+from afkit.errors import AfkitError, NotFoundError, PrereqError, UsageError
+from afkit.storage import daemon as dmn
+from afkit.study.model import Study
+from afkit.study.recipe import Facility
+
+MARK = ".afkit-diskserver"  # in the data directory afkit makes on a user's filesystem
+# the loop device's backing file and mount, the origin's state: where the xrootd user (the origin's
+# daemon runs as it) can reach them, whatever the study's working directory is (a private /root)
+PLACE = Path("/var/lib/afkit/study")
+SETTINGS = ("default", "tuned")
+
+
+def _say(text: str) -> None:
+    print(f"afkit study: {text}", file=sys.stderr, flush=True)
+
+
+def _afkit(*argv: str, env: dict[str, str] | None = None) -> str:
+    """stdout of ``afkit ARGV`` (AfkitError with the end of its stderr when it fails)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "afkit", *argv],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise AfkitError(f"afkit {' '.join(argv[:3])} failed: {proc.stderr.strip()[-500:]}")
+    return proc.stdout
+
+
+def _int(fac: Facility, key: str) -> int:
+    try:
+        value = int(str(fac.params[key]))
+    except (KeyError, ValueError) as err:
+        raise UsageError(f"params.{key} must be a whole number, not {fac.params.get(key)!r}") from err
+    if value < 0:
+        raise UsageError(f"params.{key} must not be negative, got {value}")
+    return value
+
+
+def settings(fac: Facility, which: str) -> blockdev.QueueSettings:
+    return blockdev.QueueSettings(_int(fac, f"{which}_read_ahead_kb"), str(fac.params[f"{which}_scheduler"]))
+
+
+@contextlib.contextmanager
+def _interruptible() -> Iterator[None]:
+    """SIGTERM (condor_rm, kill) as an interrupt: the cleanup below runs as for Ctrl-C."""
+
+    def stop(_sig: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+@contextlib.contextmanager
+def _device(fac: Facility, work: Path, need_mb: int) -> Iterator[tuple[Path, dict[str, object]]]:
+    """(a new directory for the data on the device, what the device is)."""
+    given = str(fac.params.get("data_dir") or "")
+    if given:
+        top = Path(given)
+        if not top.is_dir():
+            raise NotFoundError(
+                f"params.data_dir: {top} is not a directory",
+                hint="give a directory on the disk server's filesystem to tune",
+            )
+        data = top / "afkit-prague-diskserver"
+        if data.exists() and not (data / MARK).exists():
+            raise UsageError(f"{data} exists and afkit did not make it", hint="move it away")
+        free = shutil.disk_usage(top).free // 2**20
+        if free < need_mb:
+            raise PrereqError(f"{top} has {free} MB free; the study writes {need_mb} MB there")
+        dmn.check_reachable(dmn.service_user(), top)  # the origin's daemon reads the files there
+        shutil.rmtree(data, ignore_errors=True)  # afkit's own, from a run that was killed
+        data.mkdir()
+        (data / MARK).write_text("made by afkit study run prague-diskserver\n")
+        try:
+            yield data, {"kind": "given", "data_dir": str(top), **devinfo.describe(top)}
+        finally:
+            shutil.rmtree(data, ignore_errors=True)
+        return
+    size_mb = _int(fac, "device_mb") or need_mb + max(64, need_mb // 4)
+    disk = work / "disk"
+    with blockdev.loop_filesystem(disk / "disk.img", size_mb << 20, disk / "mnt") as name:
+        data = disk / "mnt" / "data"
+        data.mkdir()
+        yield (
+            data,
+            {
+                "kind": "loop",
+                "loop": name,
+                "backing": str(disk / "disk.img"),
+                "size_mb": size_mb,
+                "direct_io": True,
+                **devinfo.describe(data),
+            },
+        )
+
+
+@contextlib.contextmanager
+def _origin(data: Path, state: Path, port: int) -> Iterator[str]:
+    """An XRootD origin serving DATA on 127.0.0.1:PORT; yields its URL prefix."""
+    user = dmn.service_user()
+    if user:
+        dmn.give_to(user, data, *data.iterdir())
+    env = {"AFKIT_STORAGE_BASE_PORT": str(port)}
+    state.mkdir(parents=True, exist_ok=True)
+    state.chmod(0o755)  # the daemon runs as the xrootd user
+    _afkit("storage", "up", "origin", "--data", str(data), "--state-dir", str(state), env=env)
+    try:
+        yield f"root://127.0.0.1:{port}/"
+    finally:
+        subprocess.run(
+            [sys.executable, "-m", "afkit", "storage", "down", "all", "--state-dir", str(state)],
+            env={**os.environ, **env},
+            capture_output=True,
+            check=False,
+        )
+
+
+def _dropped(files: list[Path]) -> int:
+    """Drop FILES' pages from the page cache; the bytes of them still cached afterwards."""
+    for f in files:
+        drop_cache(f)
+    return sum(blockdev.resident_bytes(f) for f in files)
+
+
+def _timed_runs(fac: Facility, queue: Path, files: list[Path], base: str, out: Path) -> None:
+    reps, block = _int(fac, "repetitions"), _int(fac, "block_kb")
+    urls = [base + f.name for f in files]  # root://host:port//NAME
+    total = reps * len(SETTINGS)
+    done = 0
+    with (out / "runs.jsonl").open("w", encoding="utf-8") as fh:
+        for rep in range(reps):
+            for which in SETTINGS if rep % 2 == 0 else SETTINGS[::-1]:
+                want = settings(fac, which)
+                got = blockdev.apply(queue, want)
+                left = _dropped(files)
+                start = time.time()
+                text = _afkit("bench", "read", "--no-monitor", "--block", f"{block}KiB", *urls)
+                summary = json.loads(text.strip().splitlines()[-1])
+                record = {
+                    "type": "run",
+                    "rep": rep,
+                    "setting": which,
+                    "seconds": summary["seconds"],
+                    "bytes": summary["bytes"],
+                    "wall_s": round(time.time() - start, 3),
+                    "read_ahead_kb": got.read_ahead_kb,
+                    "scheduler": got.scheduler,
+                    "asked": {"read_ahead_kb": want.read_ahead_kb, "scheduler": want.scheduler},
+                    "cached_bytes_before": left,
+                    "files": len(files),
+                    "block_kb": block,
+                }
+                fh.write(json.dumps(record) + "\n")
+                fh.flush()
+                done += 1
+                _say(
+                    f"run {done}/{total}: {which} (read-ahead {got.read_ahead_kb} KiB, {got.scheduler}): "
+                    f"{summary['seconds']:.2f} s for {summary['bytes'] / 2**20:.0f} MiB"
+                )
+
+
+def _in_image(image: Path, binds: list[Path], *argv: str) -> str:
+    from afkit.campaign.job import AUTO_PYTHON, CONTAINER_PACKAGE, package_dir
+    from afkit.image import apptainer
+
+    cmd = apptainer.exec_command(
+        image,
+        ["/bin/sh", "-c", AUTO_PYTHON, "python", "-m", "afkit", *argv],
+        options=["--cleanenv", "--no-home", "--contain", "--pwd", "/"],
+        binds=[f"{package_dir()}:{CONTAINER_PACKAGE}:ro", *[f"{b}:{b}" for b in binds]],
+        global_options=["-q"],
+    )
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise AfkitError(f"in {image.name}: afkit {' '.join(argv[:3])} failed: {proc.stderr.strip()[-500:]}")
+    return proc.stdout
+
+
+def _pattern(fac: Facility, image: Path, data: Path, out: Path) -> None:
+    where = data / "pattern"
+    _say(f"pattern: the image's ROOT writes a {fac.params['pattern_mb']} MB ESD-shaped file")
+    _in_image(
+        image, [data], "bench", "gen", "esd", "--size", f"{_int(fac, 'pattern_mb')}MB", "--outdir", str(where)
+    )
+    (esd,) = sorted(where.glob("*.root"))
+    summaries: dict[str, Any] = {"file": esd.name, "size": esd.stat().st_size}
+    for name, cache in (("nocache", ["--cache-mb", "0"]), ("cache", [])):
+        left = _dropped([esd])
+        trace = out / f"pattern-{name}.jsonl"
+        text = _in_image(
+            image,
+            [data, out],
+            "bench",
+            "analysis",
+            "--engine",
+            "root",
+            *cache,
+            "--trace-out",
+            str(trace),
+            "--no-monitor",
+            str(esd),
+        )
+        summary = json.loads(text.strip().splitlines()[-1])
+        summaries[name] = {"summary": summary, "cached_bytes_before": left}
+        _say(f"pattern: {name}: {summary.get('trace', {}).get('reads', 0)} reads recorded")
+    write_atomic(out / "pattern.json", json.dumps(summaries, indent=2) + "\n", mode=0o644)
+
+
+def run(study: Study, fac: Facility, out: Path, image: Path | None, work: Path | None = None) -> None:
+    """The study's measurements (module docstring) into OUT; WORK (default PLACE/NAME) holds the
+    loop device's file and mount and the origin's state."""
+    if os.geteuid() != 0:
+        raise PrereqError(
+            f"study {study.name} runs as root on the disk server",
+            hint="it sets the block device's read-ahead and scheduler: run it with sudo",
+        )
+    if image is not None and not image.is_file():
+        raise NotFoundError(
+            f"no image at {image} for the read pattern",
+            hint="make demo links build/alice-root.sif, or give --image SIF",
+        )
+    work = (work or PLACE / study.name).absolute()  # named in xrootd's config
+    out = out.absolute()  # bound into the image
+    files_n, file_mb = _int(fac, "files"), _int(fac, "file_mb")
+    need = files_n * file_mb + (_int(fac, "pattern_mb") * 2 if image else 0)
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("*.json*"):
+        old.unlink()  # a new run: no record of an earlier one stays beside this run's
+    with _interruptible(), _device(fac, work, need) as (data, device):
+        queue = blockdev.queue_dir(data)
+        before = blockdev.read(queue)
+        setup = {
+            "device": device,
+            "queue": str(queue),
+            "before": before.__dict__,
+            "offered": blockdev.schedulers(queue),
+            "kernel": platform.release(),
+            "host": platform.node(),
+            "image": str(image) if image else None,
+        }
+        write_atomic(out / "setup.json", json.dumps(setup, indent=2, default=str) + "\n", mode=0o644)
+        try:
+            _say(f"{files_n} files of {file_mb} MB on {device.get('device') or device.get('loop')}")
+            _afkit(
+                "bench",
+                "gen",
+                "random",
+                "--size",
+                f"{file_mb}MB",
+                "--copies",
+                str(files_n),
+                "--outdir",
+                str(data),
+                "--prefix",
+                "table2",
+            )
+            os.sync()
+            files = sorted(data.glob("table2*"))
+            with _origin(data, work / "storage", _int(fac, "port")) as base:
+                _timed_runs(fac, queue, files, base + "/", out)
+            for f in files:
+                f.unlink()
+            # back from the xrootd user: the image's ROOT writes there
+            os.chown(data, os.getuid(), os.getgid())
+            if image is not None:
+                _pattern(fac, image, data, out)
+        finally:
+            blockdev.apply(queue, before)

@@ -1,0 +1,143 @@
+"""Studies that run on the host the command runs on (``runner: host``, the disk-server study):
+their facility (the box's parameters, or a sites file's ``params`` and ``image``), their run and
+their page. The records and the page go to ``results/study-NAME-v1/`` (``data/``, ``study/``), as a
+campaign study's do; WORKDIR/NAME/facility.json keeps what ``afkit study page`` needs again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+from afkit import yamlio
+from afkit.atomic import write_atomic
+from afkit.campaign.config import shown
+from afkit.errors import ExitCode, InvalidError, NotFoundError
+from afkit.study import page
+from afkit.study.model import Study
+from afkit.study.page import NumberRow
+from afkit.study.recipe import Facility
+
+SITES_KEYS = ("params", "image")
+
+
+def results_dir(study: Study) -> Path:
+    return Path("results") / f"study-{study.name}-v1"
+
+
+def facility(study: Study, sites: Path | None, image: Path | None) -> Facility:
+    """In the box: the study's box parameters and image (IMAGE instead, if given). With SITES: that
+    file's ``params`` (over the study's) and ``image: {sif: PATH}`` (optional: no image, no pattern)."""
+    if sites is None:
+        box_sif = image or Path(str(study.box.get("image", "")))
+        return Facility(
+            image={"sif": str(box_sif)},
+            sites={},
+            storage={},
+            roles={},
+            params=dict(study.box_params),
+            where="this host (the box: a loop device afkit makes)",
+            scaled=True,
+        )
+    if not sites.is_file():
+        raise NotFoundError(f"sites file not found: {sites}", hint="docs/studies.md, 'The disk-server study'")
+    data = yamlio.read(sites, "sites")
+    if not isinstance(data, dict):
+        raise InvalidError(f"{sites}: expected a mapping with keys {', '.join(SITES_KEYS)}")
+    extra = sorted(set(data) - set(SITES_KEYS))
+    if extra:
+        raise InvalidError(
+            f"{sites}: unknown keys {', '.join(map(str, extra))}",
+            hint=f"study {study.name} runs on this host: its sites file holds params and image",
+        )
+    params = dict(study.params)
+    given = data.get("params") or {}
+    if not isinstance(given, dict):
+        raise InvalidError(f"{sites}: params: expected a mapping, not {shown(given)}")
+    unknown = sorted(set(given) - set(params))
+    if unknown:
+        raise InvalidError(
+            f"{sites}: params: unknown {', '.join(map(str, unknown))}",
+            hint=f"parameters: {', '.join(params)} (afkit study show {study.name})",
+        )
+    params.update(given)
+    img = data.get("image") or {}
+    if not isinstance(img, dict):
+        raise InvalidError(f"{sites}: image: expected a mapping with sif, not {shown(img)}")
+    sif = image or (Path(str(img["sif"])) if img.get("sif") else None)
+    return Facility(
+        image={"sif": str(sif)} if sif else {},
+        sites={},
+        storage={},
+        roles={},
+        params=params,
+        where=str(sites),
+    )
+
+
+def run(study: Study, fac: Facility, workdir: Path) -> int:
+    """Measure (afkit.study.diskserver), then write the page; the exit code."""
+    from afkit.study import diskserver
+
+    work = workdir / study.name
+    results = results_dir(study)
+    fac.facts["results"] = str(results.resolve())
+    work.mkdir(parents=True, exist_ok=True)
+    write_atomic(work / "facility.json", json.dumps(asdict(fac), indent=2) + "\n", mode=0o644)
+    sif = fac.image.get("sif")
+    try:
+        diskserver.run(study, fac, results / "data", Path(str(sif)) if sif else None)
+    except KeyboardInterrupt:
+        print("afkit study: interrupted; the device's settings are set back", flush=True)
+        return ExitCode.INTERRUPTED
+    print(make_page(study, fac, results))
+    return ExitCode.OK
+
+
+def page_again(study: Study, workdir: Path) -> Path:
+    saved = workdir / study.name / "facility.json"
+    if not saved.is_file():
+        raise NotFoundError(
+            f"study {study.name} has not been run here ({saved} does not exist)",
+            hint=f"afkit study run {study.name}",
+        )
+    fac = Facility(**json.loads(saved.read_text(encoding="utf-8")))
+    return make_page(study, fac, Path(str(fac.facts.get("results", results_dir(study)))))
+
+
+def _image_provenance(fac: Facility) -> tuple[str, str]:
+    """(sha256, tag) of the facility's image from its builder's manifest beside it, else ('', '')."""
+    sif = fac.image.get("sif")
+    if not sif:
+        return "", ""
+    manifest = Path(str(sif)).resolve().with_suffix(".json")
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "", ""
+    return str(data.get("sif_sha256", "")), str(data.get("tag", ""))
+
+
+def make_page(study: Study, fac: Facility, results: Path) -> Path:
+    from afkit.study import prague, prague_figures
+
+    m = prague.load(results / "data")
+    if not m.runs and not m.traces:
+        raise NotFoundError(
+            f"no records of study {study.name} in {results / 'data'}",
+            hint=f"run it first: afkit study run {study.name}",
+        )
+    verdicts = prague.judge(study, m)
+    numbers = [NumberRow(*n) for n in prague.numbers(study, m, verdicts)]
+    out = results / "study"
+    for old in out.glob("*.png"):  # the page's own figures of an earlier page: drawn again below
+        old.unlink()
+    figures = prague_figures.write_all(study, m, out)
+    conf = hashlib.sha256(json.dumps(fac.params, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    sha, tag = _image_provenance(fac)
+    prov = page.provenance(f"study-{study.name}", conf, sha, tag)
+    prov["device"] = json.dumps(m.setup.get("device", {}), default=str)[:400]
+    prov["kernel"] = str(m.setup.get("kernel", ""))
+    return page.render(study, fac, verdicts, numbers, figures, prov, out)

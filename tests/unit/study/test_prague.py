@@ -1,0 +1,150 @@
+"""The disk-server study (prague-diskserver) judged on recorded-shaped data: runs and read traces as
+afkit.study.diskserver writes them, including data where each claim must fail; its sites file; its
+page."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from afkit.errors import InvalidError
+from afkit.study import criteria, host, model, prague
+
+STUDY = model.load("prague-diskserver")
+
+
+def _runs(default: list[float], tuned: list[float], tuned_ra: int = 1024) -> list[dict[str, object]]:
+    runs: list[dict[str, object]] = []
+    for rep, (d, t) in enumerate(zip(default, tuned, strict=True)):
+        runs.append({"type": "run", "rep": rep, "setting": "default", "seconds": d, "read_ahead_kb": 128,
+                     "scheduler": "bfq", "asked": {"read_ahead_kb": 128, "scheduler": "bfq"}})  # fmt: skip
+        runs.append({"type": "run", "rep": rep, "setting": "tuned", "seconds": t, "read_ahead_kb": tuned_ra,
+                     "scheduler": "none", "asked": {"read_ahead_kb": 1024, "scheduler": "none"}})  # fmt: skip
+    return runs
+
+
+def _trace(path: Path, reads: list[tuple[float, int, int]]) -> None:
+    path.write_text("".join(json.dumps({"time": t, "offset": o, "length": n}) + "\n" for t, o, n in reads))
+
+
+def recorded(tmp_path: Path, *, tuned: list[float], small: bool = True, tuned_ra: int = 1024) -> Path:
+    """RESULTS with data/ as a run leaves it: three pairs of runs, a 64 MB file's two traces (the
+    uncached one's reads in two bands at any time: the entries' baskets and the small branches'
+    region at 30 MB)."""
+    data = tmp_path / "results" / "data"
+    data.mkdir(parents=True)
+    (data / "runs.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in _runs([10.0, 10.3, 9.9], tuned, tuned_ra))
+    )
+    size = 64_000_000
+    nocache = []
+    for i in range(1000):
+        t = 100.0 + i * 0.002
+        main = int(i / 1000 * 60_000_000)
+        nocache.append((t, main, 150 if small and i % 3 else 20_000))
+        if i % 10 == 0:
+            nocache.append((t + 0.001, 30_000_000 + i * 100, 200))
+    _trace(data / "pattern-nocache.jsonl", nocache)
+    _trace(data / "pattern-cache.jsonl", [(100.0 + i * 0.01, i * 200_000, 160_000) for i in range(300)])
+    (data / "pattern.json").write_text(json.dumps({"file": "esd-000.root", "size": size}))
+    (data / "setup.json").write_text(json.dumps({"device": {"loop": "loop0"}, "kernel": "6.18"}))
+    return tmp_path / "results"
+
+
+def test_a_recorded_run_passes_every_claim(tmp_path: Path) -> None:
+    m = prague.load(recorded(tmp_path, tuned=[7.8, 7.9, 7.5]) / "data")
+    v = prague.judge(STUDY, m)
+    assert {k: x.status for k, x in v.items()} == {
+        "tuned-reads-faster": criteria.PASS,
+        "small-reads": criteria.PASS,
+        "few-regions": criteria.PASS,
+        "cache-fewer-reads": criteria.PASS,
+    }
+    assert v["tuned-reads-faster"].values["cut"] == pytest.approx(1 - 7.8 / 10.0)
+    assert v["few-regions"].values["median_bands"] == 2
+
+
+def test_tuning_that_does_not_help_fails_and_big_reads_fail(tmp_path: Path) -> None:
+    m = prague.load(recorded(tmp_path, tuned=[10.1, 10.0, 10.2], small=False) / "data")
+    v = prague.judge(STUDY, m)
+    assert v["tuned-reads-faster"].status == criteria.FAIL
+    assert v["small-reads"].status == criteria.FAIL
+
+
+def test_a_setting_the_device_did_not_take_is_not_judgeable_and_shows_the_measurement(tmp_path: Path) -> None:
+    m = prague.load(recorded(tmp_path, tuned=[7.8, 7.9, 7.5], tuned_ra=128) / "data")
+    v = prague.judge(STUDY, m)["tuned-reads-faster"]
+    assert v.status == criteria.NOT_JUDGEABLE
+    assert "read_ahead_kb 128 (asked 1024)" in v.measured and "Measured: median" in v.measured
+
+
+def test_without_a_trace_the_pattern_claims_are_not_judgeable_saying_why(tmp_path: Path) -> None:
+    results = recorded(tmp_path, tuned=[7.8, 7.9, 7.5])
+    for name in ("pattern-nocache.jsonl", "pattern-cache.jsonl"):
+        (results / "data" / name).unlink()
+    v = prague.judge(STUDY, prague.load(results / "data"))
+    for claim in ("small-reads", "few-regions", "cache-fewer-reads"):
+        assert v[claim].status == criteria.NOT_JUDGEABLE and "--image" in v[claim].measured
+    assert v["tuned-reads-faster"].status == criteria.PASS
+
+
+def test_the_originals_table2_passes_its_own_criterion() -> None:
+    cuts = prague.original_cuts(STUDY)
+    assert [round(c, 3) for c in cuts] == [0.211, 0.219, 0.274, 0.231, 0.231]
+
+
+def test_the_page_shows_every_claim_the_numbers_and_the_figures(tmp_path: Path) -> None:
+    results = recorded(tmp_path, tuned=[7.8, 7.9, 7.5])
+    fac = host.facility(STUDY, None, tmp_path / "none.sif")
+    page = host.make_page(STUDY, fac, results)
+    html = page.read_text()
+    assert html.count("class='pass'") == 4
+    assert "21.1%-27.4%" in html and "22.0% (median)" in html
+    for name in ("table2.png", "fig10-nocache.png", "fig11-nocache.png", "fig12-nocache.png"):
+        assert (page.parent / name).stat().st_size > 1000, name
+    verdicts = json.loads((page.parent / "verdicts.json").read_text())
+    assert verdicts["study"] == "prague-diskserver" and verdicts["provenance"]["kernel"] == "6.18"
+
+
+def test_a_sites_file_gives_the_servers_directory_and_image(tmp_path: Path) -> None:
+    sites = tmp_path / "server.yaml"
+    sites.write_text("params:\n  data_dir: /data/xrootd\n  files: 16\nimage:\n  sif: /images/tag.sif\n")
+    fac = host.facility(STUDY, sites, None)
+    assert fac.params["data_dir"] == "/data/xrootd" and fac.params["files"] == 16
+    assert fac.params["file_mb"] == STUDY.params["file_mb"] and fac.image == {"sif": "/images/tag.sif"}
+    assert not fac.scaled
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [("sites: {}\n", "unknown keys sites"), ("params:\n  stripe: 4\n", "params: unknown stripe")],
+)
+def test_a_sites_file_with_what_the_study_lacks_is_refused(tmp_path: Path, text: str, says: str) -> None:
+    sites = tmp_path / "server.yaml"
+    sites.write_text(text)
+    with pytest.raises(InvalidError, match=says):
+        host.facility(STUDY, sites, None)
+
+
+def test_a_study_file_with_an_unknown_runner_is_refused() -> None:
+    raw = {"name": "x", "title": "x", "source": {}, "original": {}, "roles": {}, "params": {}, "box": {},
+           "recipe": {}, "claims": [], "runner": "cluster"}  # fmt: skip
+    with pytest.raises(InvalidError, match="runner must be one of campaign, host"):
+        model.parse(raw, "x.yaml")
+
+
+def test_the_run_as_another_user_than_root_is_exit_3_before_anything_is_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from afkit.errors import ExitCode, PrereqError
+    from afkit.study import diskserver
+
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    fac = host.facility(STUDY, None, None)
+    with pytest.raises(PrereqError, match="runs as root on the disk server") as err:
+        diskserver.run(STUDY, fac, tmp_path / "results" / "data", None, tmp_path / "work")
+    assert err.value.code == ExitCode.PREREQ
+    assert not (tmp_path / "results").exists() and not (tmp_path / "work").exists()

@@ -43,7 +43,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     s = model.load(args.name)
     print(f"{s.name}: {s.title}\n  by {s.source.get('authors', '')}")
     print(textwrap.indent(textwrap.fill(str(s.source.get("what", "")), 96), "  "))
-    print("roles (a sites file's 'roles'):")
+    if s.runner == "host":
+        print("runs on the host the command runs on, as root (a sites file holds 'params' and 'image')")
+    else:
+        print("roles (a sites file's 'roles'):")
     for r in s.roles.values():
         print(f"  {r.name:10s} {r.kind:13s} {'(optional) ' if r.optional else ''}{r.doc}")
     print("parameters at your sites (a sites file's 'params' may change them):")

@@ -45,6 +45,7 @@ def test_study_show_prague_diskserver_prints_its_parameters_and_claims() -> None
     proc = afkit("afkit study show prague-diskserver")
     assert proc.returncode == 0
     assert "tuned_read_ahead_kb: 1024" in proc.stdout and "data_dir:" in proc.stdout
+    assert "runs on the host the command runs on, as root" in proc.stdout and "roles" not in proc.stdout
     assert "tuned-reads-faster:" in proc.stdout and "'cut_min': 0.05" in proc.stdout
 
 

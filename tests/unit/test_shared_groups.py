@@ -32,3 +32,14 @@ def test_the_scheduler_puts_a_groups_tests_in_one_scope(
     assert sched.numnodes == 2
     assert sched._split_scope("tests/unit/a.py::test_x") == sched._split_scope("tests/unit/a.py::test_y")
     assert sched._split_scope("tests/unit/a.py::test_x") != sched._split_scope("tests/unit/b.py::test_x")
+
+
+def test_the_integration_groups_handed_out_first_name_modules_that_exist() -> None:
+    """tests/integration/conftest.py's LONGEST_FIRST: a renamed module would lose its place at the
+    front of the queue (and run on alone at the end of make test)."""
+    integration = UNIT.parent / "integration"
+    text = (integration / "conftest.py").read_text(encoding="utf-8")
+    block = text.split("LONGEST_FIRST = (", 1)[1].split(")", 1)[0]
+    names = [w.strip().strip('",') for w in block.split() if w.strip().strip('",')]
+    assert len(names) >= 3 and len(set(names)) == len(names)
+    assert [n for n in names if not (integration / f"{n}.py").is_file()] == []

@@ -9,13 +9,11 @@ study page into the campaign's results (docs/studies.md).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import subprocess
 import sys
 import textwrap
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -124,8 +122,7 @@ def write_campaign(args: argparse.Namespace, study: model.Study, fac: recipe.Fac
     except OSError as err:
         raise PrereqError(f"--workdir: cannot write {path}: {err.strerror or err}",
                           hint="give a --workdir you can write to") from err  # fmt: skip
-    # what afkit study page needs to make the page again: where it ran and with which parameters
-    write_atomic(path.with_name("facility.json"), json.dumps(asdict(fac), indent=2) + "\n", mode=0o644)
+    recipe.save(fac, path.with_name("facility.json"))
     return path
 
 
@@ -182,8 +179,7 @@ def cmd_page(args: argparse.Namespace) -> int:
             f"study {study.name} has not been run here ({path} does not exist)",
             hint=f"afkit study run {study.name}",
         )
-    fac = recipe.Facility(**json.loads(saved.read_text(encoding="utf-8")))
-    print(make_page(study, fac, path))
+    print(make_page(study, recipe.saved(study, saved), path))
     return ExitCode.OK
 
 

@@ -67,6 +67,11 @@ def _afkit(*argv: str, env: dict[str, str] | None = None) -> str:
     return proc.stdout
 
 
+def _summary(stdout: str) -> dict[str, Any]:
+    """The summary an ``afkit bench`` command prints as its last line of output."""
+    return dict(json.loads(stdout.strip().splitlines()[-1]))
+
+
 def _int(fac: Facility, key: str) -> int:
     try:
         value = int(str(fac.params[key]))
@@ -180,7 +185,7 @@ def _timed_runs(fac: Facility, queue: Path, files: list[Path], base: str, out: P
                 left = _dropped(files)
                 start = time.time()
                 text = _afkit("bench", "read", "--no-monitor", "--block", f"{block}KiB", *urls)
-                summary = json.loads(text.strip().splitlines()[-1])
+                summary = _summary(text)
                 record = {
                     "type": "run",
                     "rep": rep,
@@ -245,7 +250,7 @@ def _pattern(fac: Facility, image: Path, data: Path, out: Path) -> None:
             "--no-monitor",
             str(esd),
         )
-        summary = json.loads(text.strip().splitlines()[-1])
+        summary = _summary(text)
         summaries[name] = {"summary": summary, "cached_bytes_before": left}
         _say(f"pattern: {name}: {summary.get('trace', {}).get('reads', 0)} reads recorded")
     write_atomic(out / "pattern.json", json.dumps(summaries, indent=2) + "\n", mode=0o644)

@@ -8,17 +8,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict
 from pathlib import Path
 
 from afkit import yamlio
-from afkit.atomic import write_atomic
 from afkit.campaign.config import shown
 from afkit.errors import ExitCode, InvalidError, NotFoundError
 from afkit.study import page
 from afkit.study.model import Study
 from afkit.study.page import NumberRow
-from afkit.study.recipe import Facility
+from afkit.study.recipe import Facility, merged_params, save, saved
 
 SITES_KEYS = ("params", "image")
 
@@ -52,17 +50,7 @@ def facility(study: Study, sites: Path | None, image: Path | None) -> Facility:
             f"{sites}: unknown keys {', '.join(map(str, extra))}",
             hint=f"study {study.name} runs on this host: its sites file holds params and image",
         )
-    params = dict(study.params)
-    given = data.get("params") or {}
-    if not isinstance(given, dict):
-        raise InvalidError(f"{sites}: params: expected a mapping, not {shown(given)}")
-    unknown = sorted(set(given) - set(params))
-    if unknown:
-        raise InvalidError(
-            f"{sites}: params: unknown {', '.join(map(str, unknown))}",
-            hint=f"parameters: {', '.join(params)} (afkit study show {study.name})",
-        )
-    params.update(given)
+    params = merged_params(study, data.get("params"), str(sites))
     img = data.get("image") or {}
     if not isinstance(img, dict):
         raise InvalidError(f"{sites}: image: expected a mapping with sif, not {shown(img)}")
@@ -85,7 +73,7 @@ def run(study: Study, fac: Facility, workdir: Path) -> int:
     results = results_dir(study)
     fac.facts["results"] = str(results.resolve())
     work.mkdir(parents=True, exist_ok=True)
-    write_atomic(work / "facility.json", json.dumps(asdict(fac), indent=2) + "\n", mode=0o644)
+    save(fac, work / "facility.json")
     sif = fac.image.get("sif")
     try:
         diskserver.run(study, fac, results / "data", Path(str(sif)) if sif else None)
@@ -97,13 +85,7 @@ def run(study: Study, fac: Facility, workdir: Path) -> int:
 
 
 def page_again(study: Study, workdir: Path) -> Path:
-    saved = workdir / study.name / "facility.json"
-    if not saved.is_file():
-        raise NotFoundError(
-            f"study {study.name} has not been run here ({saved} does not exist)",
-            hint=f"afkit study run {study.name}",
-        )
-    fac = Facility(**json.loads(saved.read_text(encoding="utf-8")))
+    fac = saved(study, workdir / study.name / "facility.json")
     return make_page(study, fac, Path(str(fac.facts.get("results", results_dir(study)))))
 
 

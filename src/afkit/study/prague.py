@@ -14,6 +14,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from afkit.bench.records import read_jsonl
 from afkit.bench.trace import TraceEntry, load_trace
 from afkit.study import criteria
 from afkit.study.criteria import NOT_JUDGEABLE, Verdict
@@ -52,7 +53,7 @@ def load(data: Path) -> Measured:
     m = Measured()
     runs = data / "runs.jsonl"
     if runs.is_file():
-        m.runs = [json.loads(line) for line in runs.read_text(encoding="utf-8").splitlines() if line.strip()]
+        m.runs = read_jsonl(runs)
     for name in ("nocache", "cache"):
         path = data / f"pattern-{name}.jsonl"
         if path.is_file() and path.stat().st_size:

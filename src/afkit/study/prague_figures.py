@@ -8,28 +8,21 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from afkit.atomic import atomic_path
 from afkit.bench.trace import TraceEntry
+from afkit.campaign.figures import new_figure, save
 from afkit.study.model import Study
 from afkit.study.prague import Measured, original_cuts
 
 Figure = tuple[str, Path]
 
 
-def _save(fig: object, dest: Path) -> Path:
-    with atomic_path(dest, mode=0o644) as tmp:
-        fig.savefig(tmp, dpi=100, format="png")  # type: ignore[attr-defined]
-    return dest
-
-
 def table2(study: Study, m: Measured, out: Path) -> Figure | None:
-    import matplotlib.pyplot as plt
-
     d, t = m.seconds("default"), m.seconds("tuned")
     if not d or not t:
         return None
     ref = statistics.median(d)
-    fig, ax = plt.subplots(figsize=(8, 4))
+    fig = new_figure(8, 4)
+    ax = fig.subplots()
     cuts = original_cuts(study)
     labels = [f"fs #{i + 1}" for i in range(len(cuts))]
     ax.bar(
@@ -58,9 +51,8 @@ def table2(study: Study, m: Measured, out: Path) -> Figure | None:
     ax.set_ylabel("runtime / default runtime")
     ax.set_title("Table 2: reading generated files, default and tuned read-ahead + scheduler")
     ax.legend(fontsize="small", loc="lower left")
-    fig.tight_layout()
-    path = _save(fig, out / "table2.png")
-    plt.close(fig)
+    path = out / "table2.png"
+    save(fig, path)
     caption = (
         f"Table 2 redrawn: each runtime divided by its default's (the original: five filesystems, "
         f"{min(cuts):.0%}-{max(cuts):.0%} shorter tuned; afkit: median default {ref:.3g} s)"
@@ -72,8 +64,6 @@ def course(entries: list[TraceEntry], out: Path, name: str, what: str, middle: b
     """Figure 10 (every read) or 11 (MIDDLE: the reads of the middle tenth of the run) in the
     original's axes: the offset across, the time since the first read up; each read a short line
     over its bytes (the original's 'small lines')."""
-    import matplotlib.pyplot as plt
-
     timed = [e for e in entries if e.time is not None]
     if len(timed) < 2:
         return None
@@ -81,7 +71,8 @@ def course(entries: list[TraceEntry], out: Path, name: str, what: str, middle: b
     t1 = max(e.time or 0.0 for e in timed)
     lo, hi = (t0 + 0.45 * (t1 - t0), t0 + 0.55 * (t1 - t0)) if middle else (t0, t1)
     part = [e for e in timed if lo <= (e.time or 0.0) <= hi]
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    fig = new_figure(8, 4.5)
+    ax = fig.subplots()
     ax.hlines([(e.time or 0.0) - t0 for e in part], [e.offset / 2**20 for e in part],
               [(e.offset + e.length) / 2**20 for e in part], lw=2, color="C0")  # fmt: skip
     if not middle:
@@ -92,9 +83,8 @@ def course(entries: list[TraceEntry], out: Path, name: str, what: str, middle: b
     ax.set_title(
         f"Figure {fig_no}: {len(part)} reads {what}" + (" (the middle tenth of the run)" if middle else "")
     )
-    fig.tight_layout()
-    path = _save(fig, out / f"fig{fig_no}-{name}.png")
-    plt.close(fig)
+    path = out / f"fig{fig_no}-{name}.png"
+    save(fig, path)
     caption = (
         f"Figure 11 redrawn ({what}): the reads between {lo - t0:.2f} s and {hi - t0:.2f} s"
         if middle
@@ -105,11 +95,11 @@ def course(entries: list[TraceEntry], out: Path, name: str, what: str, middle: b
 
 def sizes(entries: list[TraceEntry], out: Path, name: str, what: str, small: float) -> Figure:
     """Figure 12: the histogram of the read sizes (log bins), the original's 'small' line marked."""
-    import matplotlib.pyplot as plt
     import numpy as np
 
     lengths = np.array([e.length for e in entries], dtype=float)
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    fig = new_figure(8, 4.5)
+    ax = fig.subplots()
     lo, hi = max(lengths.min(), 1.0), max(lengths.max(), 2.0)
     ax.hist(lengths, bins=np.logspace(np.log10(lo), np.log10(hi * 1.01), 40).tolist())
     ax.set_xscale("log")
@@ -119,16 +109,12 @@ def sizes(entries: list[TraceEntry], out: Path, name: str, what: str, small: flo
     ax.set_ylabel("reads")
     ax.set_title(f"Figure 12: {len(lengths)} reads {what}: {share:.0%} under {small / 1000:g} kB")
     ax.legend(fontsize="small")
-    fig.tight_layout()
-    path = _save(fig, out / f"fig12-{name}.png")
-    plt.close(fig)
+    path = out / f"fig12-{name}.png"
+    save(fig, path)
     return f"Figure 12 redrawn ({what}): the sizes of the reads", path
 
 
 def write_all(study: Study, m: Measured, out: Path) -> list[Figure]:
-    import matplotlib
-
-    matplotlib.use("Agg")
     out.mkdir(parents=True, exist_ok=True)
     figures: list[Figure] = []
     t2 = table2(study, m, out)

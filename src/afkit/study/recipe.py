@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import cast
 
 from afkit import yamlio
+from afkit.atomic import write_atomic
 from afkit.campaign.config import junk, shown
 from afkit.errors import InvalidError, NotFoundError, PrereqError, UsageError
 from afkit.study.model import Study
@@ -37,6 +38,36 @@ class Facility:
     where: str  # "the federation in the box" or the sites file's path
     scaled: bool = False
     facts: dict[str, object] = field(default_factory=dict)  # box: server capacity, servers, ...
+
+
+def merged_params(study: Study, given: object, where: str) -> dict[str, object]:
+    """STUDY's parameters with a sites file's ``params`` (GIVEN, read from WHERE) over them
+    (InvalidError for a mapping that is none, or a parameter the study lacks)."""
+    given = given or {}
+    if not isinstance(given, dict):
+        raise InvalidError(f"{where}: params: expected a mapping, not {shown(given)}",
+                           hint="docs/studies.md, 'Running a study at your sites'")  # fmt: skip
+    unknown = sorted(str(k) for k in set(given) - set(study.params))
+    if unknown:
+        raise InvalidError(
+            f"{where}: params.{unknown[0]}: study {study.name} has no such parameter",
+            hint=f"parameters: {', '.join(study.params)}",
+        )
+    return {**study.params, **given}
+
+
+def save(fac: Facility, path: Path) -> None:
+    """PATH: what ``afkit study page`` needs to make a study's page again (where it ran, with which
+    parameters)."""
+    write_atomic(path, json.dumps(asdict(fac), indent=2) + "\n", mode=0o644)
+
+
+def saved(study: Study, path: Path) -> Facility:
+    """The facility :func:`save` wrote to PATH (NotFoundError when the study has not run here)."""
+    if not path.is_file():
+        raise NotFoundError(f"study {study.name} has not been run here ({path} does not exist)",
+                            hint=f"afkit study run {study.name}")  # fmt: skip
+    return Facility(**json.loads(path.read_text(encoding="utf-8")))
 
 
 def from_sites_file(study: Study, path: Path) -> Facility:
@@ -75,15 +106,7 @@ def from_sites_file(study: Study, path: Path) -> Facility:
             f"{path}: roles: expected a mapping of role to names, not {shown(data['roles'])}",
             hint=f"roles: {', '.join(study.roles)} (afkit study show {study.name})",
         )
-    params = dict(study.params)
-    user_params = data.get("params") or {}
-    unknown = sorted(set(user_params) - set(study.params))
-    if unknown:
-        raise InvalidError(
-            f"{path}: params.{unknown[0]}: study {study.name} has no such parameter",
-            hint=f"parameters: {', '.join(study.params)}",
-        )
-    params.update(user_params)
+    params = merged_params(study, data.get("params"), str(path))
     fac = Facility(
         image=dict(data["image"]),
         sites=dict(data["sites"]),

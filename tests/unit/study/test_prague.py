@@ -120,7 +120,10 @@ def test_a_sites_file_gives_the_servers_directory_and_image(tmp_path: Path) -> N
 
 @pytest.mark.parametrize(
     ("text", "says"),
-    [("sites: {}\n", "unknown keys sites"), ("params:\n  stripe: 4\n", "params: unknown stripe")],
+    [
+        ("sites: {}\n", "unknown keys sites"),
+        ("params:\n  stripe: 4\n", "params.stripe: study prague-diskserver has no such parameter"),
+    ],
 )
 def test_a_sites_file_with_what_the_study_lacks_is_refused(tmp_path: Path, text: str, says: str) -> None:
     sites = tmp_path / "server.yaml"

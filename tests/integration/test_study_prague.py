@@ -70,7 +70,9 @@ def test_prague_diskserver_runs_on_a_loop_device_and_judges_every_claim(
             ["default", "tuned"] if rep % 2 == 0 else ["tuned", "default"]
         )
         assert all((r["read_ahead_kb"], r["scheduler"]) == settings[r["setting"]] for r in pair)
-    assert all(r["cached_bytes_before"] == 0 and r["files"] == 2 for r in runs)
+    assert all(r["files"] == 2 for r in runs)
+    # every timed read starts cold: none of the files' pages left in the page cache
+    assert [r["cached_bytes_before"] for r in runs] == [0] * 10
     assert runs[0]["bytes"] == runs[1]["bytes"] >= 2 * 16 * 10**6  # both read every file whole
     pattern = json.loads((data / "pattern.json").read_text())
     assert pattern["nocache"]["summary"]["root"]["version"] == "6.40.00"

@@ -47,6 +47,7 @@ MARK = ".afkit-diskserver"  # in the data directory afkit makes on a user's file
 # daemon runs as it) can reach them, whatever the study's working directory is (a private /root)
 PLACE = Path("/var/lib/afkit/study")
 SETTINGS = ("default", "tuned")
+DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 
 
 def _say(text: str) -> None:
@@ -165,10 +166,27 @@ def _origin(data: Path, state: Path, port: int) -> Iterator[str]:
         )
 
 
-def _dropped(files: list[Path]) -> int:
-    """Drop FILES' pages from the page cache; the bytes of them still cached afterwards."""
-    for f in files:
-        drop_cache(f)
+def _dropped(files: list[Path], within: float = 5.0) -> int:
+    """Drop FILES' pages from the page cache; the bytes of them still cached afterwards.
+
+    The kernel skips a page something still holds, and the origin sends with sendfile(2): the pages
+    of a read that just ended can stay referenced by socket buffers a moment longer. So the drop is
+    tried again until nothing is left or WITHIN seconds have passed; then, as admins do before a
+    cold read, the whole page cache is dropped (``echo 1 > /proc/sys/vm/drop_caches``). What is left
+    after that is recorded with the run."""
+    deadline = time.monotonic() + within
+    while True:
+        for f in files:
+            drop_cache(f)
+        left = sum(blockdev.resident_bytes(f) for f in files)
+        if left == 0:
+            return 0
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(0.1)
+    _say(f"{left} bytes of the files stayed cached for {within:.0f} s: dropping the whole page cache")
+    with contextlib.suppress(OSError):
+        DROP_CACHES.write_text("1\n")
     return sum(blockdev.resident_bytes(f) for f in files)
 
 

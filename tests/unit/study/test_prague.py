@@ -151,3 +151,29 @@ def test_the_run_as_another_user_than_root_is_exit_3_before_anything_is_made(
         diskserver.run(STUDY, fac, tmp_path / "results" / "data", None, tmp_path / "work")
     assert err.value.code == ExitCode.PREREQ
     assert not (tmp_path / "results").exists() and not (tmp_path / "work").exists()
+
+
+def test_a_page_held_a_moment_after_a_read_is_dropped_on_a_retry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from afkit.study import diskserver
+
+    left = iter([8192, 4096, 0])  # a socket buffer lets go of the last pages on the third try
+    monkeypatch.setattr(diskserver.blockdev, "resident_bytes", lambda _f: next(left))
+    monkeypatch.setattr(diskserver, "DROP_CACHES", tmp_path / "drop_caches")
+    (tmp_path / "f").write_bytes(b"x")
+    assert diskserver._dropped([tmp_path / "f"]) == 0
+    assert not (tmp_path / "drop_caches").exists()  # the whole page cache was left alone
+
+
+def test_pages_that_stay_cached_drop_the_whole_page_cache_and_what_is_left_is_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from afkit.study import diskserver
+
+    monkeypatch.setattr(diskserver.blockdev, "resident_bytes", lambda _f: 4096)
+    monkeypatch.setattr(diskserver, "DROP_CACHES", tmp_path / "drop_caches")
+    (tmp_path / "f").write_bytes(b"x")
+    assert diskserver._dropped([tmp_path / "f"], within=0.2) == 4096
+    assert (tmp_path / "drop_caches").read_text() == "1\n"
+    assert "4096 bytes of the files stayed cached" in capsys.readouterr().err

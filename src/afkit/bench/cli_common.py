@@ -55,6 +55,12 @@ def add_multi_benchmark(
     parser.add_argument("-n", "--clients", type=int, required=True, help="number of client processes")
     parser.add_argument("--outdir", required=True, help="directory for the per-client and summed results")
     parser.add_argument("--no-monitor", action="store_true", help="do not sample the host")
+    parser.add_argument(
+        "--threads",
+        action="store_true",
+        help="run the clients as threads of one process (as a campaign job's builtin payload does): "
+        "for many paced readers, whose start as processes would cost more CPU than their reads",
+    )
     options(parser)
     parser.set_defaults(func=func)
     return parser
@@ -67,5 +73,10 @@ def run_multi(
 ) -> int:
     """Run one client per config into ``--outdir``; the exit code of ``run_clients``."""
     return run_clients(
-        configs, Path(args.outdir), no_monitor=args.no_monitor, kind=kind, args=public_args(args)
+        configs,
+        Path(args.outdir),
+        no_monitor=args.no_monitor,
+        kind=kind,
+        args=public_args(args),
+        threads=bool(getattr(args, "threads", False)),
     )

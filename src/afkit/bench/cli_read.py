@@ -15,7 +15,7 @@ from afkit.bench.output import public_args, run_benchmark
 from afkit.bench.readbench import Plan, ReadConfig, run_read
 from afkit.bench.records import JsonlWriter, provenance
 from afkit.bench.trace import load_trace
-from afkit.bench.units import parse_size
+from afkit.bench.units import parse_rate, parse_size
 from afkit.errors import UsageError
 
 
@@ -28,6 +28,14 @@ def _add_read_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--start", default="0", help="offset of the first block (default 0)")
     parser.add_argument("--duration", type=float, help="stop after this many seconds (default: end of data)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random orders (default 0)")
+    parser.add_argument(
+        "--demand",
+        metavar="RATE",
+        help="read at most RATE per client, e.g. 2MB/s: a CPU-bound analysis's pace (default: no limit)",
+    )
+    parser.add_argument(
+        "--loop", action="store_true", help="read the files again from the start until --duration ends"
+    )
     parser.add_argument(
         "--pattern",
         choices=("blocks", "root-like"),
@@ -76,6 +84,8 @@ def build_plan(args: argparse.Namespace) -> Plan:
 
 def read_config(args: argparse.Namespace, files: list[str]) -> ReadConfig:
     check_duration(args)
+    if args.loop and args.duration is None:
+        raise UsageError("--loop reads until --duration ends: give --duration SECONDS")
     return ReadConfig(
         urls=files,
         plan=build_plan(args),
@@ -84,6 +94,8 @@ def read_config(args: argparse.Namespace, files: list[str]) -> ReadConfig:
         trace_out=Path(args.trace_out) if getattr(args, "trace_out", None) else None,
         drop_cache=args.drop_cache,
         args=public_args(args),
+        repeat=args.loop,
+        rate=parse_rate(args.demand) if args.demand else None,
     )
 
 

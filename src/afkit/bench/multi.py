@@ -138,11 +138,7 @@ def run_multi(
         proc.join()
         codes.append(proc.exitcode or 0)
     failed = [c for c in codes if c != 0]
-    summaries: list[JsonObject] = []
-    for i in range(len(configs)):
-        path = client_path(outdir, i)
-        if path.is_file():
-            summaries.extend(r for r in read_jsonl(path) if r.get("type") == "summary")
+    summaries = _summaries(outdir, len(configs))
     # the first real error (not the "another client failed" knock-on) decides the exit code
     code = next((c for c in failed if c != int(ExitCode.FAILURE)), failed[0] if failed else 0)
     return code, summaries
@@ -182,6 +178,29 @@ def run_threads(
     return summaries
 
 
+def _in_threads(
+    configs: Sequence[ReadConfig | AnalysisConfig | RootReadConfig], outdir: Path
+) -> tuple[int, list[JsonObject]]:
+    """run_threads as run_multi reports: (exit code, the summaries read back); an error is printed."""
+    try:
+        run_threads(configs, outdir)
+        code = 0
+    except AfkitError as err:
+        print(f"afkit: error: {err}", file=sys.stderr)
+        code = int(err.code)
+    return code, _summaries(outdir, len(configs))
+
+
+def _summaries(outdir: Path, clients: int) -> list[JsonObject]:
+    """The summaries the CLIENTS wrote into OUTDIR, read back (a failed client's file is gone)."""
+    summaries: list[JsonObject] = []
+    for i in range(clients):
+        path = client_path(outdir, i)
+        if path.is_file():
+            summaries.extend(r for r in read_jsonl(path) if r.get("type") == "summary")
+    return summaries
+
+
 def write_sum(outputs: list[Path], dest: Path, kind: str, extra: SumExtra) -> SumSummary:
     """Sum the interval records of ``outputs`` into ``dest`` (intervals, then one summary)."""
     series = [read_jsonl(p) for p in outputs]
@@ -203,12 +222,14 @@ def run_clients(
     no_monitor: bool,
     kind: str,
     args: dict[str, object],
+    threads: bool = False,
 ) -> int:
-    """Run the clients with a host monitor, then write ``OUTDIR/sum.jsonl``; return the exit code."""
+    """Run the clients (processes, or THREADS of this one) with a host monitor, then write
+    ``OUTDIR/sum.jsonl``; return the exit code."""
     from afkit.bench.monitor import HostMonitor
 
     with HostMonitor(None if no_monitor else outdir / "monitor.jsonl"):
-        code, summaries = run_multi(configs, outdir)
+        code, summaries = _in_threads(configs, outdir) if threads else run_multi(configs, outdir)
     outputs = [p for p in (client_path(outdir, i) for i in range(len(configs))) if p.is_file()]
     if not summaries or not outputs:
         return code or int(ExitCode.FAILURE)

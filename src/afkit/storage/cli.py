@@ -129,7 +129,8 @@ def register(sub: Any) -> None:
             "--allow",
             action="append",
             metavar="HOST",
-            help="also allow clients from HOST (xrd.allow host; repeatable; '*' wildcards, e.g. 10.77.*); "
+            help="also allow clients from HOST, an address such as 10.77.2.10 (xrd.allow host; repeatable; "
+            "a wildcard such as 10.77.* matches no IPv4 client: xrootd names it [::ffff:10.77.2.10]); "
             "default: loopback only",
         )
         p.add_argument(

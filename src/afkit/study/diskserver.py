@@ -26,7 +26,6 @@ import json
 import os
 import platform
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -39,6 +38,7 @@ from afkit.bench import blockdev, devinfo
 from afkit.bench.disk import drop_cache
 from afkit.errors import AfkitError, NotFoundError, PrereqError, UsageError
 from afkit.storage import daemon as dmn
+from afkit.study import serve
 from afkit.study.model import Study
 from afkit.study.recipe import Facility
 
@@ -54,51 +54,9 @@ def _say(text: str) -> None:
     print(f"afkit study: {text}", file=sys.stderr, flush=True)
 
 
-def _afkit(*argv: str, env: dict[str, str] | None = None) -> str:
-    """stdout of ``afkit ARGV`` (AfkitError with the end of its stderr when it fails)."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "afkit", *argv],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise AfkitError(f"afkit {' '.join(argv[:3])} failed: {proc.stderr.strip()[-500:]}")
-    return proc.stdout
-
-
-def _summary(stdout: str) -> dict[str, Any]:
-    """The summary an ``afkit bench`` command prints as its last line of output."""
-    return dict(json.loads(stdout.strip().splitlines()[-1]))
-
-
-def _int(fac: Facility, key: str) -> int:
-    try:
-        value = int(str(fac.params[key]))
-    except (KeyError, ValueError) as err:
-        raise UsageError(f"params.{key} must be a whole number, not {fac.params.get(key)!r}") from err
-    if value < 0:
-        raise UsageError(f"params.{key} must not be negative, got {value}")
-    return value
-
-
 def settings(fac: Facility, which: str) -> blockdev.QueueSettings:
-    return blockdev.QueueSettings(_int(fac, f"{which}_read_ahead_kb"), str(fac.params[f"{which}_scheduler"]))
-
-
-@contextlib.contextmanager
-def _interruptible() -> Iterator[None]:
-    """SIGTERM (condor_rm, kill) as an interrupt: the cleanup below runs as for Ctrl-C."""
-
-    def stop(_sig: int, _frame: object) -> None:
-        raise KeyboardInterrupt
-
-    old = signal.signal(signal.SIGTERM, stop)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
+    ahead = serve.whole(fac, f"{which}_read_ahead_kb")
+    return blockdev.QueueSettings(ahead, str(fac.params[f"{which}_scheduler"]))
 
 
 @contextlib.contextmanager
@@ -127,7 +85,7 @@ def _device(fac: Facility, work: Path, need_mb: int) -> Iterator[tuple[Path, dic
         finally:
             shutil.rmtree(data, ignore_errors=True)
         return
-    size_mb = _int(fac, "device_mb") or need_mb + max(64, need_mb // 4)
+    size_mb = serve.whole(fac, "device_mb") or need_mb + max(64, need_mb // 4)
     disk = work / "disk"
     with blockdev.loop_filesystem(disk / "disk.img", size_mb << 20, disk / "mnt") as name:
         data = disk / "mnt" / "data"
@@ -142,27 +100,6 @@ def _device(fac: Facility, work: Path, need_mb: int) -> Iterator[tuple[Path, dic
                 "direct_io": True,
                 **devinfo.describe(data),
             },
-        )
-
-
-@contextlib.contextmanager
-def _origin(data: Path, state: Path, port: int) -> Iterator[str]:
-    """An XRootD origin serving DATA on 127.0.0.1:PORT; yields its URL prefix."""
-    user = dmn.service_user()
-    if user:
-        dmn.give_to(user, data, *data.iterdir())
-    env = {"AFKIT_STORAGE_BASE_PORT": str(port)}
-    state.mkdir(parents=True, exist_ok=True)
-    state.chmod(0o755)  # the daemon runs as the xrootd user
-    _afkit("storage", "up", "origin", "--data", str(data), "--state-dir", str(state), env=env)
-    try:
-        yield f"root://127.0.0.1:{port}/"
-    finally:
-        subprocess.run(
-            [sys.executable, "-m", "afkit", "storage", "down", "all", "--state-dir", str(state)],
-            env={**os.environ, **env},
-            capture_output=True,
-            check=False,
         )
 
 
@@ -191,7 +128,7 @@ def _dropped(files: list[Path], within: float = 5.0) -> int:
 
 
 def _timed_runs(fac: Facility, queue: Path, files: list[Path], base: str, out: Path) -> None:
-    reps, block = _int(fac, "repetitions"), _int(fac, "block_kb")
+    reps, block = serve.whole(fac, "repetitions"), serve.whole(fac, "block_kb")
     urls = [base + f.name for f in files]  # root://host:port//NAME
     total = reps * len(SETTINGS)
     done = 0
@@ -202,8 +139,8 @@ def _timed_runs(fac: Facility, queue: Path, files: list[Path], base: str, out: P
                 got = blockdev.apply(queue, want)
                 left = _dropped(files)
                 start = time.time()
-                text = _afkit("bench", "read", "--no-monitor", "--block", f"{block}KiB", *urls)
-                summary = _summary(text)
+                text = serve.afkit("bench", "read", "--no-monitor", "--block", f"{block}KiB", *urls)
+                summary = serve.summary(text)
                 record = {
                     "type": "run",
                     "rep": rep,
@@ -248,7 +185,15 @@ def _pattern(fac: Facility, image: Path, data: Path, out: Path) -> None:
     where = data / "pattern"
     _say(f"pattern: the image's ROOT writes a {fac.params['pattern_mb']} MB ESD-shaped file")
     _in_image(
-        image, [data], "bench", "gen", "esd", "--size", f"{_int(fac, 'pattern_mb')}MB", "--outdir", str(where)
+        image,
+        [data],
+        "bench",
+        "gen",
+        "esd",
+        "--size",
+        f"{serve.whole(fac, 'pattern_mb')}MB",
+        "--outdir",
+        str(where),
     )
     (esd,) = sorted(where.glob("*.root"))
     summaries: dict[str, Any] = {"file": esd.name, "size": esd.stat().st_size}
@@ -268,7 +213,7 @@ def _pattern(fac: Facility, image: Path, data: Path, out: Path) -> None:
             "--no-monitor",
             str(esd),
         )
-        summary = _summary(text)
+        summary = serve.summary(text)
         summaries[name] = {"summary": summary, "cached_bytes_before": left}
         _say(f"pattern: {name}: {summary.get('trace', {}).get('reads', 0)} reads recorded")
     write_atomic(out / "pattern.json", json.dumps(summaries, indent=2) + "\n", mode=0o644)
@@ -289,12 +234,12 @@ def run(study: Study, fac: Facility, out: Path, image: Path | None, work: Path |
         )
     work = (work or PLACE / study.name).absolute()  # named in xrootd's config
     out = out.absolute()  # bound into the image
-    files_n, file_mb = _int(fac, "files"), _int(fac, "file_mb")
-    need = files_n * file_mb + (_int(fac, "pattern_mb") * 2 if image else 0)
+    files_n, file_mb = serve.whole(fac, "files"), serve.whole(fac, "file_mb")
+    need = files_n * file_mb + (serve.whole(fac, "pattern_mb") * 2 if image else 0)
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("*.json*"):
         old.unlink()  # a new run: no record of an earlier one stays beside this run's
-    with _interruptible(), _device(fac, work, need) as (data, device):
+    with serve.interruptible(), _device(fac, work, need) as (data, device):
         queue = blockdev.queue_dir(data)
         before = blockdev.read(queue)
         setup = {
@@ -309,7 +254,7 @@ def run(study: Study, fac: Facility, out: Path, image: Path | None, work: Path |
         write_atomic(out / "setup.json", json.dumps(setup, indent=2, default=str) + "\n", mode=0o644)
         try:
             _say(f"{files_n} files of {file_mb} MB on {device.get('device') or device.get('loop')}")
-            _afkit(
+            serve.afkit(
                 "bench",
                 "gen",
                 "random",
@@ -324,7 +269,7 @@ def run(study: Study, fac: Facility, out: Path, image: Path | None, work: Path |
             )
             os.sync()
             files = sorted(data.glob("table2*"))
-            with _origin(data, work / "storage", _int(fac, "port")) as base:
+            with serve.origin(data, work / "storage", serve.whole(fac, "port")) as base:
                 _timed_runs(fac, queue, files, base + "/", out)
             for f in files:
                 f.unlink()

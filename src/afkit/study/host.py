@@ -1,14 +1,17 @@
-"""Studies that run on the host the command runs on (``runner: host``, the disk-server study):
-their facility (the box's parameters, or a sites file's ``params`` and ``image``), their run and
-their page. The records and the page go to ``results/study-NAME-v1/`` (``data/``, ``study/``), as a
-campaign study's do; WORKDIR/NAME/facility.json keeps what ``afkit study page`` needs again.
+"""Studies that run on the host the command runs on (``runner: host``: the disk-server study, the
+coordinated-caches study): their facility (the box's parameters, or a sites file's ``params`` and
+``image``), their run and their page. The records and the page go to ``results/study-NAME-v1/``
+(``data/``, ``study/``), as a campaign study's do; WORKDIR/NAME/facility.json keeps what
+``afkit study page`` needs again.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 from pathlib import Path
+from typing import Any
 
 from afkit import yamlio
 from afkit.campaign.config import shown
@@ -19,6 +22,19 @@ from afkit.study.page import NumberRow
 from afkit.study.recipe import Facility, merged_params, save, saved
 
 SITES_KEYS = ("params", "image")
+# per study: its measurements, its evaluation (load, judge, numbers) and its figures (write_all),
+# modules of afkit.study; and the box it makes, for the page
+MODULES = {
+    "prague-diskserver": ("diskserver", "prague", "prague_figures", "a loop device afkit makes"),
+    "kit-htda": ("htda", "kit", "kit_figures", "file servers behind shaped links afkit makes"),
+}
+
+
+def _module(study: Study, which: int) -> Any:
+    if study.name not in MODULES:
+        raise InvalidError(f"study {study.name} has runner: host, but afkit has no measurements for it",
+                           hint=f"host studies: {', '.join(MODULES)}")  # fmt: skip
+    return importlib.import_module(f"afkit.study.{MODULES[study.name][which]}")
 
 
 def results_dir(study: Study) -> Path:
@@ -36,11 +52,11 @@ def facility(study: Study, sites: Path | None, image: Path | None) -> Facility:
             storage={},
             roles={},
             params=dict(study.box_params),
-            where="this host (the box: a loop device afkit makes)",
+            where=f"this host (the box: {MODULES.get(study.name, ('', '', '', 'as the study makes it'))[3]})",
             scaled=True,
         )
     if not sites.is_file():
-        raise NotFoundError(f"sites file not found: {sites}", hint="docs/studies.md, 'The disk-server study'")
+        raise NotFoundError(f"sites file not found: {sites}", hint=f"docs/studies.md, study {study.name}")
     data = yamlio.read(sites, "sites")
     if not isinstance(data, dict):
         raise InvalidError(f"{sites}: expected a mapping with keys {', '.join(SITES_KEYS)}")
@@ -66,9 +82,8 @@ def facility(study: Study, sites: Path | None, image: Path | None) -> Facility:
 
 
 def run(study: Study, fac: Facility, workdir: Path) -> int:
-    """Measure (afkit.study.diskserver), then write the page; the exit code."""
-    from afkit.study import diskserver
-
+    """Measure (the study's module of MODULES), then write the page; the exit code."""
+    measure = _module(study, 0)
     work = workdir / study.name
     results = results_dir(study)
     fac.facts["results"] = str(results.resolve())
@@ -76,9 +91,12 @@ def run(study: Study, fac: Facility, workdir: Path) -> int:
     save(fac, work / "facility.json")
     sif = fac.image.get("sif")
     try:
-        diskserver.run(study, fac, results / "data", Path(str(sif)) if sif else None)
+        measure.run(study, fac, results / "data", Path(str(sif)) if sif else None)
     except KeyboardInterrupt:
-        print("afkit study: interrupted; the device's settings are set back", flush=True)
+        print(
+            "afkit study: interrupted; what the run changed is set back and what it made taken away",
+            flush=True,
+        )
         return ExitCode.INTERRUPTED
     print(make_page(study, fac, results))
     return ExitCode.OK
@@ -103,23 +121,23 @@ def _image_provenance(fac: Facility) -> tuple[str, str]:
 
 
 def make_page(study: Study, fac: Facility, results: Path) -> Path:
-    from afkit.study import prague, prague_figures
-
-    m = prague.load(results / "data")
-    if not m.runs and not m.traces:
+    evaluation, figures_of = _module(study, 1), _module(study, 2)
+    m = evaluation.load(results / "data")
+    if not m.runs and not getattr(m, "traces", None):
         raise NotFoundError(
             f"no records of study {study.name} in {results / 'data'}",
             hint=f"run it first: afkit study run {study.name}",
         )
-    verdicts = prague.judge(study, m)
-    numbers = [NumberRow(*n) for n in prague.numbers(study, m, verdicts)]
+    verdicts = evaluation.judge(study, m)
+    numbers = [NumberRow(*n) for n in evaluation.numbers(study, m, verdicts)]
     out = results / "study"
     for old in out.glob("*.png"):  # the page's own figures of an earlier page: drawn again below
         old.unlink()
-    figures = prague_figures.write_all(study, m, out)
+    figures = figures_of.write_all(study, m, out)
     conf = hashlib.sha256(json.dumps(fac.params, sort_keys=True, default=str).encode()).hexdigest()[:16]
     sha, tag = _image_provenance(fac)
     prov = page.provenance(f"study-{study.name}", conf, sha, tag)
-    prov["device"] = json.dumps(m.setup.get("device", {}), default=str)[:400]
+    if "device" in m.setup:
+        prov["device"] = json.dumps(m.setup["device"], default=str)[:400]
     prov["kernel"] = str(m.setup.get("kernel", ""))
     return page.render(study, fac, verdicts, numbers, figures, prov, out)

@@ -150,3 +150,38 @@ def test_multi_checks_the_duration_before_starting_clients(
     argv = ["bench", *command, "-n", "1", "--outdir", "d", "--duration", "0", "f1"]
     assert cli.main(argv) == ExitCode.USAGE
     assert "--duration must be positive, got 0.0" in capsys.readouterr().err
+
+
+def test_multi_with_a_demand_paces_every_client_and_loop_reads_until_the_duration(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from afkit import cli
+    from afkit.bench import cli_read
+
+    calls: list[list[Any]] = []
+
+    def record(_args: argparse.Namespace, _kind: str, configs: list[Any]) -> int:
+        calls.append(configs)
+        return 0
+
+    monkeypatch.setattr(cli_read, "run_multi", record)
+    argv = ["bench", "multi", "-n", "2", "--outdir", "d", "--demand", "0.5MB/s", "--loop", "--duration", "5"]
+    assert cli.main([*argv, "f1", "f2"]) == 0
+    assert {(c.rate, c.repeat, c.duration) for c in calls[0]} == {(500_000.0, True, 5.0)}
+    assert cli.main(["bench", "multi", "-n", "1", "--outdir", "d", "f1"]) == 0
+    assert {(c.rate, c.repeat) for c in calls[1]} == {(None, False)}  # no demand: as fast as it can
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [(["--loop"], "--loop reads until --duration ends"), (["--demand", "fast"], "not a rate: 'fast'")],
+)
+def test_a_loop_without_a_duration_or_a_demand_that_is_no_rate_is_exit_2(
+    extra: list[str], says: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from afkit import cli
+    from afkit.bench import cli_read
+
+    monkeypatch.setattr(cli_read, "run_multi", lambda *_a: pytest.fail("no client may start"))
+    assert cli.main(["bench", "multi", "-n", "1", "--outdir", "d", *extra, "f1"]) == ExitCode.USAGE
+    assert says in capsys.readouterr().err

@@ -49,6 +49,15 @@ def test_study_show_prague_diskserver_prints_its_parameters_and_claims() -> None
     assert "tuned-reads-faster:" in proc.stdout and "'cut_min': 0.05" in proc.stdout
 
 
+def test_study_show_kit_htda_prints_its_sources_demand_and_claims() -> None:
+    proc = afkit("afkit study show kit-htda")
+    assert proc.returncode == 0
+    assert (
+        "demand: 0.5MB/s" in proc.stdout and "slow_mbit: 16" in proc.stdout and "sources: {}" in proc.stdout
+    )
+    assert "network-plateau:" in proc.stdout and "'kind': 'not_here'" in proc.stdout
+
+
 def test_an_unknown_study_is_exit_5_naming_the_studies() -> None:
     proc = afkit("afkit study show nosuch")
     assert proc.returncode == 5

@@ -34,19 +34,18 @@ SHARED_GROUPS = {
 # 87, 69, 64, 57, 50, 49; the rest under 40), handed out in this order before the others (which go
 # by their number of tests): a long group of few tests handed out last would run on alone at the
 # end of the run (the run before this order: 1.7 minutes of a CPU 30-80 % idle at its end).
-# test_study_kit, added later: 142 s in the testbed beside another make test (mostly its paced
-# readers' sleep).
+# test_study_kit, added later: 65 s alone in the testbed (mostly its paced readers' sleep).
 LONGEST_FIRST = (
     "test_study",
     "test_image_realroot",
     "test_campaign_mixed",
-    "test_study_kit",
     "test_campaign_executors",
     "test_federation_campaign",
     "test_federation_workers",
     "test_package_install",
     "test_campaign_watchdog",
     "test_image_build",
+    "test_study_kit",
     "test_study_prague",
     "test_image_fidelity",
     "test_image_signing",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -38,6 +39,9 @@ class ReadConfig:
     repeat: bool = False  # read the files over and over until `duration` (campaign read jobs)
     interval: float = 1.0  # seconds per interval record
     rate: float | None = None  # bytes/s at most (a campaign's `demand`): the reads are paced to it
+    # set by whoever runs the client as a thread of its own process: the reads end as at the
+    # deadline (a study's Ctrl-C); a client in a process of its own is stopped by its signal
+    stop: threading.Event | None = None
 
 
 class GapRecord(TypedDict):
@@ -62,7 +66,7 @@ class ReadSummary(TypedDict):
     type: str
     kind: str
     status: str  # ok or failed
-    ended_by: str  # end-of-data, duration or error
+    ended_by: str  # end-of-data, duration, stopped (a thread told to stop) or error
     bytes: int
     ops: int
     seconds: float
@@ -145,7 +149,7 @@ def run_read(
     try:
         for state in _in_turn(files, cfg.repeat, deadline):
             if _read_file(state, cfg, counter, writer, errors, trace_list, deadline, opener):
-                ended_by = "duration"
+                ended_by = "stopped" if cfg.stop is not None and cfg.stop.is_set() else "duration"
                 break
     except ReadError as err:
         ended_by = "error"
@@ -217,7 +221,8 @@ def _read_file(
     """
     clock = time.time
     add = counter.add
-    pace = _pacer(counter, cfg.rate, deadline) if cfg.rate else None
+    pace = _pacer(counter, cfg.rate, deadline, cfg.stop) if cfg.rate else None
+    stopped = cfg.stop.is_set if cfg.stop is not None else None
     got = 0
     try:
         for request in state.requests:
@@ -232,7 +237,7 @@ def _read_file(
             got += n
             if trace is not None:
                 trace.extend((now, off, ln) for off, ln in request)
-            if now >= deadline:
+            if now >= deadline or (stopped is not None and stopped()):
                 return True
             if pace is not None:
                 pace()
@@ -243,15 +248,21 @@ def _read_file(
             state.requests = cfg.plan.requests(state.size)
 
 
-def _pacer(counter: IntervalCounter, rate: float, deadline: float) -> Callable[[], None]:
+def _pacer(
+    counter: IntervalCounter, rate: float, deadline: float, stop: threading.Event | None = None
+) -> Callable[[], None]:
     """A call that waits until the bytes read so far are due at RATE bytes/s since the start (no
-    later than DEADLINE): a client that demands RATE, as a CPU-bound analysis job reads its data."""
+    later than DEADLINE, or until STOP is set): a client that demands RATE, as a CPU-bound analysis
+    job reads its data."""
 
     def pace() -> None:
         due = counter.start + counter.total_bytes / rate
         wait = min(due, deadline) - time.time()
         if wait > 0:
-            time.sleep(wait)  # the demand's pace, not a wait for a condition
+            if stop is not None:
+                stop.wait(wait)
+            else:
+                time.sleep(wait)  # the demand's pace, not a wait for a condition
 
     return pace
 

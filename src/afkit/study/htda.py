@@ -26,15 +26,19 @@ import os
 import platform
 import shutil
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from afkit.atomic import write_atomic
+from afkit.bench.multi import run_clients
+from afkit.bench.offsets import BlockPlan
+from afkit.bench.readbench import ReadConfig
 from afkit.bench.records import read_jsonl
-from afkit.bench.units import parse_rate
-from afkit.errors import PrereqError, UsageError
+from afkit.bench.units import parse_rate, parse_size
+from afkit.errors import AfkitError, PrereqError, UsageError
 from afkit.storage import daemon as dmn
 from afkit.study import serve
 from afkit.study.model import Study
@@ -159,13 +163,7 @@ def point(src: Source, n: int, fac: Facility, outdir: Path, rep: int) -> dict[st
     urls = [
         src.prefix + f if src.kind == "network" else str(Path(src.prefix) / f) for f in src.files[:readers]
     ]
-    shutil.rmtree(outdir, ignore_errors=True)
-    argv = ["bench", "multi", "-n", str(readers), "--threads", "--outdir", str(outdir),
-            "--demand", str(fac.params["demand"]), "--loop", "--duration", str(serve.whole(fac, "point_s")),
-            "--block", BLOCK]  # fmt: skip
-    if src.kind == "local":
-        argv.append("--drop-cache")
-    serve.afkit(*argv, *urls)
+    _read(urls, fac, outdir, loop=True, drop=src.kind == "local")
     clients = _client_summaries(outdir)
     mine = clients[src.background :]  # the first readers are the background's
     local = sum(_rate(c) for c in mine)
@@ -205,10 +203,29 @@ def _fig1(sources: list[Source], fac: Facility, out: Path, work: Path) -> None:
                          f"{rec['rate_MBps']:.2f} MB/s, processing share {rec['share']:.2f}")  # fmt: skip
 
 
-def _walltimes(urls: list[str], fac: Facility, outdir: Path) -> list[float]:
+def _read(urls: list[str], fac: Facility, outdir: Path, *, loop: bool, drop: bool = False) -> None:
+    """One reader per URL, threads of this process released together (afkit bench multi --threads),
+    each paced to the demand in BLOCK requests: for point_s seconds (LOOP: from the file's start
+    again), else its file once; their records in OUTDIR."""
     shutil.rmtree(outdir, ignore_errors=True)
-    serve.afkit("bench", "multi", "-n", str(len(urls)), "--threads", "--outdir", str(outdir), "--no-monitor",
-                "--demand", str(fac.params["demand"]), "--block", BLOCK, *urls)  # fmt: skip
+    plan = BlockPlan(block=parse_size(BLOCK, what="block size"))
+    duration = float(serve.whole(fac, "point_s")) if loop else None
+    rate = demand_bps(fac)
+    stop = threading.Event()  # Ctrl-C: the threads end their reads at once, not at their deadline
+    configs = [ReadConfig(urls=[u], plan=plan, duration=duration, repeat=loop, rate=rate, drop_cache=drop,
+                          reconnect_timeout=0, stop=stop) for u in urls]  # fmt: skip
+    args: dict[str, object] = {"clients": len(urls), "demand": str(fac.params["demand"]), "block": BLOCK}
+    try:
+        code = run_clients(configs, outdir, no_monitor=not loop, kind="multi", args=args, threads=True)
+    except BaseException:
+        stop.set()
+        raise
+    if code != 0:
+        raise AfkitError(f"the readers of {outdir.name} failed (exit {code}): their records are in {outdir}")
+
+
+def _walltimes(urls: list[str], fac: Facility, outdir: Path) -> list[float]:
+    _read(urls, fac, outdir, loop=False)
     return [float(str(c.get("seconds") or 0)) for c in _client_summaries(outdir)]
 
 

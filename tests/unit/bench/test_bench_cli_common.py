@@ -70,6 +70,7 @@ def test_add_multi_benchmark_puts_clients_outdir_and_monitor_first() -> None:
         "clients",
         "outdir",
         "no_monitor",
+        "threads",
         "files",
         "duration",
     ]
@@ -100,6 +101,7 @@ def test_run_multi_hands_outdir_kind_and_public_args_to_run_clients(
         "no_monitor": True,
         "kind": "multi-analysis",
         "args": {"outdir": "res", "no_monitor": True, "clients": 1},
+        "threads": False,
     }
 
 
@@ -185,3 +187,34 @@ def test_a_loop_without_a_duration_or_a_demand_that_is_no_rate_is_exit_2(
     monkeypatch.setattr(cli_read, "run_multi", lambda *_a: pytest.fail("no client may start"))
     assert cli.main(["bench", "multi", "-n", "1", "--outdir", "d", *extra, "f1"]) == ExitCode.USAGE
     assert says in capsys.readouterr().err
+
+
+def test_multi_threads_runs_the_clients_in_this_process_each_on_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from afkit import cli
+    from afkit.bench import multi
+    from afkit.bench.records import read_jsonl
+
+    monkeypatch.setattr(multi, "run_multi", lambda *_a: pytest.fail("no client process may start"))
+    files = []
+    for i in range(2):
+        files.append(tmp_path / f"f{i}")
+        files[-1].write_bytes(bytes([i]) * 200_000)
+    out = tmp_path / "res"
+    argv = [
+        "bench",
+        "multi",
+        "-n",
+        "2",
+        "--threads",
+        "--outdir",
+        str(out),
+        "--no-monitor",
+        "--block",
+        "64KiB",
+    ]
+    assert cli.main([*argv, *map(str, files)]) == 0
+    summaries = [read_jsonl(out / f"client-00{i}.jsonl")[-1] for i in range(2)]
+    assert [(s["bytes"], s["files"][0]["url"]) for s in summaries] == [(200_000, str(f)) for f in files]
+    assert read_jsonl(out / "sum.jsonl")[-1]["clients_ok"] == 2

@@ -207,3 +207,18 @@ def test_rate_paces_the_reads_to_the_demand(tmp_path: Path, pattern_file: Path) 
     assert summary["bytes"] == size
     # the last block is due at (size - one block) / rate after the start
     assert summary["seconds"] >= (size - 65536) / (2 * 2**20) * 0.98
+
+
+def test_a_stop_set_before_the_start_ends_the_read_after_one_request(
+    tmp_path: Path, pattern_file: Path
+) -> None:
+    """A thread told to stop (a study's Ctrl-C) ends its reads as at the deadline, and says so."""
+    import threading
+
+    stop = threading.Event()
+    stop.set()
+    cfg = ReadConfig(
+        [str(pattern_file)], BlockPlan(block=65536), duration=600, repeat=True, rate=1000.0, stop=stop
+    )
+    summary, _ = _run(tmp_path, cfg)
+    assert summary["ended_by"] == "stopped" and summary["bytes"] == 65536

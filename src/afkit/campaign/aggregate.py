@@ -18,14 +18,14 @@ from pathlib import Path
 from typing import TypedDict
 
 from afkit.atomic import write_atomic
-from afkit.campaign import record as jobrecord
+from afkit.campaign import jobrecord
 from afkit.campaign.contract import Cell, Job, JobRecord
 from afkit.campaign.rows import JobRow
 from afkit.errors import InvalidError
 
 Row = dict[str, Cell]  # one row of jobs.csv or intervals.csv as written (read back: afkit.campaign.rows)
 
-JOB_COLUMNS = jobrecord.COLUMNS  # derived from the job-record contract (afkit.campaign.record)
+JOB_COLUMNS = jobrecord.COLUMNS  # derived from the job-record contract (afkit.campaign.jobrecord)
 INTERVAL_COLUMNS = jobrecord.INTERVAL_COLUMNS
 STEPS = jobrecord.STEPS
 # the jobs of a wave are released together: goal for the spread of their start times (issue 10)

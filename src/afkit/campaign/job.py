@@ -4,7 +4,7 @@ The payload (afkit.campaign.steps, on afkit's own package bound into the image: 
 CVMFS tags do not contain afkit) runs under ``apptainer exec``; this wrapper times the container
 start (part of the ``setup`` step), adds provenance (campaign hash, image digest and tag, site,
 host) and writes the record atomically. What the payload prints and what the wrapper writes are
-checked against the job-record contract (afkit.campaign.record): a mismatch is an error naming the
+checked against the job-record contract (afkit.campaign.jobrecord): a mismatch is an error naming the
 job, and no record is written. A payload that fails (unreachable storage, a bad
 file) gives a record with ``status: failed`` and the message, so the rest of the campaign continues
 and the report marks the cell; a wrapper that is killed (eviction, wall time) or whose payload is

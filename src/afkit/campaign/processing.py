@@ -18,7 +18,7 @@ builtin or root payload's clients, and :func:`process` gives them as part of the
 (afkit.campaign.contract.PayloadResult).
 
 Either way the clients' interval records are summed and become the job's ``intervals``
-(afkit.campaign.record): ``time`` is the end of an interval, ``t`` that time since the start of
+(afkit.campaign.jobrecord): ``time`` is the end of an interval, ``t`` that time since the start of
 processing. The clients' ``gap`` records (a read that failed, the reconnect that followed and
 whether it came back: afkit.bench.readbench) become the job's ``gaps``. A processing step that
 fails raises ProcessingFailed, which carries the intervals and gaps seen until then: a failed

@@ -12,7 +12,7 @@ from pathlib import Path
 import jinja2
 
 from afkit.atomic import write_atomic
-from afkit.campaign import cells, figures, payloads
+from afkit.campaign import cells, figures, payload_table
 from afkit.campaign.aggregate import SKEW_GOAL_S, wave_skews
 from afkit.campaign.extrapolate import parse_rate, plan
 from afkit.campaign.rows import IntervalRow, JobRow, read_intervals, read_jobs
@@ -188,7 +188,7 @@ def render(
         skew_goal=SKEW_GOAL_S,
         comparison=comparison,
         bottlenecks=bottlenecks(rows),
-        payloads=payloads.section(rows),
+        payloads=payload_table.section(rows),
     )
     return write_atomic(out_dir / "report.html", html, mode=0o644)
 

@@ -43,7 +43,7 @@ def record(i: int, **kw: Any) -> dict[str, Any]:
         "bytes": 50_000_000,
         "events": 2000,
         "intervals": [{"t": 1.0, "time": 102.0, "bytes": 5_000_000}, {"t": 2.0, "time": 103.0, "bytes": 7}],
-        # the rest of a complete record (afkit.campaign.record)
+        # the rest of a complete record (afkit.campaign.jobrecord)
         "image_path": "/i.sif", "image_fingerprint": "", "wave": f"w{i}", "executor": "local",
         "batch_job_id": "", "block_size": "8M", "stride": "0", "wave_size": 1, "index": 0, "repetition": 0,
         "duration": 10.0, "interval": 1.0, "template": "redirlocal", "url": "/d/f", "files": 1,

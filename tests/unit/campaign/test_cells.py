@@ -14,7 +14,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from afkit.campaign import cells, compare, figures, payloads, report, scaling
+from afkit.campaign import cells, compare, figures, payload_table, report, scaling
 from afkit.campaign.rows import IntervalRow, JobRow
 from afkit.paths import workflow_files
 
@@ -264,11 +264,11 @@ def test_a_step_row_and_a_payload_line_are_one_cell(tables: tuple[list[JobRow], 
     steps = figures.step_ranges(rows)
     assert len(steps) == len({(cells.cell_of(r), server_of(r.url)) for r in _ok(rows)})
     assert sum(int(str(s["jobs"])) for s in steps) == len(_ok(rows))
-    lines = payloads.section(rows)
+    lines = payload_table.section(rows)
     one = [r for r in _ok(rows, "analysis") if r.clients == 1]
     places: dict[cells.Cell, set[tuple[str, str]]] = defaultdict(set)
     for r in one:
-        places[cells.cell_of(r, payloads.PLACE)].add((str(cells.BY_NAME["payload"].of(r)), r.bench))
+        places[cells.cell_of(r, payload_table.PLACE)].add((str(cells.BY_NAME["payload"].of(r)), r.bench))
     want = sum(len(v) for v in places.values() if len({p for p, _ in v}) > 1)
     assert len(lines) == want
 

@@ -318,7 +318,7 @@ def test_a_torn_client_file_leaves_no_partial_result(tmp_path: Path) -> None:
 
 
 def test_a_held_job_gets_a_failed_record_with_the_hold_reason(raw: dict[str, Any], make: Any) -> None:
-    from afkit.campaign import record as jobrecord
+    from afkit.campaign import jobrecord
 
     c = make(raw)
     j = plan.expand(c)[0]

@@ -205,7 +205,7 @@ def test_payload_section_sets_each_payload_against_rootreadspeed(tmp_path: Path)
         _ana(4, "afkit-bench", 3000, clients=4),  # several clients: not in the one-thread comparison
     ]
     agg.aggregate(typed(records), tmp_path / "jobs.csv", tmp_path / "intervals.csv")
-    lines = report.payloads.section(read_jobs(tmp_path / "jobs.csv"))
+    lines = report.payload_table.section(read_jobs(tmp_path / "jobs.csv"))
     by = {ln["payload"]: ln for ln in lines}
     assert [ln["payload"] for ln in lines] == ["rootreadspeed", "afkit-bench", "root"]
     assert by["rootreadspeed"]["jobs"] == 2 and by["afkit-bench"]["jobs"] == 1

@@ -1,4 +1,4 @@
-"""The job-record contract (afkit.campaign.record): jobs.csv columns, and records that break it."""
+"""The job-record contract (afkit.campaign.jobrecord): jobs.csv columns, and records that break it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from afkit.campaign import aggregate as agg
-from afkit.campaign import record
+from afkit.campaign import jobrecord as record
 from afkit.errors import InvalidError
 
 # jobs.csv's header before the contract existed: the columns derived from it keep names and order

@@ -270,6 +270,10 @@ def run(study: Study, fac: Facility, out: Path, image: Path | None, work: Path |
     box's files, the origins' and the cache's state and the per-point results."""
     del image  # the readers are afkit's own: no image needed
     given = _given_sources(fac)
+    if not given and not fac.scaled:  # a sites file: the node's own sources, never the box's
+        raise UsageError(f"{fac.where}: params.sources names no data source",
+                         hint="name your node's file servers (url, path) and local disks (dir): "
+                         "docs/studies.md, kit-htda")  # fmt: skip
     if not given and os.geteuid() != 0:
         raise PrereqError(f"study {study.name} in the box runs as root",
                           hint="it makes network namespaces and shaped links: run it with sudo")  # fmt: skip

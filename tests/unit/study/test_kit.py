@@ -186,3 +186,12 @@ def test_a_host_study_afkit_cannot_measure_is_refused() -> None:
     other = dataclasses.replace(STUDY, name="elsewhere")
     with pytest.raises(InvalidError, match="afkit has no measurements for it"):
         host._module(other, 0)
+
+
+def test_a_sites_file_without_sources_is_refused_before_anything_is_made(tmp_path: Path) -> None:
+    sites = tmp_path / "node.yaml"
+    sites.write_text("params:\n  clients: [1, 2]\n")
+    fac = host.facility(STUDY, sites, None)
+    with pytest.raises(UsageError, match=r"params\.sources names no data source"):
+        htda.run(STUDY, fac, tmp_path / "results" / "data", None, tmp_path / "work")
+    assert not (tmp_path / "results").exists() and not (tmp_path / "work").exists()

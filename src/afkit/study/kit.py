@@ -50,6 +50,18 @@ class Measured:
         ]  # fmt: skip
         return criteria.medians([r for r in reps if r])
 
+    def named(self, role: str) -> str:
+        """The source a claim's ROLE means: the source of that name; else, for ``slow`` and
+        ``fast``, the network source with the slowest and the fastest link (a node's own names,
+        e.g. fileserver-1g and fileserver-10g); else ROLE itself (not measured)."""
+        if role in self.sources() or role not in ("slow", "fast"):
+            return role
+        links = {s: self.link(s) for s in self.sources()
+                 if any(p["source"] == s and p.get("kind") == "network" for p in self.points)}  # fmt: skip
+        if len(links) < 2:
+            return role
+        return (min if role == "slow" else max)(links, key=lambda s: links[s])
+
     def link(self, source: str) -> float:
         return max(
             (float(str(p.get("link_MBps") or 0)) for p in self.points if p["source"] == source), default=0
@@ -180,7 +192,7 @@ def judge_claim(crit: dict[str, object], m: Measured) -> Verdict:
     def num(key: str) -> float:
         return float(str(crit[key]))
 
-    src = str(crit.get("source", ""))
+    src = m.named(str(crit.get("source", "")))
     if kind == "plateau_near_link":
         return plateau_near_link(m, src, r2_min=num("r2_min"), flat_max=num("flat_max"),
                                  bend_max=num("bend_max"), low=num("low"), high=num("high"))  # fmt: skip
@@ -189,7 +201,9 @@ def judge_claim(crit: dict[str, object], m: Measured) -> Verdict:
     if kind == "share_at_least":
         return share_at_least(m, src, share_min=num("share_min"))
     if kind == "stall_ratio":
-        return stall_ratio(m, str(crit["slow"]), str(crit["fast"]), low=num("low"), high=num("high"))
+        return stall_ratio(
+            m, m.named(str(crit["slow"])), m.named(str(crit["fast"])), low=num("low"), high=num("high")
+        )
     if kind == "speedup":
         return speedup(m, ratio_min=num("ratio_min"))
     if kind == "not_here":

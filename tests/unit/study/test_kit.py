@@ -195,3 +195,18 @@ def test_a_sites_file_without_sources_is_refused_before_anything_is_made(tmp_pat
     with pytest.raises(UsageError, match=r"params\.sources names no data source"):
         htda.run(STUDY, fac, tmp_path / "results" / "data", None, tmp_path / "work")
     assert not (tmp_path / "results").exists() and not (tmp_path / "work").exists()
+
+
+def test_a_nodes_own_source_names_are_judged_by_their_links(tmp_path: Path) -> None:
+    """At a user's node: the slowest network source is the claims' slow one, the fastest their fast
+    one, whatever their names."""
+    results = recorded(tmp_path)
+    data = results / "data"
+    names = {"slow": "fileserver-1g", "fast": "fileserver-10g"}
+    points = kit.load(data).points
+    for p in points:
+        p["source"] = names.get(str(p["source"]), p["source"])
+    (data / "points.jsonl").write_text("".join(json.dumps(p) + "\n" for p in points))
+    v = judged(results)
+    assert v["network-plateau"].status == "pass" and "of the 2 MB/s link" in v["network-plateau"].measured
+    assert v["fast-stall-10x"].status == "pass" and "fileserver-1g: 4" in v["fast-stall-10x"].measured

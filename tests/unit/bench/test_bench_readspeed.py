@@ -168,7 +168,7 @@ def test_the_jobs_processing_step_with_payload_rootreadspeed_matches_the_record_
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """afkit.campaign.processing.process as a campaign job runs it (the real ROOT 6.40 on PATH)."""
-    from afkit.campaign import processing, record
+    from afkit.campaign import jobrecord, processing
     from afkit.campaign.contract import Job, PayloadResult, PayloadSpec
 
     monkeypatch.setenv("PATH", _real_root_env()["PATH"])
@@ -180,7 +180,7 @@ def test_the_jobs_processing_step_with_payload_rootreadspeed_matches_the_record_
     out = processing.process(spec, [str(data)], tmp_path / "bench")
     rec = PayloadResult(host="wn", container_start=1.0, status="ok", steps={"processing": 0.5},
                         processing_start=1.0, bytes_staged=0, bytes_out=0).updated(out)  # fmt: skip
-    assert record.problems(rec.to_dict(), part="payload") == []
+    assert jobrecord.problems(rec.to_dict(), part="payload") == []
     assert out.readspeed is not None
     assert out.events == 2421 and out.readspeed_verdict == out.readspeed["verdict"]
     assert out.bytes == out.readspeed["compressed_bytes"] > 0

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from afkit.campaign import config, image, jobcore, record
+from afkit.campaign import config, image, jobcore, jobrecord
 from afkit.campaign.contract import ImageInfo
 from afkit.errors import ExitCode, InvalidError, PrereqError
 
@@ -72,10 +72,10 @@ def test_an_unknown_reader_is_refused_by_the_schema(raw: dict[str, Any]) -> None
 
 def test_the_job_records_root_counts_are_optional_integer_columns() -> None:
     for name in ("root_bytes_read", "root_read_calls", "root_vector_reads"):
-        assert name in record.COLUMNS
+        assert name in jobrecord.COLUMNS
     ok = {"status": "ok", "root_bytes_read": 10, "root_read_calls": 2, "root_vector_reads": 1}
-    assert not [p for p in record.problems(ok, part="payload") if p.startswith("root_")]
-    assert "root_read_calls: '2' is not int" in record.problems(
+    assert not [p for p in jobrecord.problems(ok, part="payload") if p.startswith("root_")]
+    assert "root_read_calls: '2' is not int" in jobrecord.problems(
         {**ok, "root_read_calls": "2"}, part="payload"
     )
 

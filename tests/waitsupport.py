@@ -72,3 +72,21 @@ def running(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state != "Z"
+
+
+def ctrl_c_when(argv: list[str], cwd: Path, log: Path, marker: str, what: str) -> int:
+    """Run ARGV in CWD in a session of its own (its stderr in LOG), wait until LOG holds MARKER
+    (WHAT: for the timeout's message), then send SIGINT to its process group as a terminal's
+    Ctrl-C does; its exit code (a process still there after 120 s is killed)."""
+    import os
+    import signal
+
+    with log.open("w") as err:
+        proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+        try:
+            wait_until(lambda: marker in log.read_text(), 300, what=what, proc=proc)
+            os.killpg(proc.pid, signal.SIGINT)
+            return proc.wait(timeout=120)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)

@@ -10,7 +10,6 @@ import json
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -18,7 +17,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from waitsupport import wait_until
+from waitsupport import ctrl_c_when
 
 from afkit.storage import daemon
 from afkit.storage.scenarios import entry_port, get_scenario
@@ -120,14 +119,6 @@ def test_an_interrupted_run_takes_away_its_namespaces_links_and_files(workdir: P
     points: exit 130, nothing of the run left."""
     log = workdir / "stderr.txt"
     line = f"afkit study run kit-htda {TINY} --set port=14590"
-    with log.open("w") as err:
-        proc = subprocess.Popen(shlex.split(line), cwd=workdir, stdout=subprocess.DEVNULL, stderr=err,
-                                start_new_session=True)  # fmt: skip
-        try:
-            wait_until(lambda: "point 3/15:" in log.read_text(), 300, what="the third point", proc=proc)
-            os.killpg(proc.pid, signal.SIGINT)
-            assert proc.wait(timeout=120) == 130, log.read_text()[-2000:]
-        finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
+    code = ctrl_c_when(shlex.split(line), workdir, log, "point 3/15:", "the third point")
+    assert code == 130, log.read_text()[-2000:]
     assert left_behind() == []

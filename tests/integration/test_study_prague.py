@@ -10,14 +10,13 @@ import json
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from waitsupport import wait_until
+from waitsupport import ctrl_c_when
 
 from afkit.bench import blockdev
 from afkit.storage import daemon
@@ -127,16 +126,8 @@ def test_an_interrupted_run_sets_the_device_back_and_takes_away_what_it_made(
     (workdir / "build" / "alice-root.sif").symlink_to(alice_root_sif)
     log = workdir / "stderr.txt"
     line = "afkit study run prague-diskserver --set file_mb=64 --set repetitions=20 --set port=14394"
-    with log.open("w") as err:
-        proc = subprocess.Popen(shlex.split(line), cwd=workdir, stdout=subprocess.DEVNULL, stderr=err,
-                                start_new_session=True)  # fmt: skip
-        try:
-            wait_until(lambda: "run 3/40:" in log.read_text(), 300, what="the third timed run", proc=proc)
-            os.killpg(proc.pid, signal.SIGINT)
-            assert proc.wait(timeout=120) == 130, log.read_text()[-2000:]
-        finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
+    code = ctrl_c_when(shlex.split(line), workdir, log, "run 3/40:", "the third timed run")
+    assert code == 130, log.read_text()[-2000:]
     backing = Path("/var/lib/afkit/study/prague-diskserver/disk/disk.img")
     assert not backing.exists() and not loops_over(backing)
     assert "prague-diskserver" not in Path("/proc/self/mountinfo").read_text()

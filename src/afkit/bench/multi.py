@@ -138,7 +138,7 @@ def run_multi(
         proc.join()
         codes.append(proc.exitcode or 0)
     failed = [c for c in codes if c != 0]
-    summaries = _summaries(outdir, len(configs))
+    summaries = read_summaries(outdir, len(configs))
     # the first real error (not the "another client failed" knock-on) decides the exit code
     code = next((c for c in failed if c != int(ExitCode.FAILURE)), failed[0] if failed else 0)
     return code, summaries
@@ -188,10 +188,10 @@ def _in_threads(
     except AfkitError as err:
         print(f"afkit: error: {err}", file=sys.stderr)
         code = int(err.code)
-    return code, _summaries(outdir, len(configs))
+    return code, read_summaries(outdir, len(configs))
 
 
-def _summaries(outdir: Path, clients: int) -> list[JsonObject]:
+def read_summaries(outdir: Path, clients: int) -> list[JsonObject]:
     """The summaries the CLIENTS wrote into OUTDIR, read back (a failed client's file is gone)."""
     summaries: list[JsonObject] = []
     for i in range(clients):

@@ -27,7 +27,6 @@ import os
 import platform
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -48,10 +47,6 @@ MARK = ".afkit-diskserver"  # in the data directory afkit makes on a user's file
 PLACE = Path("/var/lib/afkit/study")
 SETTINGS = ("default", "tuned")
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
-
-
-def _say(text: str) -> None:
-    print(f"afkit study: {text}", file=sys.stderr, flush=True)
 
 
 def settings(fac: Facility, which: str) -> blockdev.QueueSettings:
@@ -121,7 +116,7 @@ def _dropped(files: list[Path], within: float = 5.0) -> int:
         if time.monotonic() >= deadline:
             break
         time.sleep(0.1)
-    _say(f"{left} bytes of the files stayed cached for {within:.0f} s: dropping the whole page cache")
+    serve.say(f"{left} bytes of the files stayed cached for {within:.0f} s: dropping the whole page cache")
     with contextlib.suppress(OSError):
         DROP_CACHES.write_text("1\n")
     return sum(blockdev.resident_bytes(f) for f in files)
@@ -158,7 +153,7 @@ def _timed_runs(fac: Facility, queue: Path, files: list[Path], base: str, out: P
                 fh.write(json.dumps(record) + "\n")
                 fh.flush()
                 done += 1
-                _say(
+                serve.say(
                     f"run {done}/{total}: {which} (read-ahead {got.read_ahead_kb} KiB, {got.scheduler}): "
                     f"{summary['seconds']:.2f} s for {summary['bytes'] / 2**20:.0f} MiB"
                 )
@@ -183,7 +178,7 @@ def _in_image(image: Path, binds: list[Path], *argv: str) -> str:
 
 def _pattern(fac: Facility, image: Path, data: Path, out: Path) -> None:
     where = data / "pattern"
-    _say(f"pattern: the image's ROOT writes a {fac.params['pattern_mb']} MB ESD-shaped file")
+    serve.say(f"pattern: the image's ROOT writes a {fac.params['pattern_mb']} MB ESD-shaped file")
     _in_image(
         image,
         [data],
@@ -215,7 +210,7 @@ def _pattern(fac: Facility, image: Path, data: Path, out: Path) -> None:
         )
         summary = serve.summary(text)
         summaries[name] = {"summary": summary, "cached_bytes_before": left}
-        _say(f"pattern: {name}: {summary.get('trace', {}).get('reads', 0)} reads recorded")
+        serve.say(f"pattern: {name}: {summary.get('trace', {}).get('reads', 0)} reads recorded")
     write_atomic(out / "pattern.json", json.dumps(summaries, indent=2) + "\n", mode=0o644)
 
 
@@ -253,7 +248,7 @@ def run(study: Study, fac: Facility, out: Path, image: Path | None, work: Path |
         }
         write_atomic(out / "setup.json", json.dumps(setup, indent=2, default=str) + "\n", mode=0o644)
         try:
-            _say(f"{files_n} files of {file_mb} MB on {device.get('device') or device.get('loop')}")
+            serve.say(f"{files_n} files of {file_mb} MB on {device.get('device') or device.get('loop')}")
             serve.afkit(
                 "bench",
                 "gen",

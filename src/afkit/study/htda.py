@@ -25,7 +25,6 @@ import json
 import os
 import platform
 import shutil
-import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -33,10 +32,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from afkit.atomic import write_atomic
-from afkit.bench.multi import run_clients
+from afkit.bench.multi import read_summaries, run_clients
 from afkit.bench.offsets import BlockPlan
 from afkit.bench.readbench import ReadConfig
-from afkit.bench.records import read_jsonl
+from afkit.bench.records import JsonObject, read_jsonl
 from afkit.bench.units import parse_rate, parse_size
 from afkit.errors import AfkitError, PrereqError, UsageError
 from afkit.storage import daemon as dmn
@@ -62,10 +61,6 @@ class Source:
     address: str = ""
     client: str = ""  # this node's address on the link (the origin allows it)
     files: list[str] = field(default_factory=list)
-
-
-def _say(text: str) -> None:
-    print(f"afkit study: {text}", file=sys.stderr, flush=True)
 
 
 def _clients(fac: Facility) -> list[int]:
@@ -131,15 +126,7 @@ def _files(src: Source, count: int, file_mb: int, prefix: str) -> list[str]:
     return sorted(p.name for p in src.path.glob(f"{prefix}*"))
 
 
-def _client_summaries(outdir: Path) -> list[dict[str, object]]:
-    out = []
-    for path in sorted(outdir.glob("client-*.jsonl")):
-        rows = [r for r in read_jsonl(path) if r.get("type") == "summary"]
-        out.append(rows[-1] if rows else {})
-    return out
-
-
-def _rate(s: dict[str, object]) -> float:
+def _rate(s: JsonObject) -> float:
     seconds = float(str(s.get("seconds") or 0))
     return float(str(s.get("bytes") or 0)) / seconds if seconds > 0 else 0.0
 
@@ -163,8 +150,7 @@ def point(src: Source, n: int, fac: Facility, outdir: Path, rep: int) -> dict[st
     urls = [
         src.prefix + f if src.kind == "network" else str(Path(src.prefix) / f) for f in src.files[:readers]
     ]
-    _read(urls, fac, outdir, loop=True, drop=src.kind == "local")
-    clients = _client_summaries(outdir)
+    clients = _read(urls, fac, outdir, loop=True, drop=src.kind == "local")
     mine = clients[src.background :]  # the first readers are the background's
     local = sum(_rate(c) for c in mine)
     total = sum(_rate(c) for c in clients)
@@ -198,15 +184,17 @@ def _fig1(sources: list[Source], fac: Facility, out: Path, work: Path) -> None:
                     fh.write(json.dumps(rec) + "\n")
                     fh.flush()
                     done += 1
-                    _say(f"point {done}/{total}: {src.name}, {n} process{'es' if n > 1 else ''}"
+                    serve.say(f"point {done}/{total}: {src.name}, {n} process{'es' if n > 1 else ''}"
                          f"{f' (+{src.background} background)' if src.background else ''}: "
                          f"{rec['rate_MBps']:.2f} MB/s, processing share {rec['share']:.2f}")  # fmt: skip
 
 
-def _read(urls: list[str], fac: Facility, outdir: Path, *, loop: bool, drop: bool = False) -> None:
+def _read(
+    urls: list[str], fac: Facility, outdir: Path, *, loop: bool, drop: bool = False
+) -> list[JsonObject]:
     """One reader per URL, threads of this process released together (afkit bench multi --threads),
     each paced to the demand in BLOCK requests: for point_s seconds (LOOP: from the file's start
-    again), else its file once; their records in OUTDIR."""
+    again), else its file once; their records in OUTDIR, their summaries returned in URLS' order."""
     shutil.rmtree(outdir, ignore_errors=True)
     plan = BlockPlan(block=parse_size(BLOCK, what="block size"))
     duration = float(serve.whole(fac, "point_s")) if loop else None
@@ -222,11 +210,11 @@ def _read(urls: list[str], fac: Facility, outdir: Path, *, loop: bool, drop: boo
         raise
     if code != 0:
         raise AfkitError(f"the readers of {outdir.name} failed (exit {code}): their records are in {outdir}")
+    return read_summaries(outdir, len(urls))
 
 
 def _walltimes(urls: list[str], fac: Facility, outdir: Path) -> list[float]:
-    _read(urls, fac, outdir, loop=False)
-    return [float(str(c.get("seconds") or 0)) for c in _client_summaries(outdir)]
+    return [float(str(c.get("seconds") or 0)) for c in _read(urls, fac, outdir, loop=False)]
 
 
 def _fig6(src: Source, fac: Facility, out: Path, work: Path, jobs: list[str]) -> None:
@@ -238,7 +226,7 @@ def _fig6(src: Source, fac: Facility, out: Path, work: Path, jobs: list[str]) ->
         cache_prefix = cache.rstrip("/") + path if path.startswith("//") else cache + path.lstrip("/")
         direct = [src.prefix + j for j in jobs]
         cached = [cache_prefix + j for j in jobs]
-        _say(f"cache: filling the node's XCache with the workflow's {len(jobs)} files")
+        serve.say(f"cache: filling the node's XCache with the workflow's {len(jobs)} files")
         _walltimes(cached, fac, work / "jobs" / "fill")
         with (out / "jobs.jsonl").open("w", encoding="utf-8") as fh:
             for rep in range(reps):
@@ -249,7 +237,7 @@ def _fig6(src: Source, fac: Facility, out: Path, work: Path, jobs: list[str]) ->
                         fh.write(json.dumps({"type": "job", "cache": which, "rep": rep, "job": i,
                                              "walltime_s": t}) + "\n")  # fmt: skip
                     fh.flush()
-                    _say(f"cache {which}, repetition {rep + 1}/{reps}: median walltime "
+                    serve.say(f"cache {which}, repetition {rep + 1}/{reps}: median walltime "
                          f"{sorted(times)[len(times) // 2]:.1f} s of {len(times)} jobs")  # fmt: skip
 
 

@@ -26,12 +26,20 @@ NS_DIR = Path("/run/netns")
 BOX_NET = ipaddress.IPv4Network("10.78.0.0/16")  # the study's own: the federation uses 10.77.0.0/16
 
 
+def say(text: str) -> None:
+    """A host study's progress line on stderr."""
+    print(f"afkit study: {text}", file=sys.stderr, flush=True)
+
+
+def _in_ns(cmd: list[str], netns: str | None) -> list[str]:
+    """CMD, run in network namespace NETNS when one is given."""
+    return ["nsenter", f"--net={NS_DIR / netns}", "--", *cmd] if netns else cmd
+
+
 def afkit(*argv: str, env: dict[str, str] | None = None, netns: str | None = None) -> str:
     """stdout of ``afkit ARGV`` (in network namespace NETNS, if given); AfkitError with the end of
     its stderr when it fails."""
-    cmd = [sys.executable, "-m", "afkit", *argv]
-    if netns:
-        cmd = ["nsenter", f"--net={NS_DIR / netns}", "--", *cmd]
+    cmd = _in_ns([sys.executable, "-m", "afkit", *argv], netns)
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})}, check=False)
     if proc.returncode != 0:
         raise AfkitError(f"afkit {' '.join(argv[:3])} failed: {proc.stderr.strip()[-500:]}")
@@ -106,9 +114,7 @@ def xcache(upstream: str, state: Path, port: int) -> Iterator[str]:
 
 def _down(state: Path, env: dict[str, str], netns: str | None) -> None:
     cmd = [sys.executable, "-m", "afkit", "storage", "down", "all", "--state-dir", str(state)]
-    if netns:
-        cmd = ["nsenter", f"--net={NS_DIR / netns}", "--", *cmd]
-    subprocess.run(cmd, env={**os.environ, **env}, capture_output=True, check=False)
+    subprocess.run(_in_ns(cmd, netns), env={**os.environ, **env}, capture_output=True, check=False)
 
 
 def _ip(*argv: str, check: bool = True) -> None:

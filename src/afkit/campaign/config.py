@@ -13,12 +13,13 @@ import math
 import posixpath
 import re
 import unicodedata
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict, cast
+from typing import NotRequired, Protocol, TypedDict, cast
 
 import jsonschema
+from jsonschema.protocols import Validator
 
 from afkit import yamlio
 from afkit.campaign import executors
@@ -163,14 +164,26 @@ class CampaignConfig(TypedDict):
     benchmarks: list[BenchmarkConfig]
 
 
-Schema = Mapping[str, Any]  # a JSON Schema document (read, never written)
+class Schema(TypedDict, total=False):
+    """A JSON Schema document, or one node of it (read, never written), with the keywords afkit
+    reads itself (fill_defaults, afkit.campaign.schemadoc); a node holds others too (pattern,
+    oneOf, $defs, afkit's ``allowed``, ...), which jsonschema reads."""
+
+    type: str | list[str]
+    description: str
+    default: object
+    enum: list[object]
+    properties: dict[str, Schema]
+    required: list[str]
+    additionalProperties: bool | Schema
+    items: Schema
 
 
 @functools.cache
-def _schema_document(path: str) -> dict[str, Any]:
+def _schema_document(path: str) -> Schema:
     """The schema file as read (once per process; load_schema completes a copy of it)."""
     with open(path, encoding="utf-8") as fh:
-        document: dict[str, Any] = yamlio.load(fh)
+        document: Schema = yamlio.load(fh)  # afkit's own schema file: a JSON Schema document
     return document
 
 
@@ -181,27 +194,31 @@ def load_schema() -> Schema:
     return _schema_and_validator()[0]
 
 
-def _schema_and_validator() -> tuple[Schema, Any]:
+def _schema_and_validator() -> tuple[Schema, Validator]:
     """:func:`load_schema` and its validator, for the schema file and the registry of now."""
     return _completed(str(workflow_files().schema), tuple(executors.REGISTRY.items()))
 
 
 @functools.lru_cache(maxsize=8)
-def _completed(path: str, registry: tuple[tuple[str, executors.Executor], ...]) -> tuple[Schema, Any]:
+def _completed(path: str, registry: tuple[tuple[str, executors.Executor], ...]) -> tuple[Schema, Validator]:
     """The schema of :func:`load_schema` and its validator (:func:`_validator`): a copy of the
     schema file completed with REGISTRY's executors; 4 ms a campaign when made every time."""
-    schema: dict[str, Any] = copy.deepcopy(_schema_document(path))
-    site = schema["properties"]["sites"]["additionalProperties"]["properties"]
+    schema = copy.deepcopy(_schema_document(path))
+    sites = schema["properties"]["sites"]["additionalProperties"]
+    if not isinstance(sites, dict):
+        raise TypeError(f"{path}: sites.additionalProperties is not the schema of a site")
+    site = sites["properties"]
     site["executor"]["enum"] = [name for name, _ in registry]
     for _, executor in registry:
         for key, rule in executor.site_keys.items():
-            if rule.schema is not None:
-                site.setdefault(key, copy.deepcopy(dict(rule.schema)))
+            if rule.schema is not None:  # the key's JSON Schema (afkit.campaign.executors.base.SiteKey)
+                site.setdefault(key, cast(Schema, copy.deepcopy(dict(rule.schema))))
     return schema, _validator(schema)
 
 
-def fill_defaults(data: Any, schema: Schema) -> Any:
-    """Fill in the schema's ``default`` values, recursively (objects, maps and arrays)."""
+def fill_defaults(data: object, schema: Schema) -> object:
+    """Fill in the schema's ``default`` values, recursively (objects, maps and arrays): into DATA's
+    mappings themselves; DATA as filled (an array's is a new list)."""
     if isinstance(data, dict) and schema.get("type", "object") in ("object", ["object"]):
         for key, sub in schema.get("properties", {}).items():
             if key not in data and "default" in sub:
@@ -234,33 +251,57 @@ def _compiled(pattern: str) -> re.Pattern[str]:
 
 
 def _pattern(
-    validator: Any, pattern: str, instance: Any, schema: Schema
+    validator: Validator, pattern: str, instance: object, schema: Schema
 ) -> Iterator[jsonschema.ValidationError]:
-    if validator.is_type(instance, "string") and not _ecma(pattern).search(instance):
+    """The ``pattern`` keyword with :func:`_ecma`'s ``$``. It applies to strings only: JSON Schema's
+    type ``string``, a str (:func:`_validator`'s type checker redefines ``integer`` only)."""
+    if isinstance(instance, str) and not _ecma(pattern).search(instance):
         yield jsonschema.ValidationError(f"{shown(instance)} does not match {pattern!r}")
 
 
-def _whole_number(_checker: Any, instance: Any) -> bool:
+def _whole_number(_checker: object, instance: object) -> bool:
     return isinstance(instance, int) and not isinstance(instance, bool)
 
 
-def _validator(schema: Schema) -> Any:
+class _Keyword(Protocol):
+    """A JSON Schema keyword's function, as jsonschema calls it: the validator, the keyword's value
+    in the schema, the instance and the schema node holding the keyword; it yields the errors."""
+
+    def __call__(
+        self, validator: Validator, value: str, instance: object, schema: Schema, /
+    ) -> Iterator[jsonschema.ValidationError]: ...
+
+
+class _Extend(Protocol):
+    """``jsonschema.validators.extend`` as :func:`_validator` calls it (types-jsonschema leaves
+    it unannotated): VALIDATOR's class with the keyword functions VALIDATORS and TYPE_CHECKER."""
+
+    def __call__(
+        self,
+        validator: type[Validator],
+        validators: Mapping[str, _Keyword],
+        *,
+        type_checker: jsonschema.TypeChecker,
+    ) -> type[Validator]: ...
+
+
+def _validator(schema: Schema) -> Validator:
     """The schema's validator, with ECMA 262's ``$`` in ``pattern`` (:func:`_ecma`) and
     ``integer`` meaning a whole number written as one: JSON Schema counts 1.0 as an integer, and
     ``repetitions: 1.0`` passed to ``range()`` (a TypeError, found by the hostile-input soak)."""
     base = jsonschema.validators.validator_for(schema)
-    extend: Any = jsonschema.validators.extend  # untyped in types-jsonschema
+    extend: _Extend = jsonschema.validators.extend
     types = base.TYPE_CHECKER.redefine("integer", _whole_number)
     return extend(base, {"pattern": _pattern}, type_checker=types)(schema)
 
 
-def shown(value: Any, limit: int = 60) -> str:
+def shown(value: object, limit: int = 60) -> str:
     """VALUE for a message: its repr, cut to LIMIT characters (a 5,000-character key is no help)."""
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _dotted(path: Any) -> str:
+def _dotted(path: Iterable[str | int]) -> str:
     parts = []
     for p in path:
         parts.append(f"[{p}]" if isinstance(p, int) else f".{p}")
@@ -506,7 +547,7 @@ def _control(text: str) -> str | None:
     return next((c for c in text if c not in "\t\n" and unicodedata.category(c) == "Cc"), None)
 
 
-def junk(data: Any, where: tuple[str | int, ...] = (), depth: int = 0) -> str | None:
+def junk(data: object, where: tuple[str | int, ...] = (), depth: int = 0) -> str | None:
     """What the schema cannot say about DATA (a campaign as YAML gives it), at the first place it
     is wrong: keys that are not text (``1:``, ``null:``, ``yes:``), numbers that are not finite or
     not int64, text with control characters, values YAML makes of unquoted text (dates, bytes),
@@ -541,7 +582,7 @@ def junk(data: Any, where: tuple[str | int, ...] = (), depth: int = 0) -> str | 
     return None
 
 
-def validate(raw: Any, *, source: str = "campaign") -> CampaignConfig:
+def validate(raw: object, *, source: str = "campaign") -> CampaignConfig:
     """Defaults + schema + cross-reference checks; raise InvalidError listing every problem."""
     if not isinstance(raw, dict):
         raise InvalidError(
@@ -552,7 +593,8 @@ def validate(raw: Any, *, source: str = "campaign") -> CampaignConfig:
         raise InvalidError(f"{source}: invalid campaign:\n  {wrong}",
                            hint="fix the key named above (docs/campaigns.md, 'Names')")  # fmt: skip
     schema, validator = _schema_and_validator()
-    filled = fill_defaults(copy.deepcopy(raw), schema)
+    filled = copy.deepcopy(raw)
+    fill_defaults(filled, schema)  # into the mapping itself
     errors = sorted(validator.iter_errors(filled), key=lambda e: list(map(str, e.absolute_path)))
     problems = [_describe(e) for e in _best_errors(errors)]
     cfg = cast(CampaignConfig, filled)  # the schema holds (else the problems say where not)

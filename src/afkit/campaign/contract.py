@@ -31,7 +31,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar, Union, cast
+from typing import TypedDict, TypeVar, Union, cast
 
 from afkit.errors import InvalidError
 
@@ -143,11 +143,38 @@ class Job:
             elif f.name in data:
                 want = {"str": STR, "int": INT, "float": NUM}[str(f.type)]
                 kw[f.name] = _need(data, f.name, want, what)
-        checked: Mapping[str, Any] = kw  # each value checked above
+        checked = cast("_JobArgs", kw)  # each value checked above for its field's type
         try:
             return cls(**checked)
         except TypeError as err:
             raise InvalidError(f"{what}: {err}", hint="make the spec again (afkit campaign run)") from err
+
+
+class _JobArgs(TypedDict, total=False):
+    """:class:`Job`'s fields as the keywords of ``Job(...)`` (:meth:`Job.from_dict`'s checked values;
+    mypy checks each one's type against Job's). A missing key: the field's default, or Job's
+    TypeError for a field without one."""
+
+    bench: str
+    type: str
+    site: str
+    dataset: str
+    scenario: str
+    access: str
+    clients: int
+    block_size: str
+    stride: str
+    repetition: int
+    wave_size: int
+    index: int
+    duration: float
+    interval: float
+    payload: str
+    branches: tuple[str, ...]
+    demand: str
+    group: str
+    urls: tuple[str, ...]
+    template: str
 
 
 _JOB_FIELDS = tuple(f.name for f in dataclasses.fields(Job))
@@ -385,26 +412,26 @@ def _f(
     payloads: tuple[str, ...] = (),
     source: str = "",
     missing: object = None,
-) -> Any:
-    """A record field's metadata. BY: plan | payload | wrapper | derived (computed for jobs.csv,
-    never in a record); NEED: always | ok (when status is ok) | failed | optional; COLUMN: a column
-    of jobs.csv (else in the record only). A payload's metric also says which PAYLOADS produce it
-    (empty: every one), its SOURCE (where afkit.campaign.processing.measured takes it from) and
-    its value when the summary lacks it (MISSING; None: the field is left out)."""
-    meta = {"by": by, "need": need, "column": column, "unit": unit, "doc": doc, "payloads": payloads,
+) -> Mapping[str, object]:
+    """A record field's metadata (``field(default=None, metadata=_f(...))``). BY: plan | payload |
+    wrapper | derived (computed for jobs.csv, never in a record); NEED: always | ok (when status is
+    ok) | failed | optional; COLUMN: a column of jobs.csv (else in the record only). A payload's
+    metric also says which PAYLOADS produce it (empty: every one), its SOURCE (where
+    afkit.campaign.processing.measured takes it from) and its value when the summary lacks it
+    (MISSING; None: the field is left out)."""
+    return {"by": by, "need": need, "column": column, "unit": unit, "doc": doc, "payloads": payloads,
             "source": source, "missing": missing}  # fmt: skip
-    return field(default=None, metadata=meta)
 
 
-def _plan(doc: str, *, column: bool = True, unit: str = "") -> Any:
+def _plan(doc: str, *, column: bool = True, unit: str = "") -> Mapping[str, object]:
     return _f("plan", doc, column=column, unit=unit)
 
 
-def _wrap(doc: str, *, column: bool = True, unit: str = "", need: str = "always") -> Any:
+def _wrap(doc: str, *, column: bool = True, unit: str = "", need: str = "always") -> Mapping[str, object]:
     return _f("wrapper", doc, column=column, unit=unit, need=need)
 
 
-def _pay(doc: str, *, need: str = "ok", column: bool = True, unit: str = "") -> Any:
+def _pay(doc: str, *, need: str = "ok", column: bool = True, unit: str = "") -> Mapping[str, object]:
     return _f("payload", doc, need=need, column=column, unit=unit)
 
 
@@ -417,7 +444,7 @@ def _metric(
     column: bool = True,
     unit: str = "",
     missing: object = None,
-) -> Any:
+) -> Mapping[str, object]:
     """A payload metric: what the processing step measures. Its one declaration (the record's field:
     name, type, DOC, UNIT, the PAYLOADS that produce it, whether it is a COLUMN of jobs.csv, its
     SOURCE in the payload's summary) makes it a field of the payload's result, of the record and
@@ -426,11 +453,21 @@ def _metric(
               missing=missing)  # fmt: skip
 
 
-def _derived(doc: str, unit: str) -> Any:
+def _derived(doc: str, unit: str) -> Mapping[str, object]:
     return _f("derived", doc, need="optional", unit=unit)
 
 
 _Rec = TypeVar("_Rec", bound="JobRecord")
+
+
+def _set(record: _Rec, values: Mapping[str, object]) -> _Rec:
+    """RECORD with VALUES (each one a field of the record) put into its fields, by name: as keywords
+    of ``JobRecord(...)`` mypy would check them only against a second declaration of the fields (a
+    TypedDict), and they are declared once. :func:`check` proves their types by the field table
+    (:data:`FIELDS`) when a record is read and when it is written."""
+    for name, value in values.items():
+        setattr(record, name, value)
+    return record
 
 
 @dataclass
@@ -441,112 +478,131 @@ class JobRecord:
     events, intervals) and the wrapper on the worker node (provenance, start and end, the
     bottleneck verdict). ``derived`` fields are computed for jobs.csv (afkit.campaign.aggregate)."""
 
-    campaign: str | None = _wrap("the campaign's name")
-    campaign_hash: str | None = _wrap("12 hex digits over the campaign: in jobs.csv the campaign version the "
-                                      "tables were made for (aggregation sets it; every row's record is "
-                                      "current for it); not in new records", need="optional")  # fmt: skip
-    spec_sha256: str | None = _wrap("the SHA-256 of the job's spec: a record without it, or whose job's spec "
-                                    "has changed since, is stale (redone, never a result)", column=False,
-                                    need="optional")  # fmt: skip
-    image_sha256: str | None = _wrap("the image's SHA-256")
-    image_tag: str | None = _wrap("the software tag the image was built from")
-    image_path: str | None = _wrap("the SIF the job ran (a worker's own pull: its copy)")
-    bench: str | None = _plan("the benchmark's name")
-    type: str | None = _plan("read, train, steps or analysis")
-    id: str | None = _plan("the job's id (its parameters)")
-    wave: str | None = _plan("the wave's id (jobs released together)")
-    site: str | None = _plan("the campaign's site")
-    executor: str | None = _wrap("local, htcondor or slurm: the one that really ran the job")
-    batch_job_id: str | None = _wrap("the batch system's job id (empty for local)")
-    host: str | None = _pay("the worker node's host name")
-    dataset: str | None = _plan("the dataset's name")
-    group: str | None = _f(
-        "plan", "a spread train's datasets, joined by '+' (empty: one dataset)", need="optional"
-    )
-    scenario: str | None = _plan("origin or a cache's name")
-    access: str | None = _plan("direct or copy")
-    clients: int | None = _plan("reading clients of the job")
-    block_size: str | None = _plan("read block size", unit="bytes (with suffix)")
-    stride: str | None = _plan("read stride")
-    demand: str | None = _f(
-        "plan", "each client's read rate cap (empty: none)", need="optional", unit="bytes/s (with suffix)"
-    )
-    wave_size: int | None = _plan("jobs of the wave")
-    index: int | None = _plan("the job's number inside its wave")
-    repetition: int | None = _plan("the repetition of the sweep point")
-    duration: float | None = _plan("how long a read job reads", unit="s")
-    interval: float | None = _plan("width of an interval sample", unit="s")
-    template: str | None = _plan("the input location's URL template")
-    url: str | None = _wrap("the first input URL")
-    files: int | None = _wrap("input files")
-    status: str | None = _pay("ok or failed", need="always")
-    error: str | None = _pay("one line: why the job failed", need="failed")
-    start: float | None = _wrap("the payload's launch (wall clock)", unit="s since the epoch")
-    end: float | None = _wrap("the payload's end (wall clock)", unit="s since the epoch")
-    processing_start: float | None = _pay(
-        "start of the processing step (wall clock)", unit="s since the epoch"
-    )
-    setup_s: float | None = _derived("container start and software set-up", "s")
-    stage_in_s: float | None = _derived("copying the inputs (copy mode)", "s")
-    processing_s: float | None = _derived("the processing step", "s")
-    stage_out_s: float | None = _derived("writing the output back", "s")
-    wall_s: float | None = _derived("end - start", "s")
-    bytes: int | None = _metric("bytes read", source="bytes", need="ok", unit="bytes")
-    bytes_staged: int | None = _pay("bytes copied in (copy mode)", unit="bytes")
-    events: int | None = _metric("events read (analysis)", source="events", need="ok", missing=0)
-    throughput_MBps: float | None = _derived("bytes / processing_s", "MB/s")
-    events_per_s: float | None = _derived("events / processing_s", "1/s")
-    image_fingerprint: str | None = _wrap("the image signer's fingerprint")
-    bottleneck: str | None = _wrap("what bounded the job (afkit.campaign.bottleneck)")
-    bottleneck_reason: str | None = _wrap("one line: why")
-    wn_site: str | None = _wrap("the batch worker's site (machine ad AFKIT_SITE, SLURM partition)")
-    wn_address: str | None = _wrap("the worker node's IPv4 address (in the site's namespace)")
-    submit_files: str | None = _wrap("shared (the submit host's filesystem) or transferred")
-    image_pull_s: float | None = _wrap("the image's pull on the worker (shared_fs: false)", need="optional",
-                                       unit="s")  # fmt: skip
-    payload: str | None = _plan("who read: builtin, afkit-bench, root or rootreadspeed (the report's "
-                                "payload section)")  # fmt: skip
-    readspeed_verdict: str | None = _metric("rootreadspeed's own verdict: io-bound, decompression-bound or "
-                                            "balanced (payload rootreadspeed)", source="readspeed.verdict",
-                                            payloads=("rootreadspeed",))  # fmt: skip
+    campaign: str | None = field(default=None, metadata=_wrap("the campaign's name"))
+    campaign_hash: str | None = field(default=None, metadata=_wrap(
+        "12 hex digits over the campaign: in jobs.csv the campaign version the tables were made for "
+        "(aggregation sets it; every row's record is current for it); not in new records",
+        need="optional"))  # fmt: skip
+    spec_sha256: str | None = field(default=None, metadata=_wrap(
+        "the SHA-256 of the job's spec: a record without it, or whose job's spec has changed since, is "
+        "stale (redone, never a result)", column=False, need="optional"))  # fmt: skip
+    image_sha256: str | None = field(default=None, metadata=_wrap("the image's SHA-256"))
+    image_tag: str | None = field(default=None, metadata=_wrap("the software tag the image was built from"))
+    image_path: str | None = field(default=None, metadata=_wrap(
+        "the SIF the job ran (a worker's own pull: its copy)"))  # fmt: skip
+    bench: str | None = field(default=None, metadata=_plan("the benchmark's name"))
+    type: str | None = field(default=None, metadata=_plan("read, train, steps or analysis"))
+    id: str | None = field(default=None, metadata=_plan("the job's id (its parameters)"))
+    wave: str | None = field(default=None, metadata=_plan("the wave's id (jobs released together)"))
+    site: str | None = field(default=None, metadata=_plan("the campaign's site"))
+    executor: str | None = field(default=None, metadata=_wrap(
+        "local, htcondor or slurm: the one that really ran the job"))  # fmt: skip
+    batch_job_id: str | None = field(default=None, metadata=_wrap(
+        "the batch system's job id (empty for local)"))  # fmt: skip
+    host: str | None = field(default=None, metadata=_pay("the worker node's host name"))
+    dataset: str | None = field(default=None, metadata=_plan("the dataset's name"))
+    group: str | None = field(default=None, metadata=_f(
+        "plan", "a spread train's datasets, joined by '+' (empty: one dataset)",
+        need="optional"))  # fmt: skip
+    scenario: str | None = field(default=None, metadata=_plan("origin or a cache's name"))
+    access: str | None = field(default=None, metadata=_plan("direct or copy"))
+    clients: int | None = field(default=None, metadata=_plan("reading clients of the job"))
+    block_size: str | None = field(default=None, metadata=_plan(
+        "read block size", unit="bytes (with suffix)"))  # fmt: skip
+    stride: str | None = field(default=None, metadata=_plan("read stride"))
+    demand: str | None = field(default=None, metadata=_f(
+        "plan", "each client's read rate cap (empty: none)", need="optional",
+        unit="bytes/s (with suffix)"))  # fmt: skip
+    wave_size: int | None = field(default=None, metadata=_plan("jobs of the wave"))
+    index: int | None = field(default=None, metadata=_plan("the job's number inside its wave"))
+    repetition: int | None = field(default=None, metadata=_plan("the repetition of the sweep point"))
+    duration: float | None = field(default=None, metadata=_plan("how long a read job reads", unit="s"))
+    interval: float | None = field(default=None, metadata=_plan("width of an interval sample", unit="s"))
+    template: str | None = field(default=None, metadata=_plan("the input location's URL template"))
+    url: str | None = field(default=None, metadata=_wrap("the first input URL"))
+    files: int | None = field(default=None, metadata=_wrap("input files"))
+    status: str | None = field(default=None, metadata=_pay("ok or failed", need="always"))
+    error: str | None = field(default=None, metadata=_pay("one line: why the job failed", need="failed"))
+    start: float | None = field(default=None, metadata=_wrap(
+        "the payload's launch (wall clock)", unit="s since the epoch"))  # fmt: skip
+    end: float | None = field(default=None, metadata=_wrap(
+        "the payload's end (wall clock)", unit="s since the epoch"))  # fmt: skip
+    processing_start: float | None = field(default=None, metadata=_pay(
+        "start of the processing step (wall clock)", unit="s since the epoch"))  # fmt: skip
+    setup_s: float | None = field(default=None, metadata=_derived("container start and software set-up", "s"))
+    stage_in_s: float | None = field(default=None, metadata=_derived("copying the inputs (copy mode)", "s"))
+    processing_s: float | None = field(default=None, metadata=_derived("the processing step", "s"))
+    stage_out_s: float | None = field(default=None, metadata=_derived("writing the output back", "s"))
+    wall_s: float | None = field(default=None, metadata=_derived("end - start", "s"))
+    bytes: int | None = field(default=None, metadata=_metric(
+        "bytes read", source="bytes", need="ok", unit="bytes"))  # fmt: skip
+    bytes_staged: int | None = field(default=None, metadata=_pay("bytes copied in (copy mode)", unit="bytes"))
+    events: int | None = field(default=None, metadata=_metric(
+        "events read (analysis)", source="events", need="ok", missing=0))  # fmt: skip
+    throughput_MBps: float | None = field(default=None, metadata=_derived("bytes / processing_s", "MB/s"))
+    events_per_s: float | None = field(default=None, metadata=_derived("events / processing_s", "1/s"))
+    image_fingerprint: str | None = field(default=None, metadata=_wrap("the image signer's fingerprint"))
+    bottleneck: str | None = field(default=None, metadata=_wrap(
+        "what bounded the job (afkit.campaign.bottleneck)"))  # fmt: skip
+    bottleneck_reason: str | None = field(default=None, metadata=_wrap("one line: why"))
+    wn_site: str | None = field(default=None, metadata=_wrap(
+        "the batch worker's site (machine ad AFKIT_SITE, SLURM partition)"))  # fmt: skip
+    wn_address: str | None = field(default=None, metadata=_wrap(
+        "the worker node's IPv4 address (in the site's namespace)"))  # fmt: skip
+    submit_files: str | None = field(default=None, metadata=_wrap(
+        "shared (the submit host's filesystem) or transferred"))  # fmt: skip
+    image_pull_s: float | None = field(default=None, metadata=_wrap(
+        "the image's pull on the worker (shared_fs: false)", need="optional", unit="s"))  # fmt: skip
+    payload: str | None = field(default=None, metadata=_plan(
+        "who read: builtin, afkit-bench, root or rootreadspeed (the report's payload section)"))  # fmt: skip
+    readspeed_verdict: str | None = field(default=None, metadata=_metric(
+        "rootreadspeed's own verdict: io-bound, decompression-bound or balanced (payload rootreadspeed)",
+        source="readspeed.verdict", payloads=("rootreadspeed",)))  # fmt: skip
     # payload root: ROOT's own counts, summed over the clients (afkit.bench.rootread's summary:
     # TFile::GetFileBytesRead, GetFileReadCalls; the tree caches' transactions, each one
     # TFile::ReadBuffers: an XRootD vector read over root://)
-    root_bytes_read: int | None = _metric("bytes ROOT read (payload root)", source="root.bytes_read",
-                                          payloads=("root",), unit="bytes")  # fmt: skip
-    root_read_calls: int | None = _metric("ROOT's read calls (payload root)", source="root.read_calls",
-                                          payloads=("root",))  # fmt: skip
-    root_vector_reads: int | None = _metric("the tree caches' vector reads (payload root)",
-                                            source="root.vector_reads", payloads=("root",))  # fmt: skip
+    root_bytes_read: int | None = field(default=None, metadata=_metric(
+        "bytes ROOT read (payload root)", source="root.bytes_read", payloads=("root",),
+        unit="bytes"))  # fmt: skip
+    root_read_calls: int | None = field(default=None, metadata=_metric(
+        "ROOT's read calls (payload root)", source="root.read_calls", payloads=("root",)))  # fmt: skip
+    root_vector_reads: int | None = field(default=None, metadata=_metric(
+        "the tree caches' vector reads (payload root)", source="root.vector_reads",
+        payloads=("root",)))  # fmt: skip
     # the report's header: the image the campaign used, not a worker's copy of it
-    image_ref: str | None = _wrap("the campaign's image as given: the SIF file, the oras:// reference "
-                                  "or build TAG (the report's header)", need="optional")  # fmt: skip
-    image_cache: str | None = _wrap("the node's image cache at the pull (shared_fs: false): hit, miss, "
-                                    "off or unusable (afkit.campaign.imagecache)",
-                                    need="optional")  # fmt: skip
+    image_ref: str | None = field(default=None, metadata=_wrap(
+        "the campaign's image as given: the SIF file, the oras:// reference or build TAG (the report's "
+        "header)", need="optional"))  # fmt: skip
+    image_cache: str | None = field(default=None, metadata=_wrap(
+        "the node's image cache at the pull (shared_fs: false): hit, miss, off or unusable "
+        "(afkit.campaign.imagecache)", need="optional"))  # fmt: skip
     # in the record only
-    readspeed: dict[str, object] | None = _metric("rootreadspeed's figures (afkit.bench.readspeed)",  # noqa: RUF009
-                                                  source="readspeed", payloads=("rootreadspeed",),
-                                                  column=False)  # fmt: skip
-    branches: list[str] | None = _plan("branches an analysis job reads", column=False)  # noqa: RUF009
-    submit_host: str | None = _wrap("the submit host's name", column=False)
-    hold_reason: str | None = _wrap("HTCondor's HoldReason of a job held past its grace", column=False,
-                                    need="optional")  # fmt: skip
-    container_start: float | None = _pay("the payload's start inside the container",
-                                         column=False, unit="s since the epoch")  # fmt: skip
-    steps: dict[str, float] | None = _pay("seconds of each step (setup, stage_in, processing, stage_out)",  # noqa: RUF009
-                                          column=False, unit="s")  # fmt: skip
+    readspeed: dict[str, object] | None = field(default=None, metadata=_metric(
+        "rootreadspeed's figures (afkit.bench.readspeed)", source="readspeed", payloads=("rootreadspeed",),
+        column=False))  # fmt: skip
+    branches: list[str] | None = field(default=None, metadata=_plan(
+        "branches an analysis job reads", column=False))  # fmt: skip
+    submit_host: str | None = field(default=None, metadata=_wrap("the submit host's name", column=False))
+    hold_reason: str | None = field(default=None, metadata=_wrap(
+        "HTCondor's HoldReason of a job held past its grace", column=False, need="optional"))  # fmt: skip
+    container_start: float | None = field(default=None, metadata=_pay(
+        "the payload's start inside the container", column=False, unit="s since the epoch"))  # fmt: skip
+    steps: dict[str, float] | None = field(default=None, metadata=_pay(
+        "seconds of each step (setup, stage_in, processing, stage_out)", column=False, unit="s"))  # fmt: skip
     # the processing step's own (afkit.campaign.processing: from the clients' interval and gap records)
-    intervals: list[dict[str, float]] | None = _metric("{t, time, bytes} samples (also until a failure)",  # noqa: RUF009
-                                                       need="ok", column=False)  # fmt: skip
-    gaps: list[dict[str, object]] | None = _metric("failed reads: {t, seconds, url, recovered}",  # noqa: RUF009
-                                                   column=False)  # fmt: skip
-    bytes_out: int | None = _pay("bytes written back", column=False, unit="bytes")
-    engine: str | None = _pay("afkit VERSION (where the job imported it)", need="optional", column=False)
-    software_env: dict[str, object] | None = _pay("the image's tag environment as the job saw it",  # noqa: RUF009
-                                                need="optional", column=False)  # fmt: skip
-    afkit_bench: str | None = _metric("the afkit bench command's kind", source="kind",
-                                      payloads=("afkit-bench",), column=False, missing="")  # fmt: skip
+    intervals: list[dict[str, float]] | None = field(default=None, metadata=_metric(
+        "{t, time, bytes} samples (also until a failure)", need="ok", column=False))  # fmt: skip
+    gaps: list[dict[str, object]] | None = field(default=None, metadata=_metric(
+        "failed reads: {t, seconds, url, recovered}", column=False))  # fmt: skip
+    bytes_out: int | None = field(default=None, metadata=_pay(
+        "bytes written back", column=False, unit="bytes"))  # fmt: skip
+    engine: str | None = field(default=None, metadata=_pay(
+        "afkit VERSION (where the job imported it)", need="optional", column=False))  # fmt: skip
+    software_env: dict[str, object] | None = field(default=None, metadata=_pay(
+        "the image's tag environment as the job saw it", need="optional", column=False))  # fmt: skip
+    afkit_bench: str | None = field(default=None, metadata=_metric(
+        "the afkit bench command's kind", source="kind", payloads=("afkit-bench",), column=False,
+        missing=""))  # fmt: skip
 
     @classmethod
     def planned(cls, job: Job) -> JobRecord:
@@ -570,15 +626,13 @@ class JobRecord:
         unknown = sorted(set(values) - {f.name for f in RECORD_FIELDS})
         if unknown:
             raise InvalidError(f"not fields of the job record: {', '.join(unknown)}")
-        fields: Mapping[str, Any] = values  # each one a field of the record
-        return dataclasses.replace(self, **fields)
+        return _set(dataclasses.replace(self), values)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, object], *, job: str = "", where: str = "") -> JobRecord:
         """The record DATA, checked against the contract (InvalidError naming JOB and WHERE)."""
         check(data, job=job, where=where)
-        checked: Mapping[str, Any] = data  # the check above proved the types
-        return cls(**checked)
+        return _set(cls(), data)  # the check above proved the types
 
     @classmethod
     def read(cls, path: Path) -> JobRecord:
@@ -613,8 +667,7 @@ class PayloadResult(JobRecord):
     def read(cls, path: Path, *, job: str = "") -> PayloadResult:
         data = _load(path, "payload result")
         check(data, part="payload", job=job, where=f"its payload's result {path}")
-        checked: Mapping[str, Any] = data  # the check above proved the types
-        return cls(**checked)
+        return _set(cls(), data)  # the check above proved the types
 
 
 @dataclass(frozen=True)

@@ -34,8 +34,9 @@ import os
 import shlex
 import sys
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 from afkit.atomic import atomic_path
 from afkit.errors import AfkitError, ExitCode
@@ -44,7 +45,26 @@ CORE_NAME = "afkit.zip"
 JOB_RULE = "job"  # the workflow's rule of a benchmark job (workflows/rules/jobs.smk)
 
 
-def batch_command(job: Any, python: str) -> str | None:
+class SnakemakeJob(Protocol):
+    """What :func:`batch_command` reads of a snakemake job (snakemake-interface-executor-plugins'
+    ``JobExecutorInterface``): its rule's name, its named inputs (``spec``), outputs and logs."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def input(self) -> object: ...
+
+    @property
+    def output(self) -> Sequence[object]: ...
+
+    @property
+    def log(self) -> Sequence[object]: ...
+
+    def is_group(self) -> bool: ...
+
+
+def batch_command(job: SnakemakeJob, python: str) -> str | None:
     """The command of a batch job that runs JOB (a snakemake job) without snakemake: its job core
     on its spec (the rule's input ``spec``) with PYTHON, in the submit directory. None for any
     other job (another rule, a group, a job without a spec): it runs snakemake as usual.

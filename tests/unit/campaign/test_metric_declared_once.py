@@ -19,9 +19,9 @@ from afkit.campaign import contract, processing
 
 SRC = Path(contract.__file__).resolve().parents[2]  # the afkit under test: its src directory
 DECLARATION = (
-    '    root_cache_bytes: int | None = _metric("bytes the tree caches read (payload root)",\n'
-    '                                           source="root.cache_bytes", payloads=("root",),\n'
-    '                                           unit="bytes")  # fmt: skip\n'
+    "    root_cache_bytes: int | None = field(default=None, metadata=_metric(\n"
+    '        "bytes the tree caches read (payload root)", source="root.cache_bytes", payloads=("root",),\n'
+    '        unit="bytes"))  # fmt: skip\n'
 )
 END_OF_FIELDS = "\n    @classmethod\n    def planned("
 

@@ -14,6 +14,7 @@ from afkit.errors import AfkitError, ExitCode, NotFoundError, UsageError
 if TYPE_CHECKING:
     from afkit.campaign import aggregate as agg
     from afkit.campaign import config
+    from afkit.campaign.runplan import RunPlan
 
 # Each command imports what it uses when it runs: `afkit campaign job`, run once per job by every
 # workflow, starts without the schema validator, the planner and the tables (a third of its start-up).
@@ -24,18 +25,24 @@ def _campaign_arg(p: argparse.ArgumentParser) -> None:
 
 
 def _step_campaign_arg(p: argparse.ArgumentParser) -> None:
-    """The campaign of a workflow step, and where its relative paths are taken from."""
-    _campaign_arg(p)
-    p.add_argument("--campaign-dir", type=Path, metavar="DIR",
-                   help="take the campaign's relative paths beside DIR (default: the file's folder; "
-                   "the workflow passes it with the campaign it merged from several --configfile "
-                   "files or --config keys, RESULTS/plan/campaign.yaml)")  # fmt: skip
+    """The campaign of a workflow step (a campaign YAML, or the plan file the workflow passes), and
+    where a YAML's relative paths are taken from."""
+    p.add_argument("campaign", type=Path, metavar="CAMPAIGN",
+                   help="the campaign YAML file, or the campaign as planned for its run, "
+                   "RESULTS/plan/campaign.plan.json (what the workflow's rules pass: it is not "
+                   "validated or expanded again)")  # fmt: skip
+    p.add_argument(
+        "--campaign-dir",
+        type=Path,
+        metavar="DIR",
+        help="take a campaign YAML's relative paths beside DIR (default: the file's folder)",
+    )
 
 
-def _step_campaign(args: argparse.Namespace) -> config.Campaign:
-    from afkit.campaign import config
+def _step_campaign(args: argparse.Namespace) -> RunPlan:
+    from afkit.campaign.runplan import RunPlan
 
-    return config.load(args.campaign, args.campaign_dir)
+    return RunPlan.load(args.campaign, args.campaign_dir)
 
 
 def _check_image(c: config.Campaign, *, fetch: bool) -> str:
@@ -109,17 +116,18 @@ def _snakemake_extra(args: argparse.Namespace) -> list[str]:
     return head + extra[cut + 1 :]
 
 
-def _after_run(c: config.Campaign, code: int, *, always_report: bool) -> int:
+def _after_run(run: RunPlan, code: int, *, always_report: bool) -> int:
     """Exit code of run/retry; the tables and the report made here when snakemake did not make
     them from every record on disk (another site's call, a retry, an interrupt, a call the
     watchdog stopped)."""
     from afkit.campaign import image
 
+    c = run.campaign
     if code == ExitCode.INTERRUPTED:
-        if _records(c) and not _tables_current(c):
+        if _records(run) and not _tables_current(run):
             try:
                 print(f"afkit: the tables and the report from the records on disk: "
-                      f"{_report(c, allow_mixed=False, grouping='target')}", file=sys.stderr)  # fmt: skip
+                      f"{_report(run, allow_mixed=False, grouping='target')}", file=sys.stderr)  # fmt: skip
             except AfkitError as err:
                 print(f"afkit: no report made: {err}", file=sys.stderr)
         return ExitCode.INTERRUPTED
@@ -129,8 +137,8 @@ def _after_run(c: config.Campaign, code: int, *, always_report: bool) -> int:
     if code > 1:
         return code  # refused, invalid, not found: nothing ran
     mixed = len({s["executor"] for s in c.config["sites"].values()}) > 1
-    if mixed or always_report or (_records(c) and not _tables_current(c)):
-        print(_report(c, allow_mixed=False, grouping="target"))
+    if mixed or always_report or (_records(run) and not _tables_current(run)):
+        print(_report(run, allow_mixed=False, grouping="target"))
     return ExitCode.OK if code == 0 else ExitCode.FAILURE
 
 
@@ -145,19 +153,19 @@ def _preflight(c: config.Campaign) -> None:
     preflight.check_datasets(c)
 
 
-def _records(c: config.Campaign) -> list[Path]:
+def _records(run: RunPlan) -> list[Path]:
     """The record files of the planned jobs that are on disk (current or stale)."""
-    from afkit.campaign import current
+    layout = run.campaign.layout
+    return [p for j in run.jobs if (p := Path(layout.record(j.bench, j.id))).is_file()]
 
-    return [p.record for p in current.planned(c) if p.record.is_file()]
 
-
-def _tables_current(c: config.Campaign) -> bool:
+def _tables_current(run: RunPlan) -> bool:
     """jobs.csv holds exactly the records on disk, none newer than it, and the report is newer."""
     from afkit.campaign import aggregate as agg
 
-    out, html = Path(c.layout.jobs_csv), Path(c.layout.report_html)
-    records = _records(c)
+    layout = run.campaign.layout
+    out, html = Path(layout.jobs_csv), Path(layout.report_html)
+    records = _records(run)
     if not out.is_file() or not html.is_file():
         return False
     newest = max((p.stat().st_mtime for p in records), default=0.0)
@@ -167,39 +175,61 @@ def _tables_current(c: config.Campaign) -> bool:
     return listed == {(p.parent.name, p.stem) for p in records}
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from afkit.campaign import config, runner
+def _planned(campaign_file: Path) -> RunPlan:
+    """The campaign of run/retry validated and expanded: once for the whole command."""
+    from afkit.campaign import config
+    from afkit.campaign.runplan import RunPlan
 
-    c = config.load(args.campaign)
+    return RunPlan.make(config.load(campaign_file))
+
+
+def _run(run: RunPlan, campaign_file: Path, *, dry_run: bool, extra: list[str],
+         targets: dict[str, list[str]] | None = None) -> int:  # fmt: skip
+    """The snakemake calls of RUN, each reading the plan file: RESULTS/plan/campaign.plan.json on
+    a run, a temporary one on a dry run (which writes nothing in the results)."""
+    import tempfile
+
+    from afkit.campaign import runner
+
+    if not dry_run:
+        plan_file = run.write()
+        return runner.run(run, campaign_file.absolute(), plan_file=plan_file, extra=extra, targets=targets)
+    with tempfile.TemporaryDirectory(prefix="afkit-plan-") as tmp:
+        plan_file = run.write(Path(tmp) / "campaign.plan.json")
+        return runner.run(run, campaign_file.absolute(), plan_file=plan_file, dry_run=True, extra=extra,
+                          targets=targets)  # fmt: skip
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    run = _planned(args.campaign)
     extra = _snakemake_extra(args)
     if not args.dry_run:
-        _preflight(c)
-    code = runner.run(c, args.campaign.absolute(), dry_run=args.dry_run, extra=extra)
+        _preflight(run.campaign)
+    code = _run(run, args.campaign, dry_run=args.dry_run, extra=extra)
     if args.dry_run:
         return code
-    return _after_run(c, code, always_report=False)
+    return _after_run(run, code, always_report=False)
 
 
 def cmd_retry(args: argparse.Namespace) -> int:
-    from afkit.campaign import config, retry, runner
+    from afkit.campaign import retry
 
-    c = config.load(args.campaign)
+    run = _planned(args.campaign)
     extra = _snakemake_extra(args)
     want = {"failed", "missing"} if not (args.failed or args.missing) else (
         ({"failed"} if args.failed else set()) | ({"missing"} if args.missing else set()))  # fmt: skip
-    chosen = retry.select(c, want)
+    chosen = retry.select(run, want)
     if not chosen:
         print(f"{args.campaign}: no {' or '.join(sorted(want))} jobs: nothing to retry")
         return ExitCode.OK
     for line in retry.describe(chosen):
         print(line)
     if not args.dry_run:
-        _preflight(c)
+        _preflight(run.campaign)
         retry.clear(chosen)
     todo = chosen
     while True:
-        code = runner.run(c, args.campaign.absolute(), dry_run=args.dry_run, extra=extra,
-                          targets=retry.targets(todo))  # fmt: skip
+        code = _run(run, args.campaign, dry_run=args.dry_run, extra=extra, targets=retry.targets(todo))
         if args.dry_run:
             return code
         # Snakemake 9 leaves out a target whose job waits (an ancient() input) for a wave it redoes
@@ -211,33 +241,33 @@ def cmd_retry(args: argparse.Namespace) -> int:
         print(f"afkit: retry: snakemake left {len(left)} job(s) out (snakemake/snakemake#4166); "
               "asking it again", file=sys.stderr)  # fmt: skip
         todo = left
-    return _after_run(c, code, always_report=True)
+    return _after_run(run, code, always_report=True)
 
 
 def _tables(
-    c: config.Campaign, allow_mixed: bool, jobs_csv: Path | None = None, intervals_csv: Path | None = None
+    run: RunPlan, allow_mixed: bool, jobs_csv: Path | None = None, intervals_csv: Path | None = None
 ) -> tuple[Path, Path, list[agg.Row]]:
     """The tables of the campaign's current records on disk (default RESULTS/aggregate/jobs.csv,
     intervals.csv beside it); a stale record (made from an older spec of its job) is left out, its
     job missing (afkit.campaign.current)."""
     from afkit.campaign import aggregate as agg
-    from afkit.campaign import current, plan
+    from afkit.campaign import current
 
-    records, stale = current.records(c)
+    c = run.campaign
+    records, stale = current.records(run)
     if stale:
         print(current.stale_message(stale), file=sys.stderr)
     jobs_csv = jobs_csv or Path(c.layout.jobs_csv)
     intervals_csv = intervals_csv or jobs_csv.with_name("intervals.csv")
     for p in (jobs_csv, intervals_csv):
         p.parent.mkdir(parents=True, exist_ok=True)
-    rows = agg.aggregate(records, jobs_csv, intervals_csv, expected=plan.expand(c), allow_mixed=allow_mixed,
+    rows = agg.aggregate(records, jobs_csv, intervals_csv, expected=list(run.jobs), allow_mixed=allow_mixed,
                          campaign_hash=c.hash)  # fmt: skip
     return jobs_csv, intervals_csv, rows
 
 
 def cmd_aggregate(args: argparse.Namespace) -> int:
-    c = _step_campaign(args)
-    jobs_csv, _, rows = _tables(c, args.allow_mixed, args.output, args.intervals)
+    jobs_csv, _, rows = _tables(_step_campaign(args), args.allow_mixed, args.output, args.intervals)
     bad = sum(1 for r in rows if r["status"] != "ok")
     line = f"{jobs_csv}: {len(rows)} jobs, {bad} failed or missing"
     if args.log:
@@ -262,7 +292,7 @@ def _step(call: Callable[[], Path]) -> int:
 def cmd_image(args: argparse.Namespace) -> int:
     from afkit.campaign import rules
 
-    return _step(lambda: rules.image(_step_campaign(args), args.output, args.log))
+    return _step(lambda: rules.image(_step_campaign(args).campaign, args.output, args.log))
 
 
 def cmd_image_root(args: argparse.Namespace) -> int:
@@ -274,7 +304,9 @@ def cmd_image_root(args: argparse.Namespace) -> int:
 def cmd_dataset(args: argparse.Namespace) -> int:
     from afkit.campaign import rules
 
-    return _step(lambda: rules.dataset(_step_campaign(args), args.dataset, args.image, args.output, args.log))
+    return _step(
+        lambda: rules.dataset(_step_campaign(args).campaign, args.dataset, args.image, args.output, args.log)
+    )
 
 
 def cmd_jobcore(args: argparse.Namespace) -> int:
@@ -292,19 +324,18 @@ def cmd_render(args: argparse.Namespace) -> int:
     )
 
 
-def _report(c: config.Campaign, *, allow_mixed: bool, grouping: str) -> Path:
+def _report(run: RunPlan, *, allow_mixed: bool, grouping: str) -> Path:
     # imported here: report imports matplotlib, seconds of start-up validate and run's checks need not wait
     from afkit.campaign import report
 
-    jobs_csv, intervals_csv, _ = _tables(c, allow_mixed)
-    return report.render_tables(jobs_csv, intervals_csv, Path(c.layout.report_dir), grouping=grouping)
+    jobs_csv, intervals_csv, _ = _tables(run, allow_mixed)
+    return report.render_tables(
+        jobs_csv, intervals_csv, Path(run.campaign.layout.report_dir), grouping=grouping
+    )
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from afkit.campaign import config
-
-    c = config.load(args.campaign)
-    print(_report(c, allow_mixed=args.allow_mixed, grouping=args.grouping))
+    print(_report(_planned(args.campaign), allow_mixed=args.allow_mixed, grouping=args.grouping))
     return ExitCode.OK
 
 

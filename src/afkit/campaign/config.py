@@ -12,6 +12,7 @@ import json
 import math
 import posixpath
 import re
+import sys
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -583,7 +584,9 @@ def junk(data: object, where: tuple[str | int, ...] = (), depth: int = 0) -> str
 
 
 def validate(raw: object, *, source: str = "campaign") -> CampaignConfig:
-    """Defaults + schema + cross-reference checks; raise InvalidError listing every problem."""
+    """Defaults + schema + cross-reference checks; raise InvalidError listing every problem. A run
+    validates its campaign once (afkit.campaign.runplan); the audit event lets a test count it."""
+    sys.audit("afkit.campaign.validate", source)
     if not isinstance(raw, dict):
         raise InvalidError(
             f"{source}: the campaign must be a YAML mapping", hint="see workflows/config/*.yaml"

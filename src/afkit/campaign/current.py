@@ -15,9 +15,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from afkit.campaign import plan
-from afkit.campaign.config import Campaign
 from afkit.campaign.contract import Job, JobRecord, problems
+from afkit.campaign.runplan import RunPlan
 
 STATES = ("ok", "failed", "missing", "stale")
 
@@ -31,12 +30,10 @@ class Planned:
     digest: str
 
 
-def planned(c: Campaign) -> list[Planned]:
-    """Every job of the campaign as planned now, in plan order."""
-    jobs = plan.expand(c)
-    digests = plan.digests(c, jobs)
-    layout = c.layout
-    return [Planned(j, Path(layout.record(j.bench, j.id)), digests[(j.bench, j.id)]) for j in jobs]
+def planned(run: RunPlan) -> list[Planned]:
+    """Every job of the campaign as planned now (RUN), in plan order."""
+    layout, digests = run.campaign.layout, run.digests
+    return [Planned(j, Path(layout.record(j.bench, j.id)), digests[(j.bench, j.id)]) for j in run.jobs]
 
 
 def state(p: Planned) -> str:
@@ -56,11 +53,11 @@ def state(p: Planned) -> str:
     return "ok" if data.get("status") == "ok" else "failed"
 
 
-def records(c: Campaign) -> tuple[list[JobRecord], list[Planned]]:
-    """The current records of the campaign (checked against the contract: an error names the
-    record), and the planned jobs whose record is stale."""
+def records(run: RunPlan) -> tuple[list[JobRecord], list[Planned]]:
+    """The current records of the campaign planned as RUN (checked against the contract: an error
+    names the record), and the planned jobs whose record is stale."""
     current, stale = [], []
-    for p in planned(c):
+    for p in planned(run):
         if not p.record.is_file():
             continue
         rec = JobRecord.read(p.record)

@@ -54,9 +54,10 @@ class ResultsLayout:
 
     # the campaign as planning saw it (inputs of the rules that depend on part of it)
     @property
-    def plan_campaign(self) -> str:
-        """The campaign snakemake merged from several files or --config keys."""
-        return f"{self.root}/plan/campaign.yaml"
+    def plan_file(self) -> str:
+        """The campaign planned once for a run (afkit.campaign.runplan): the validated campaign and
+        its jobs, which the workflow and its steps read instead of planning again."""
+        return f"{self.root}/plan/campaign.plan.json"
 
     @property
     def plan_image(self) -> str:
@@ -95,6 +96,14 @@ class ResultsLayout:
 
     def dataset_log(self, dataset: str) -> str:
         return f"{self.root}/dataset/{dataset}.log"
+
+    def ready(self, dataset: str) -> str:
+        """Marks dataset DATASET ready for its jobs: the image (and its ROOT check) and the
+        dataset's manifest made (rule ``ready``: one input of a job instead of each of them)."""
+        return f"{self.root}/dataset/{dataset}.ready"
+
+    def ready_log(self, dataset: str) -> str:
+        return f"{self.root}/dataset/{dataset}.ready.log"
 
     # jobs
     @property

@@ -15,6 +15,7 @@ import hashlib
 import itertools
 import json
 import os
+import sys
 from pathlib import Path
 from typing import TypedDict
 
@@ -68,7 +69,9 @@ def _sweep_points(bench: BenchmarkConfig) -> list[SweepPoint]:
 
 
 def expand(campaign: Campaign) -> list[Job]:
-    """All jobs of the campaign, in a stable order."""
+    """All jobs of the campaign, in a stable order. A run expands its campaign once
+    (afkit.campaign.runplan); the audit event lets a test count it."""
+    sys.audit("afkit.campaign.expand", campaign.name)
     jobs: list[Job] = []
     loc_cache: dict[tuple[str, str, str, str], Location] = {}
     for bench in campaign.config["benchmarks"]:
@@ -143,11 +146,6 @@ def previous_waves(jobs: list[Job]) -> dict[tuple[str, str], str]:
         for prev, w in itertools.pairwise(waves):
             out[(bench, w)] = prev
     return out
-
-
-def record_path(results: str, job: Job) -> str:
-    """Where JOB's record goes (the workflow's rule ``job``); its log is beside it (``.log``)."""
-    return ResultsLayout(results).record(job.bench, job.id)
 
 
 def spec_path(results: str, job: Job) -> str:
@@ -261,4 +259,6 @@ def present_specs(jobs: list[Job], results: str) -> set[tuple[str, str]]:
     """The (bench, id) of the JOBS whose spec file exists (a dry run writes none: it declares the
     specs that a run before wrote, so that it sees the jobs as the run will)."""
     there = _listed(Path(ResultsLayout(results).specs_dir))
+    if not there:  # a campaign never run: no path to make
+        return set()
     return {(j.bench, j.id) for j in jobs if (p := spec_path(results, j)) in there or str(Path(p)) in there}

@@ -7,20 +7,17 @@ appended); the runner then asks snakemake for exactly these records as its targe
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from afkit.campaign import current
-from afkit.campaign.config import Campaign
-from afkit.campaign.contract import Job
+from afkit.campaign.runplan import RunPlan
 
 Chosen = list[tuple[current.Planned, str]]
 
 
-def select(c: Campaign, want: set[str]) -> Chosen:
-    """The planned jobs whose state is in WANT ({'failed', 'missing'}), with that state; stale
-    jobs (their spec changed since their record was made) always: their record is no result."""
+def select(run: RunPlan, want: set[str]) -> Chosen:
+    """The planned jobs (RUN) whose state is in WANT ({'failed', 'missing'}), with that state;
+    stale jobs (their spec changed since their record was made) always: their record is no result."""
     out = []
-    for p in current.planned(c):
+    for p in current.planned(run):
         st = current.state(p)
         if st in want or st == "stale":
             out.append((p, st))
@@ -50,7 +47,3 @@ def without_record(chosen: Chosen) -> Chosen:
     """The jobs of CHOSEN that still have no record (after a snakemake call)."""
     return [(p, st) for p, st in chosen if not p.record.is_file()]
 
-
-def record_path(c: Campaign, job: Job) -> Path:
-    """Where the workflow writes JOB's record (afkit.campaign.layout)."""
-    return Path(c.layout.record(job.bench, job.id))

@@ -27,16 +27,18 @@ def exit_with(err: AfkitError) -> NoReturn:
     raise SystemExit(print_error(err))
 
 
-def on_start(workflow: Any, campaign: Any, site: str | None) -> None:
-    """The workflow's onstart (main snakemake process, not dry runs): executor and dataset checks,
-    then interrupts that cut jobs off cleanly."""
+def on_start(workflow: Any, campaign: Any, site: str | None, *, datasets_checked: bool = False) -> None:
+    """The workflow's onstart (main snakemake process, not dry runs): executor and dataset checks
+    (the datasets not when DATASETS_CHECKED: afkit campaign run checked them before its first
+    call), then interrupts that cut jobs off cleanly."""
     from afkit.campaign import interrupt, preflight
 
     if not workflow.is_main_process or workflow.dryrun or workflow.touch:
         return
     try:
         preflight.check_executor(campaign, workflow.executor_plugin.name, site)
-        preflight.check_datasets(campaign)
+        if not datasets_checked:
+            preflight.check_datasets(campaign)
     except AfkitError as err:
         exit_with(err)
     interrupt.install()
@@ -60,29 +62,6 @@ def interrupted_message(records: list[str]) -> str:
         return f"afkit: interrupted: all {len(records)} jobs have their record; nothing was cut off"
     return (f"afkit: interrupted: {missing} of {len(records)} jobs have no record (cut off or not started); "
             "run the same command again to redo them")  # fmt: skip
-
-
-def campaign_args(configfiles: list[str], overrides: dict[str, Any], campaign: Campaign,
-                  merged: dict[str, Any], *, write: bool) -> list[str]:  # fmt: skip
-    """The campaign arguments of the rules' commands (afkit campaign image/dataset/aggregate).
-
-    A campaign from one file (``--configfile C.yaml``, no ``--config`` keys but afkit's ``afkit_*``)
-    is that file, absolute, symlinks kept as afkit.paths.beside keeps them. A campaign merged from
-    several files or changed by ``--config`` keys (snakemake's own ways) is written by planning as
-    RESULTS/plan/campaign.yaml (MERGED, the config snakemake made; rewritten only when it changed,
-    not when WRITE is false: dry runs), and its relative paths are taken beside the last config
-    file's folder (``--campaign-dir``), as snakemake's planning took them."""
-    changed = [k for k in overrides if not k.startswith("afkit_")]
-    if len(configfiles) == 1 and not changed:
-        return [str(Path(configfiles[0]).absolute())]
-    path = Path(campaign.layout.plan_campaign)
-    if write:
-        import yaml
-
-        from afkit.atomic import write_if_changed
-
-        write_if_changed(path, yaml.safe_dump(merged, sort_keys=False), mode=0o644)
-    return [str(path), "--campaign-dir", str(campaign.base_dir)]
 
 
 def need_file(path: Path, what: str, hint: str) -> Path:

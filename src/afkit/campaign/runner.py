@@ -24,15 +24,16 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import IO
 
 from afkit.campaign import executors, stop, watchdog
 from afkit.campaign.config import Campaign, SiteConfig
-from afkit.campaign.contract import Job
+from afkit.campaign.runplan import RunPlan
 from afkit.errors import ExitCode
 from afkit.paths import workflow_files
 
@@ -48,13 +49,20 @@ def snakemake_cmd(
     profile: Path,
     targets: list[str] | None = None,
     site: str | None = None,
+    plan_file: Path | None = None,
     dry_run: bool = False,
     extra: list[str] | None = None,
 ) -> list[str]:
+    """The snakemake command line of one call: the workflow on CAMPAIGN_FILE with PROFILE; SITE's
+    jobs only (else all); the campaign as planned in PLAN_FILE (afkit.campaign.runplan: the
+    workflow then neither validates nor expands it)."""
     cmd = [sys.executable, "-m", "snakemake", "-s", str(workflow_files().snakefile),
            "--configfile", str(campaign_file), "--profile", str(profile)]  # fmt: skip
-    if site:
-        cmd += ["--config", f"afkit_site={site}"]
+    control = [f"afkit_site={site}"] if site else []
+    if plan_file is not None:
+        control.append(f"afkit_plan={plan_file}")
+    if control:
+        cmd += ["--config", *control]
     if dry_run:
         cmd += ["--dry-run", "--quiet", "rules"]
     cmd += extra or []
@@ -87,18 +95,29 @@ def executor_options(executor: str, sites: list[SiteConfig]) -> list[str]:
     return executors.get(executor).call_options(sites)
 
 
+@dataclass(frozen=True)
+class Call:
+    """One snakemake call of a run: the site whose jobs it runs (None: every site), its command
+    line, and the job records it is to make (the watchdog's list)."""
+
+    site: str | None
+    argv: list[str]
+    records: tuple[Path, ...]
+
+
 def plan_calls(
-    campaign: Campaign,
+    run: RunPlan,
     campaign_file: Path,
     *,
+    plan_file: Path | None = None,
     dry_run: bool = False,
     extra: list[str] | None = None,
     targets: dict[str, list[str]] | None = None,
-    jobs: Sequence[Job] | None = None,
-) -> list[list[str]]:
-    """The snakemake calls; TARGETS: site → files to make (retry), None = the whole campaign (each
-    site's call then makes its job records: a site without jobs gets none). JOBS: the campaign's
-    jobs when the caller has expanded it already."""
+) -> list[Call]:
+    """The snakemake calls of the campaign planned as RUN; TARGETS: site → files to make (retry),
+    None = the whole campaign (each site's call then makes its job records: a site without jobs
+    gets none). PLAN_FILE: where RUN is written, handed to every call."""
+    campaign = run.campaign
     sites = campaign.config["sites"]
     executors = {s["executor"] for s in sites.values()}
     tag = campaign.layout.batch_tag
@@ -107,36 +126,45 @@ def plan_calls(
         if files == []:
             return []
         executor = executors.pop()
-        return [
-            snakemake_cmd(
-                campaign_file,
-                profile=profile_dir(executor),
-                targets=files,
-                dry_run=dry_run,
-                extra=[
-                    *tag_options(executor, tag),
-                    *executor_options(executor, [*sites.values()]),
-                    *(extra or []),
-                ],
-            )
-        ]
-    busy = set(targets) if targets is not None else {j.site for j in _jobs(campaign, jobs)}
+        argv = snakemake_cmd(
+            campaign_file,
+            profile=profile_dir(executor),
+            targets=files,
+            plan_file=plan_file,
+            dry_run=dry_run,
+            extra=[
+                *tag_options(executor, tag),
+                *executor_options(executor, [*sites.values()]),
+                *(extra or []),
+            ],
+        )
+        return [Call(None, argv, _records(run, None, targets))]
+    busy = set(targets) if targets is not None else {j.site for j in run.jobs}
     calls = []
     for name, site in sites.items():
         files = None if targets is None else targets.get(name, [])
         if files == [] or name not in busy:
             continue
-        calls.append(
-            snakemake_cmd(
-                campaign_file,
-                profile=profile_dir(site["executor"]),
-                targets=files,
-                site=name,
-                dry_run=dry_run,
-                extra=[*site_options(site, tag), *executor_options(site["executor"], [site]), *(extra or [])],
-            )
+        argv = snakemake_cmd(
+            campaign_file,
+            profile=profile_dir(site["executor"]),
+            targets=files,
+            site=name,
+            plan_file=plan_file,
+            dry_run=dry_run,
+            extra=[*site_options(site, tag), *executor_options(site["executor"], [site]), *(extra or [])],
         )
+        calls.append(Call(name, argv, _records(run, name, targets)))
     return calls
+
+
+def _records(run: RunPlan, site: str | None, targets: dict[str, list[str]] | None) -> tuple[Path, ...]:
+    """The job records a call of SITE (None: every site) is to make: the retry's TARGETS, else
+    every planned job's of the site."""
+    if targets is not None:
+        return tuple(Path(f) for name, files in targets.items() if site in (None, name) for f in files)
+    layout = run.campaign.layout
+    return tuple(Path(layout.record(j.bench, j.id)) for j in run.jobs if site in (None, j.site))
 
 
 class _Interrupt:
@@ -170,31 +198,6 @@ def _forwarding(handler: _Interrupt) -> Iterator[None]:
 
 POLL_S = 2.0  # how often the watchdog looks while snakemake runs
 STOP_WAIT_S = 30.0  # after the watchdog's SIGINT, before SIGKILL
-
-
-def _jobs(campaign: Campaign, jobs: Sequence[Job] | None) -> Sequence[Job]:
-    """JOBS, or the campaign expanded when the caller has not done it."""
-    if jobs is not None:
-        return jobs
-    from afkit.campaign import plan
-
-    return plan.expand(campaign)
-
-
-def call_records(
-    campaign: Campaign,
-    cmd: list[str],
-    targets: dict[str, list[str]] | None,
-    jobs: Sequence[Job] | None = None,
-) -> list[Path]:
-    """The job records snakemake call CMD is to make: its site's (``afkit_site=``) or all, or the
-    retry's targets. JOBS: the campaign's jobs when the caller has expanded it already."""
-    site = next((a.split("=", 1)[1] for a in cmd if a.startswith("afkit_site=")), None)
-    if targets is not None:
-        return [Path(f) for name, files in targets.items() if site in (None, name) for f in files]
-    from afkit.campaign import retry
-
-    return [retry.record_path(campaign, j) for j in _jobs(campaign, jobs) if site in (None, j.site)]
 
 
 def _tee(stream: IO[str], dog: watchdog.Watchdog) -> None:
@@ -246,14 +249,17 @@ def _watch(proc: subprocess.Popen[str], dog: watchdog.Watchdog, handler: _Interr
 
 
 def run(
-    campaign: Campaign,
+    planned: RunPlan,
     campaign_file: Path,
     *,
+    plan_file: Path | None = None,
     dry_run: bool = False,
     extra: list[str] | None = None,
     targets: dict[str, list[str]] | None = None,
 ) -> int:
-    """Run the campaign; return the worst snakemake exit code (0 when every call succeeded).
+    """Run the campaign as PLANNED (afkit.campaign.runplan; PLAN_FILE: where it is written, which
+    every snakemake call reads instead of planning again); return the worst snakemake exit code (0
+    when every call succeeded).
 
     A call that ends with more than "some jobs failed" (1) — refused, invalid, not found,
     interrupted — stops the run: no later site starts; so does a failed call that left no image
@@ -263,13 +269,13 @@ def run(
     """
     worst = 0
     handler = _Interrupt()
-    # expanded once for the run: which sites get a call, and each call's records (a retry has its
-    # targets instead)
-    jobs = None if targets is not None else _jobs(campaign, None)
+    campaign = planned.campaign
+    calls = plan_calls(
+        planned, campaign_file, plan_file=plan_file, dry_run=dry_run, extra=extra, targets=targets
+    )
     with _forwarding(handler):
-        for cmd in plan_calls(
-            campaign, campaign_file, dry_run=dry_run, extra=extra, targets=targets, jobs=jobs
-        ):
+        for call in calls:
+            cmd = call.argv
             if handler.received:
                 return int(ExitCode.INTERRUPTED)
             print("afkit: $ " + " ".join(cmd), file=sys.stderr)
@@ -284,7 +290,7 @@ def run(
                                         errors="replace", bufsize=1,
                                         env={**os.environ, "AFKIT_RUNNER": "1"})  # fmt: skip
                 handler.pgid = proc.pid
-                dog = watchdog.Watchdog(call_records(campaign, cmd, targets, jobs))
+                dog = watchdog.Watchdog(list(call.records))
                 assert proc.stderr is not None
                 tee = threading.Thread(target=_tee, args=(proc.stderr, dog), daemon=True)
                 tee.start()

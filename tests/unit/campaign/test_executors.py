@@ -15,6 +15,7 @@ import pytest
 
 from afkit.campaign import config, executors, plan, preflight, runner, watchdog
 from afkit.campaign.executors.base import Plain, Site, SiteKey, present
+from afkit.campaign.runplan import RunPlan
 from afkit.errors import InvalidError
 from afkit.paths import WorkflowFiles, workflow_files
 
@@ -93,7 +94,7 @@ def test_a_registered_fourth_executor_is_accepted_and_planned(
     raw["benchmarks"][0]["sites"] = ["here", "far"]
     c = make(raw)
     assert {j.site for j in plan.expand(c)} == {"here", "far"}
-    here, far = runner.plan_calls(c, tmp_path / "c.yaml")
+    here, far = (call.argv for call in runner.plan_calls(RunPlan.make(c), tmp_path / "c.yaml"))
     assert str(runner.profile_dir("dummy")) in far and str(runner.profile_dir("local")) in here
     assert far[far.index("--set-resources") + 1] == "job:dummy_queue='fast'"
     assert far[far.index("--afkit-dummy-sites") + 1] == "1"

@@ -26,6 +26,7 @@ import pytest
 
 from afkit.campaign import runner
 from afkit.campaign.image import SIF_MAGIC
+from afkit.campaign.runplan import RunPlan
 from afkit.errors import ExitCode
 
 SIF = b"#!/usr/bin/env run-singularity\n\0" + SIF_MAGIC + b"01\0" + b"x" * 64
@@ -186,8 +187,9 @@ def test_a_call_that_failed_without_making_the_image_starts_no_later_site(
     # an image built from a tag fails in the first site's call: the second site would only fail again
     monkeypatch.chdir(tmp_path)
     failing = [sys.executable, "-c", "import sys; sys.exit(1)"]
-    monkeypatch.setattr(runner, "plan_calls", lambda *a, **k: [failing, failing])
-    assert runner.run(make(raw), tmp_path / "campaign.yaml") == 1
+    calls = [runner.Call(site, failing, ()) for site in ("here", "far")]
+    monkeypatch.setattr(runner, "plan_calls", lambda *a, **k: calls)
+    assert runner.run(RunPlan.make(make(raw)), tmp_path / "campaign.yaml") == 1
     err = capfd.readouterr().err
     assert err.count("afkit: $") == 1
     assert "the campaign's image was not made" in err and "no later site starts" in err

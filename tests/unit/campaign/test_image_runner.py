@@ -12,6 +12,7 @@ import pytest
 
 from afkit.campaign import plan, runner
 from afkit.campaign.image import resolve_image
+from afkit.campaign.runplan import RunPlan
 from afkit.errors import InvalidError, NotFoundError
 
 
@@ -45,7 +46,7 @@ def test_not_a_sif(tmp_path: Path) -> None:
 
 def test_one_executor_is_one_call(raw: dict[str, Any], make: Any, tmp_path: Path) -> None:
     raw["sites"]["far"]["executor"] = "local"
-    calls = runner.plan_calls(make(raw), tmp_path / "c.yaml")
+    calls = [c.argv for c in runner.plan_calls(RunPlan.make(make(raw)), tmp_path / "c.yaml")]
     assert len(calls) == 1
     assert calls[0][calls[0].index("--profile") + 1].endswith("workflows/profiles/local")
     assert "--config" not in calls[0]
@@ -54,9 +55,9 @@ def test_one_executor_is_one_call(raw: dict[str, Any], make: Any, tmp_path: Path
 def test_mixed_executors_run_per_site(raw: dict[str, Any], make: Any, tmp_path: Path) -> None:
     raw["benchmarks"][0]["sites"] = ["here", "far"]
     c = make(raw)
-    calls = runner.plan_calls(c, tmp_path / "c.yaml", dry_run=True)
+    calls = runner.plan_calls(RunPlan.make(c), tmp_path / "c.yaml", dry_run=True)
     assert len(calls) == 2
-    here, far = calls
+    here, far = (call.argv for call in calls)
     assert here[here.index("--profile") + 1].endswith("profiles/local")
     assert far[far.index("--profile") + 1].endswith("profiles/slurm")
     assert "afkit_site=far" in far
@@ -66,16 +67,21 @@ def test_mixed_executors_run_per_site(raw: dict[str, Any], make: Any, tmp_path: 
 
 def test_a_site_without_jobs_gets_no_call(raw: dict[str, Any], make: Any, tmp_path: Path) -> None:
     """far (slurm) runs no benchmark: its call would start snakemake to make nothing."""
-    [call] = runner.plan_calls(make(raw), tmp_path / "c.yaml")
+    [planned] = runner.plan_calls(RunPlan.make(make(raw)), tmp_path / "c.yaml")
+    call = planned.argv
+    assert planned.site == "here"
     assert "afkit_site=here" in call and call[call.index("--profile") + 1].endswith("profiles/local")
 
 
 def test_retry_targets_only_the_given_records(raw: dict[str, Any], make: Any, tmp_path: Path) -> None:
     c = make(raw)
-    calls = runner.plan_calls(c, tmp_path / "c.yaml", targets={"here": ["results/x/job/read/a.json"]})
+    calls = runner.plan_calls(
+        RunPlan.make(c), tmp_path / "c.yaml", targets={"here": ["results/x/job/read/a.json"]}
+    )
     [call] = calls  # the site without targets gets no call
-    assert "results/x/job/read/a.json" in call
-    assert "afkit_site=here" in call
+    assert "results/x/job/read/a.json" in call.argv
+    assert "afkit_site=here" in call.argv
+    assert call.records == (Path("results/x/job/read/a.json"),)
 
 
 def test_a_run_expands_the_campaign_once_for_all_its_calls(
@@ -100,7 +106,7 @@ def test_a_run_expands_the_campaign_once_for_all_its_calls(
             return 0
 
     monkeypatch.setattr(runner.subprocess, "Popen", Finished)
-    assert runner.run(c, tmp_path / "c.yaml") == 0
+    assert runner.run(RunPlan.make(c), tmp_path / "c.yaml") == 0
     assert [next(a for a in cmd if a.startswith("afkit_site=")) for cmd in started] == [
         "afkit_site=here", "afkit_site=far"]  # fmt: skip
     assert expanded == [c.name]

@@ -22,6 +22,7 @@ import yaml
 from afkit import cli
 from afkit.campaign import aggregate as agg
 from afkit.campaign import config, current
+from afkit.campaign.runplan import RunPlan
 from afkit.errors import ExitCode
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -106,23 +107,23 @@ def test_a_record_of_an_older_spec_is_stale_never_a_result(
     monkeypatch.chdir(tmp_path)
     raw["benchmarks"] = [{"name": "a", "type": "analysis", "sites": ["here"], "datasets": ["hzz"]}]
     old = make(raw)
-    [p] = current.planned(old)
+    [p] = current.planned(RunPlan.make(old))
     rec = {"campaign": "unit", "spec_sha256": p.digest, "bench": "a", "id": p.job.id, "status": "ok"}
     p.record.parent.mkdir(parents=True)
     p.record.write_text(json.dumps(rec))
     raw["datasets"]["hzz"]["tree"] = "Events"
-    [now] = current.planned(make(raw))
+    [now] = current.planned(RunPlan.make(make(raw)))
     assert now.record == p.record and now.digest != p.digest
     assert current.state(now) == "stale"
     raw["datasets"]["hzz"]["tree"] = "events"  # back to the spec the record was made from
-    assert current.state(current.planned(make(raw))[0]) != "stale"
+    assert current.state(current.planned(RunPlan.make(make(raw)))[0]) != "stale"
 
 
 def test_a_record_without_a_spec_digest_is_stale(make: Any, raw: dict[str, Any], tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     monkeypatch.chdir(tmp_path)
     raw["benchmarks"] = [{"name": "a", "type": "analysis", "sites": ["here"], "datasets": ["hzz"]}]
-    [p] = current.planned(make(raw))
+    [p] = current.planned(RunPlan.make(make(raw)))
     p.record.parent.mkdir(parents=True)
     p.record.write_text(json.dumps({"bench": "a", "id": p.job.id, "status": "ok"}))
     assert current.state(p) == "stale"
@@ -133,9 +134,9 @@ def test_a_fixed_tree_changes_no_spec_of_a_job_that_reads_bytes(make: Any, raw: 
         {"name": "s", "type": "steps", "sites": ["here"], "datasets": ["hzz"]},
         {"name": "a", "type": "analysis", "sites": ["here"], "datasets": ["hzz"]},
     ]
-    before = {p.job.bench: p.digest for p in current.planned(make(raw))}
+    before = {p.job.bench: p.digest for p in current.planned(RunPlan.make(make(raw)))}
     raw["datasets"]["hzz"]["tree"] = "Events"
-    after = {p.job.bench: p.digest for p in current.planned(make(raw))}
+    after = {p.job.bench: p.digest for p in current.planned(RunPlan.make(make(raw)))}
     assert after["s"] == before["s"] and after["a"] != before["a"]
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from afkit.campaign import config, runner
+from afkit.campaign.runplan import RunPlan
 from afkit.errors import InvalidError
 from afkit.paths import workflow_files
 
@@ -68,7 +69,7 @@ def test_site_options_become_the_sites_own_snakemake_call(
     raw["sites"]["here"].update(executor="htcondor", requirements='AFKIT_SITE == "alpes"', shared_fs=False)
     raw["sites"]["far"]["partition"] = "gsi"
     raw["benchmarks"][0]["sites"] = ["here", "far"]
-    here, far = runner.plan_calls(make(raw), tmp_path / "c.yaml")
+    here, far = (call.argv for call in runner.plan_calls(RunPlan.make(make(raw)), tmp_path / "c.yaml"))
     assert "afkit_site=here" in here and "afkit_site=far" in far
     sets = here[here.index("--set-resources") + 1 : here.index("--shared-fs-usage")]
     assert sets[:2] == ["job:requirements='AFKIT_SITE == \"alpes\"'", "job:classad_WantAfkitSite=True"]
@@ -87,7 +88,7 @@ def test_one_executor_with_a_site_option_still_runs_per_site(
     raw["sites"]["here"]["executor"] = "slurm"
     raw["sites"]["far"]["partition"] = "gsi"
     raw["benchmarks"][0]["sites"] = ["here", "far"]
-    assert len(runner.plan_calls(make(raw), tmp_path / "c.yaml")) == 2
+    assert len(runner.plan_calls(RunPlan.make(make(raw)), tmp_path / "c.yaml")) == 2
 
 
 def test_image_cache_only_for_htcondor(raw: dict[str, Any]) -> None:

@@ -6,15 +6,18 @@ the documented exit code) and that a failed step leaves no output behind.
 from __future__ import annotations
 
 import json
+import os
 import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from auditcount import audited
 from test_aggregate import record
 
 from afkit import cli
-from afkit.campaign import config, rules
+from afkit.campaign import config
+from afkit.campaign.runplan import RunPlan
 from afkit.errors import ExitCode
 
 
@@ -208,7 +211,7 @@ def test_aggregate_leaves_out_a_record_of_an_older_spec_and_says_so(
 
     campaign = str(write(raw))
     c = config.load(campaign)
-    now, before = current.planned(c)[:2]
+    now, before = current.planned(RunPlan.make(c))[:2]
     put_records(c.results_dir, [
         record(0, bench=now.job.bench, id=now.job.id, spec_sha256=now.digest),
         record(1, bench=before.job.bench, id=before.job.id, spec_sha256="0" * 64),
@@ -264,29 +267,48 @@ def test_render_to_another_name_than_report_html_is_exit_2(
 # ---------------------------------------------------------------------- the workflow's campaign file
 
 
-def test_the_campaign_of_one_file_is_that_file_absolute(
+def test_a_plan_file_holds_the_campaign_and_its_jobs_as_planned(
     here: Path, raw: dict[str, Any], make: Any
 ) -> None:
-    args = rules.campaign_args(["c.yaml"], {"afkit_site": "a"}, make(raw), raw, write=True)
-    assert args == [str(here / "c.yaml")]
-    assert not list(here.rglob("plan"))
+    planned = RunPlan.make(make(raw))
+    path = planned.write()
+    assert path == here / planned.campaign.layout.plan_file
+    again = RunPlan.read(path)
+    assert again.jobs == planned.jobs and [j.urls for j in again.jobs] == [j.urls for j in planned.jobs]
+    assert (
+        again.campaign.hash == planned.campaign.hash and again.campaign.base_dir == planned.campaign.base_dir
+    )
 
 
-@pytest.mark.parametrize(("files", "overrides"), [(["a.yaml", "b.yaml"], {}), (["a.yaml"], {"name": "x"})])
-def test_a_merged_campaign_is_written_by_planning_with_its_folder(
-    here: Path, files: list[str], overrides: dict[str, Any], raw: dict[str, Any], make: Any
+def test_an_unchanged_plan_is_not_rewritten(here: Path, raw: dict[str, Any], make: Any) -> None:
+    planned = RunPlan.make(make(raw))
+    path = planned.write()
+    os.utime(path, (1, 1))
+    RunPlan.make(make(raw)).write()
+    assert path.stat().st_mtime == 1
+
+
+def test_a_step_given_the_plan_file_neither_validates_nor_expands(
+    here: Path, raw: dict[str, Any], write: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    c = make(raw)
-    args = rules.campaign_args(files, overrides, c, raw, write=True)
-    written = c.results_dir / "plan" / "campaign.yaml"
-    assert args == [str(written), "--campaign-dir", str(c.base_dir)]
-    assert config.load(written, c.base_dir).hash == c.hash
+    plan_file = RunPlan.make(config.load(write(raw))).write()
+    with audited() as events:
+        assert cli.main(["campaign", "aggregate", str(plan_file)]) == ExitCode.OK
+    assert "afkit.campaign.plan_read" in events
+    assert "afkit.campaign.validate" not in events and "afkit.campaign.expand" not in events
+    assert "jobs, " in capsys.readouterr().out
 
 
-def test_a_merged_campaign_is_not_written_on_a_dry_run(here: Path, raw: dict[str, Any], make: Any) -> None:
-    c = make(raw)
-    rules.campaign_args(["a.yaml"], {"name": "x"}, c, raw, write=False)
-    assert not (c.results_dir / "plan").exists()
+def test_a_plan_file_of_another_format_is_refused_with_exit_6(
+    here: Path, raw: dict[str, Any], make: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = RunPlan.make(make(raw)).write()
+    data = json.loads(path.read_text())
+    data["format"] = 0
+    path.write_text(json.dumps(data))
+    assert cli.main(["campaign", "aggregate", str(path)]) == ExitCode.INVALID
+    err = error_lines(capsys)
+    assert "plan format 0" in err[0] and "afkit campaign run" in err[1]
 
 
 # ------------------------------------------------------------------------------- the workflow's rules
@@ -316,14 +338,21 @@ def test_the_commands_snakemake_prints_rerun_the_steps_by_hand(
         str(snakefile),
         "--configfile",
         str(write(raw)),
-        "-n",
         "-p",
+        "--cores",
+        "1",
+        "--until",
+        "image",
+        "dataset",
     ]
+    # the steps run (-p shows each one's command), then their outputs are removed
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     shown = [ln.removeprefix("Shell command: ") for ln in (proc.stdout + proc.stderr).splitlines()]
     steps = [ln for ln in shown if " -m afkit campaign " in ln and " campaign job " not in ln]
-    assert {ln.split()[5] for ln in steps} == {"image", "dataset", "aggregate", "render"}
+    assert {ln.split()[5] for ln in steps} == {"image", "dataset"}
+    for made in ("image/image.json", "dataset/gen.json"):
+        (results(here) / made).unlink()
     env = {**os.environ, "AFKIT_PYTHON": sys.executable}
     for step in ("image", "dataset"):  # as a reader copies them from snakemake's output
         [line] = [ln for ln in steps if ln.split()[5] == step]

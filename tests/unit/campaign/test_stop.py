@@ -20,6 +20,7 @@ from afkit.campaign import executors, rules, runner, stop
 from afkit.campaign.executors import htcondor, slurm
 from afkit.campaign.executors.base import BatchJob, Plain, SiteKey
 from afkit.campaign.layout import ResultsLayout
+from afkit.campaign.runplan import RunPlan
 
 
 class Batch(Plain):
@@ -164,7 +165,7 @@ def test_every_batch_call_marks_its_jobs_with_the_campaigns_tag(
     raw["benchmarks"][0]["sites"] = ["here", "far"]
     c = make(raw)
     tag = c.layout.batch_tag
-    calls = runner.plan_calls(c, tmp_path / "c.yaml")
+    calls = [call.argv for call in runner.plan_calls(RunPlan.make(c), tmp_path / "c.yaml")]
     [on_slurm] = [cmd for cmd in calls if "afkit_site=here" in cmd]
     [on_condor] = [cmd for cmd in calls if "afkit_site=far" in cmd]
     assert on_slurm[on_slurm.index("--afkit-slurm-jobname-prefix") + 1] == tag

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from afkit.campaign import rules, runner, watchdog
+from afkit.campaign.runplan import RunPlan
 
 CRITICAL = "CRITICAL ERROR in check_active_jobs: 'Executor' object has no attribute '_event_logs'"
 SUBMIT = "Job 1 submitted to HTCondor Cluster ID 42 with batch name job-1"
@@ -85,16 +86,19 @@ HUNG = f"import sys, time; print({CRITICAL!r}, file=sys.stderr, flush=True); tim
 def hung_snakemake(monkeypatch: pytest.MonkeyPatch, make: Any, raw: dict[str, Any]) -> Any:
     monkeypatch.setattr(runner, "POLL_S", 0.05)
     monkeypatch.setattr(watchdog, "QUIET_S", 0.5)
-    monkeypatch.setattr(runner, "plan_calls", lambda *a, **k: [[sys.executable, "-c", HUNG]])
     raw["sites"] = {"here": raw["sites"]["here"]}
-    return make(raw)
+    planned = RunPlan.make(make(raw))
+    records = runner.plan_calls(planned, Path("c.yaml"))[0].records
+    call = runner.Call(None, [sys.executable, "-c", HUNG], records)
+    monkeypatch.setattr(runner, "plan_calls", lambda *a, **k: [call])
+    return planned
 
 
 def test_run_stops_a_hung_snakemake_and_finishes_from_the_records(
     hung_snakemake: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     c = hung_snakemake
-    for path in runner.call_records(c, ["snakemake"], None):
+    for path in runner.plan_calls(c, tmp_path / "c.yaml")[0].records:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("{}", encoding="utf-8")
     t0 = time.monotonic()

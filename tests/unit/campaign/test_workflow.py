@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from auditcount import audit_env, events
 from waitsupport import wait_until
 
 from afkit.campaign import aggregate as agg
+from afkit.campaign.runplan import RunPlan
 
 REPO = Path(__file__).resolve().parents[3]
 SNAKEFILE = REPO / "workflows" / "Snakefile"
@@ -177,6 +179,27 @@ def test_afkit_campaign_run_prints_the_report_path_alone(
     assert re.fullmatch(r"results/unit-v1/report/report\.html\n", proc.stdout), proc.stdout
 
 
+def test_a_campaign_run_validates_and_expands_its_campaign_once(
+    tmp_path: Path, raw: dict[str, Any], write: Any
+) -> None:
+    """`afkit campaign run` plans once: snakemake and every step command read the plan file
+    (audit events of every Python process of the run: afkit's, snakemake's, the rules' commands)."""
+    campaign = write(two_jobs(raw, tmp_path))
+    env, log = audit_env(tmp_path, fake_env())
+    cmd = [sys.executable, "-m", "afkit", "campaign", "run", str(campaign)]
+    proc = subprocess.run(
+        cmd, cwd=tmp_path, env=env, capture_output=True, text=True, check=False, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    seen = events(log)
+    assert seen.count("afkit.campaign.validate") == 1, seen
+    assert seen.count("afkit.campaign.expand") == 1, seen
+    # snakemake and the image and dataset steps read the plan instead (two sites: afkit makes the
+    # tables and the report itself, from the plan it made)
+    assert seen.count("afkit.campaign.plan_read") == 3, seen
+    assert {r["status"] for r in agg.read_csv(next(tmp_path.glob("results/*/aggregate/jobs.csv")))} == {"ok"}
+
+
 def test_a_dry_run_writes_nothing(tmp_path: Path, raw: dict[str, Any], write: Any) -> None:
     """Neither `afkit campaign run --dry-run` nor `snakemake -n` writes the jobs' specs (a run does)."""
     campaign = write(two_jobs(raw, tmp_path))
@@ -241,7 +264,8 @@ def test_a_campaign_changed_by_config_keys_runs_with_its_relative_paths(
     tmp_path: Path, raw: dict[str, Any], write: Any
 ) -> None:
     """`--config KEY=VALUE` changes the campaign as snakemake users expect: planning writes the
-    merged campaign for the rules' commands, whose relative paths (fake.sif) stay beside the file."""
+    merged campaign (the plan file) for the rules' commands, whose relative paths (fake.sif) stay
+    beside the file."""
     campaign = write(two_jobs(raw, tmp_path))
     (tmp_path / "elsewhere").mkdir()
     args = ("--configfile", str(campaign), "--config", "name=renamed", "--profile", LOCAL)
@@ -249,7 +273,8 @@ def test_a_campaign_changed_by_config_keys_runs_with_its_relative_paths(
     assert proc.returncode == 0, proc.stderr[-3000:]
     [results] = (tmp_path / "elsewhere" / "results").iterdir()
     assert results.name.startswith("renamed-")
-    assert "name: renamed" in (results / "plan" / "campaign.yaml").read_text()
+    planned = RunPlan.read(results / "plan" / "campaign.plan.json")
+    assert planned.campaign.name == "renamed" and planned.campaign.base_dir == tmp_path
     assert {r["status"] for r in agg.read_csv(results / "aggregate" / "jobs.csv")} == {"ok"}
 
 
@@ -260,7 +285,7 @@ def test_a_dry_run_of_a_changed_campaign_writes_nothing(
     args = ("-n", "-p", "--configfile", str(campaign), "--config", "name=renamed", "--profile", LOCAL)
     proc = snakemake(*args, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "plan/campaign.yaml --campaign-dir" in proc.stdout + proc.stderr
+    assert "results/renamed-v1/plan/campaign.plan.json -o" in proc.stdout + proc.stderr
     assert not (tmp_path / "results").exists()
 
 

@@ -1,6 +1,5 @@
-# Helpers shared by the rules: campaign validation (afkit's, once: defaults, schema, references),
-# the job plan and each job's spec (written once, here), input functions.
-import copy
+# Helpers shared by the rules: the campaign planned once (validated: defaults, schema, references;
+# expanded into its jobs), each job's spec (written once, here), input functions.
 import shlex
 import sys
 from pathlib import Path
@@ -11,6 +10,7 @@ from afkit.campaign import jobcore as afkit_jobcore
 from afkit.campaign import plan as afkit_plan
 from afkit.campaign import rules as afkit_rules
 from afkit.campaign.config import Campaign, validate as afkit_validate
+from afkit.campaign.runplan import RunPlan
 from afkit.errors import AfkitError, UsageError
 from afkit.paths import workflow_files
 
@@ -23,8 +23,10 @@ if not workflow.configfiles and DEFAULT_CAMPAIGN.is_file():
     workflow.configfile(str(DEFAULT_CAMPAIGN))
 
 # Run-control keys (not part of the campaign): --config afkit_site=SITE makes the default target that
-# site's job records (a campaign over sites with different executors runs once per site).
+# site's job records (a campaign over sites with different executors runs once per site);
+# afkit_plan=PLAN_FILE is the campaign as `afkit campaign run` planned it (afkit.campaign.runplan).
 CONTROL = {k: config.pop(k) for k in list(config) if k.startswith("afkit_")}
+PLAN_FILE = CONTROL.get("afkit_plan")
 
 
 def _campaign_dir():
@@ -40,15 +42,20 @@ if not config:
             hint="snakemake -s workflows/Snakefile --configfile CAMPAIGN.yaml (examples: workflows/config/)",
         )
     )
-# the campaign as snakemake merged it (--configfile files, --config keys), before validation
-MERGED = copy.deepcopy(dict(config))
+# The campaign planned once: read from the plan file `afkit campaign run` wrote (it validated and
+# expanded the campaign), else validated and expanded here: the campaign as snakemake merged it
+# (--configfile files, --config keys), its relative paths beside the last config file.
 try:
-    CAMPAIGN = Campaign(
-        afkit_validate(dict(config), source="campaign"), _campaign_dir()
-    )
-    JOBS = afkit_plan.expand(CAMPAIGN)
+    if PLAN_FILE:
+        PLANNED = RunPlan.read(Path(PLAN_FILE))
+    else:
+        PLANNED = RunPlan.make(
+            Campaign(afkit_validate(dict(config), source="campaign"), _campaign_dir())
+        )
 except AfkitError as err:
     afkit_rules.exit_with(err)
+CAMPAIGN = PLANNED.campaign
+JOBS = list(PLANNED.jobs)
 
 CFG = CAMPAIGN.config
 # every path of the campaign's results (afkit.campaign.layout): RESULTS/NAME-vVERSION/...
@@ -76,18 +83,16 @@ DRY_RUN = (
 # redoes the image or a manifest (and the jobs reading it) only when it changed what they are
 # made from; the results folder is the campaign's across edits (docs/campaigns.md, "Changing a
 # campaign").
+# The plan file (RESULTS/plan/campaign.plan.json) is what the rules' commands (afkit campaign
+# image/dataset/aggregate ...) read: written here when snakemake planned (afkit campaign run wrote
+# it itself), not on a dry run; its path stays the same across edits of the campaign (a parameter
+# of the rules: one that changes reruns them).
 if workflow.is_main_process and not DRY_RUN:
     afkit_plan.write_specs(CAMPAIGN, JOBS, RESULTS)
     afkit_plan.write_inputs(CAMPAIGN, RESULTS)
-# the campaign arguments of the rules' commands (afkit campaign image/dataset/aggregate ...): the
-# campaign file, or the campaign merged from several files or --config keys, written by planning
-CAMPAIGN_ARGS = afkit_rules.campaign_args(
-    workflow.configfiles,
-    workflow.config_settings.config or {},
-    CAMPAIGN,
-    MERGED,
-    write=workflow.is_main_process and not DRY_RUN,
-)
+    if not PLAN_FILE:
+        PLANNED.write()
+CAMPAIGN_ARGS = [LAYOUT.plan_file]
 SPECS_THERE = (
     afkit_plan.present_specs(JOBS, RESULTS)
     if DRY_RUN
@@ -189,13 +194,11 @@ def wave_first(wildcards):
 
 
 def wave_inputs(wildcards):
-    """The inputs of a wave's first job (shared), every job's dataset (a spread train's jobs read
-    several), and every job's spec (in index order)."""
+    """The inputs of a wave's first job (shared), every job's dataset ready (a spread train's jobs
+    read several), and every job's spec (in index order)."""
     inputs = job_inputs(wave_first(wildcards))
     del inputs["spec"]
-    inputs["dataset"] = sorted(
-        {f"{RESULTS}/dataset/{j.dataset}.json" for j in wave_jobs(wildcards)}
-    )
+    inputs["ready"] = sorted({LAYOUT.ready(j.dataset) for j in wave_jobs(wildcards)})
     inputs["specs"] = [
         job_spec(j.bench, j.id)
         for j in wave_jobs(wildcards)
@@ -225,8 +228,8 @@ def job_inputs(wildcards):
         "spec": (
             job_spec(job.bench, job.id) if (job.bench, job.id) in SPECS_THERE else []
         ),
-        "image": LAYOUT.image_json,
-        "dataset": LAYOUT.dataset(job.dataset),
+        # the image (its ROOT checked for payload root) and the dataset's manifest made: rule ready
+        "ready": LAYOUT.ready(job.dataset),
         # ancient: a wave redone later (retry) does not make the waves after it rerun
         "previous_wave": (
             [ancient(wave_done(job.bench, PREVIOUS[(job.bench, job.wave)]))]
@@ -234,13 +237,11 @@ def job_inputs(wildcards):
             else []
         ),
     }
-    if ROOT_PAYLOAD:
-        # the image's ROOT is checked before any job of the campaign runs (rule image_root)
-        inputs["image_root"] = LAYOUT.image_root_json
     site = CFG["sites"][job.site]
     if not site.get("shared_fs", True):
-        # a site without the submit host's files: afkit's package goes with the job too (HTCondor
-        # file transfer of the inputs; workflows/scripts/htcondor-sandbox-job)
+        # a site without the submit host's files: the image's description and afkit's package go
+        # with the job (HTCondor file transfer of the inputs; workflows/scripts/htcondor-sandbox-job)
+        inputs["image"] = LAYOUT.image_json
         inputs["jobcore"] = ancient(JOBCORE)
     return inputs
 
@@ -274,17 +275,20 @@ JOB_SPEC = (
     if len(SPECS_THERE) == len(JOBS)
     else ((lambda wc: job_inputs(wc)["spec"]) if SPECS_THERE else [])
 )
-JOB_DATASET = _constant_or(
-    {LAYOUT.dataset(j.dataset) for j in JOBS},
-    lambda wc: LAYOUT.dataset(the_job(wc).dataset),
+JOB_READY = _constant_or(
+    {LAYOUT.ready(j.dataset) for j in JOBS},
+    lambda wc: LAYOUT.ready(the_job(wc).dataset),
 )
 JOB_PREVIOUS_WAVE = (lambda wc: job_inputs(wc)["previous_wave"]) if PREVIOUS else []
 # the image's ROOT is checked before any job of the campaign runs (rule image_root)
 JOB_IMAGE_ROOT = LAYOUT.image_root_json if ROOT_PAYLOAD else []
-JOB_CORE = (
-    (lambda wc: job_inputs(wc).get("jobcore", []))
-    if any(not s.get("shared_fs", True) for s in CFG["sites"].values())
-    else []
+UNSHARED = {s for s in JOB_SITES if not CFG["sites"][s].get("shared_fs", True)}
+JOB_CORE = (lambda wc: job_inputs(wc).get("jobcore", [])) if UNSHARED else []
+# the image's description goes with a job to a site without the submit host's files (else the
+# job reads it there; its rule ready is the job's input)
+JOB_IMAGE = _constant_or(
+    {LAYOUT.image_json if s in UNSHARED else "" for s in JOB_SITES},
+    lambda wc: job_inputs(wc).get("image", []),
 )
 
 # Rule job's named inputs: those the jobs of this campaign have (an empty named input costs
@@ -294,13 +298,12 @@ JOB_INPUTS = {
     name: value
     for name, value in (
         ("spec", JOB_SPEC),
-        ("image", LAYOUT.image_json),
-        ("dataset", JOB_DATASET),
+        ("ready", JOB_READY),
+        ("image", JOB_IMAGE),
         ("previous_wave", JOB_PREVIOUS_WAVE),
         ("jobcore", JOB_CORE),
-        ("image_root", JOB_IMAGE_ROOT),
     )
-    if value != []
+    if value not in ([], "")
 }
 
 
@@ -309,7 +312,9 @@ JOB_INPUTS = {
 # jobs are cancelled (batch jobs removed), a cut-off job leaves no record, exit 130 (the message
 # counts the jobs in scope without a record).
 onstart:
-    afkit_rules.on_start(workflow, CAMPAIGN, SITE_FILTER)
+    afkit_rules.on_start(
+        workflow, CAMPAIGN, SITE_FILTER, datasets_checked=bool(PLAN_FILE)
+    )
 
 
 onerror:

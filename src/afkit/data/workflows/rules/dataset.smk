@@ -5,6 +5,7 @@
 
 localrules:
     dataset,
+    ready,
 
 
 rule dataset:
@@ -28,3 +29,18 @@ rule dataset:
         image=lambda wc, input: ["--image", input.image[0]] if input.image else [],
     shell:
         f"exec {AFKIT} campaign dataset {{params.campaign:q}} {{wildcards.dataset:q}} -o {{output:q}} --log {{log:q}} {{params.image:q}} >&2"
+
+
+# A dataset is ready for its jobs when the campaign's image (its ROOT checked, for payload root)
+# and the dataset's manifest are made: the one input of a job for all three (Snakemake's planning
+# costs per input of every job; docs/campaigns.md, "Planning 10,000 jobs"). A new image or
+# manifest remakes it, and so reruns the jobs reading the dataset.
+rule ready:
+    input:
+        image=LAYOUT.image_json,
+        image_root=JOB_IMAGE_ROOT,
+        dataset=LAYOUT.dataset("{dataset}"),
+    output:
+        touch(LAYOUT.ready("{dataset}")),
+    log:
+        LAYOUT.ready_log("{dataset}"),

@@ -26,7 +26,7 @@ def write_record(sm_job: Any, batch_job_id: str, reason: str, held_s: float) -> 
         return ""
     output = Path(str(sm_job.output[0]))
     spec = JobSpec.read(Path(str(sm_job.input.spec)))
-    image = ImageInfo.read(Path(str(sm_job.input.image)))
+    image = ImageInfo.read(Path(spec.image))  # the image's description, as the spec names it
     rec = held_record(spec, image=image, batch_job_id=batch_job_id, reason=reason, held_s=held_s)
     output.parent.mkdir(parents=True, exist_ok=True)
     rec.write(output)

@@ -336,3 +336,22 @@ def test_a_held_job_gets_a_failed_record_with_the_hold_reason(raw: dict[str, Any
         rec["error"] == "held by HTCondor for 121 s, removed from the queue: via condor_hold (by user afkit)"
     )
     assert (rec["start"], rec["end"]) == (879.0, 1000.0)
+
+
+def test_the_executor_writes_a_held_jobs_record_from_its_spec_alone(
+    raw: dict[str, Any], make: Any, fake_apptainer: Path, tmp_path: Path
+) -> None:
+    """A job's inputs are its spec and its dataset's ready marker: the image is the spec's."""
+    from types import SimpleNamespace
+
+    from afkit.campaign import held
+
+    c = make(raw)
+    spec = spec_of(c, plan.expand(c)[0], fake_apptainer, tmp_path)
+    (tmp_path / "spec.json").write_text(spec.to_json(), encoding="utf-8")
+    out = tmp_path / "job" / "r.json"
+    inputs = SimpleNamespace(spec=str(tmp_path / "spec.json"), ready="x.ready")
+    sm_job = SimpleNamespace(name="job", is_group=lambda: False, output=[str(out)], input=inputs)
+    assert held.write_record(sm_job, "7.0", "via condor_hold", 3.0) == str(out)
+    rec = JobRecord.read(out)
+    assert (rec.status, rec.batch_job_id, rec.image_path) == ("failed", "7.0", str(fake_apptainer))

@@ -46,4 +46,3 @@ def targets(chosen: Chosen) -> dict[str, list[str]]:
 def without_record(chosen: Chosen) -> Chosen:
     """The jobs of CHOSEN that still have no record (after a snakemake call)."""
     return [(p, st) for p, st in chosen if not p.record.is_file()]
-

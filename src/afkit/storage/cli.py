@@ -13,7 +13,7 @@ from typing import Any
 from afkit.cli import usage_handler
 from afkit.errors import ExitCode, UsageError
 from afkit.storage import manager
-from afkit.storage.render import Settings, render
+from afkit.storage.render import Guard, Settings, render
 from afkit.storage.scenarios import HOST, SCENARIOS, default_origin, get_scenario, url
 
 
@@ -30,7 +30,27 @@ def _settings(args: argparse.Namespace, scenario: str) -> Settings:
         allow=tuple(getattr(args, "allow", None) or ()),
         throttle=_throttle(args, scenario),
         redirect_host=_redirect_host(args, scenario),
+        guard=_guard(args),
     )
+
+
+GUARD_OPTIONS = {"tls_cert": "--tls-cert", "tls_key": "--tls-key", "tls_ca": "--tls-ca",
+                 "token_issuer": "--token-issuer", "token_audience": "--token-audience"}  # fmt: skip
+
+
+def _guard(args: argparse.Namespace) -> Guard | None:
+    """The guard the options ask for (all of them, or none: an open server)."""
+    given = {k: getattr(args, k, None) for k in GUARD_OPTIONS}
+    if not any(given.values()):
+        return None
+    missing = [GUARD_OPTIONS[k] for k, v in given.items() if not v]
+    if missing:
+        raise UsageError(f"a guarded server needs {', '.join(missing)} too",
+                         hint="TLS (ztn sends tokens over TLS only) and the token issuer go together: "
+                         "give all of " + ", ".join(GUARD_OPTIONS.values()))  # fmt: skip
+    return Guard(cert=Path(args.tls_cert).absolute(), key=Path(args.tls_key).absolute(),
+                 cafile=Path(args.tls_ca).absolute(), issuer=args.token_issuer,
+                 audience=args.token_audience, base_path=args.token_base_path)  # fmt: skip
 
 
 def _redirect_host(args: argparse.Namespace, scenario: str) -> str:
@@ -140,6 +160,21 @@ def register(sub: Any) -> None:
             "cache (default 127.0.0.1: clients on this host; another address for clients in other "
             "network namespaces, e.g. a federation site's client nodes)",
         )
+        g = p.add_argument_group(
+            "guarded (as WLCG sites: TLS on every connection, a WLCG token on every request; "
+            "all of the first five or none)"
+        )
+        g.add_argument(
+            "--tls-cert", metavar="FILE", help="the server's certificate (PEM), for the address clients use"
+        )
+        g.add_argument(
+            "--tls-key", metavar="FILE", help="its private key (PEM; xrootd gets a copy only it can read)"
+        )
+        g.add_argument("--tls-ca", metavar="FILE", help="the CAs it trusts (PEM): clients' and the issuer's")
+        g.add_argument("--token-issuer", metavar="URL", help="the issuer whose WLCG tokens it accepts")
+        g.add_argument("--token-audience", metavar="AUD", help="the audience (aud) its tokens must name")
+        g.add_argument("--token-base-path", metavar="PATH", default="/",
+                       help="the path the tokens' scopes are relative to (default /)")  # fmt: skip
         p.add_argument(
             "--throttle",
             metavar="RATE",

@@ -163,8 +163,10 @@ def spawn(
     return proc
 
 
-def start(name: str, files: DaemonFiles, port: int, timeout: float = PORT_TIMEOUT) -> int:
-    """Start xrootd with ``files.config``; return its pid once ``port`` accepts connections."""
+def start(name: str, files: DaemonFiles, port: int, timeout: float = PORT_TIMEOUT,
+          env: dict[str, str] | None = None) -> int:  # fmt: skip
+    """Start xrootd with ``files.config`` (and ENV, default this process's); return its pid once
+    ``port`` accepts connections."""
     xrootd = xrootd_binary()
     user = service_user()
     if read_pid(files) is not None:
@@ -177,7 +179,7 @@ def start(name: str, files: DaemonFiles, port: int, timeout: float = PORT_TIMEOU
         )
     stdout = files.log.with_suffix(".out")
     proc = spawn([xrootd, "-c", str(files.config), "-l", str(files.log), *(["-R", user] if user else [])],
-                 files, out=stdout)  # fmt: skip
+                 files, env=env, out=stdout)  # fmt: skip
     if not wait_for_port(port, timeout, proc):
         with contextlib.suppress(ProcessLookupError):
             proc.kill()

@@ -6,9 +6,18 @@ import os
 from pathlib import Path
 from typing import TypedDict
 
-from afkit.errors import UnsafeError
+from afkit.atomic import write_atomic
+from afkit.errors import NotFoundError, UnsafeError
 from afkit.storage import daemon as dmn
-from afkit.storage.render import Settings, daemon_dirs, render, shared_cache_dir, write_config
+from afkit.storage.render import (
+    Guard,
+    Settings,
+    daemon_dirs,
+    render,
+    scitokens_config,
+    shared_cache_dir,
+    write_config,
+)
 from afkit.storage.scenarios import Daemon, Scenario, port_of
 
 MARKER = ".afkit-storage"
@@ -79,21 +88,47 @@ def up(scenario: Scenario, settings: Settings, timeout: float) -> list[Started]:
             for key in ("admin_dir", "run_dir"):
                 dirs[key].mkdir(parents=True, exist_ok=True)
             write_config(dirs["config"], render(scenario, daemon, settings))
+            env = _guarded(settings.guard, dirs) if settings.guard else None
             dmn.give_to(
                 dmn.service_user(),
                 settings.state_dir / daemon.name,
                 dirs["admin_dir"],
                 dirs["run_dir"],
                 shared_cache_dir(settings),
+                *(_guard_files(dirs) if env else []),
             )
             port = port_of(scenario, daemon, settings.base)
-            pid = dmn.start(daemon.name, files_of(settings, daemon), port, timeout)
+            pid = dmn.start(daemon.name, files_of(settings, daemon), port, timeout, env=env)
             started.append({"daemon": daemon.name, "pid": pid, "port": port, "log": str(dirs["log"])})
     except BaseException:
         for daemon in reversed(scenario.daemons):
             dmn.stop(files_of(settings, daemon))
         raise
     return started
+
+
+def _guarded(guard: Guard, dirs: dict[str, Path]) -> dict[str, str]:
+    """A guarded daemon's files beside its config: its certificate and key (copies the service
+    user owns, the key mode 0600: xrootd refuses a key others can read), the SciTokens
+    configuration, the folder libscitokens caches the issuer's keys in; the daemon's environment
+    (XDG_CACHE_HOME: that folder)."""
+    dirs["tls_cert"].parent.mkdir(parents=True, exist_ok=True)
+    for given, copy in ((guard.cert, dirs["tls_cert"]), (guard.key, dirs["tls_key"])):
+        if not given.is_file():
+            hint = "give the server's certificate and key (PEM)"
+            raise NotFoundError(f"TLS file not found: {given}", hint=hint)
+        write_atomic(copy, given.read_bytes(), mode=0o600 if copy == dirs["tls_key"] else 0o644)
+    if not guard.cafile.is_file():
+        hint = "give the CA bundle the server trusts (PEM)"
+        raise NotFoundError(f"CA file not found: {guard.cafile}", hint=hint)
+    write_atomic(dirs["scitokens_cfg"], scitokens_config(guard), mode=0o644)
+    dirs["keycache"].mkdir(parents=True, exist_ok=True)
+    return {**os.environ, "XDG_CACHE_HOME": str(dirs["keycache"])}
+
+
+def _guard_files(dirs: dict[str, Path]) -> list[Path]:
+    """The files and folders of a guarded daemon its service user owns."""
+    return [dirs["tls_cert"].parent, dirs["tls_cert"], dirs["tls_key"], dirs["keycache"]]
 
 
 def down(scenario: Scenario, settings: Settings) -> list[str]:

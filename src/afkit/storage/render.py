@@ -13,6 +13,22 @@ from afkit.storage.scenarios import HOST, Daemon, Scenario, port_of
 
 
 @dataclass(frozen=True)
+class Guard:
+    """A guarded server, as WLCG sites run theirs: TLS on every connection (CERT and KEY, issued
+    for the addresses its clients use; CAFILE: the CAs it trusts, its clients' and the token
+    issuer's) and a WLCG token on every request (XRootD's ``ztn`` protocol, the SciTokens
+    authorization plugin: tokens of ISSUER for AUDIENCE, their scopes relative to BASE_PATH;
+    anonymous requests refused). docs/storage.md, "Guarded storage"."""
+
+    cert: Path
+    key: Path
+    cafile: Path
+    issuer: str
+    audience: str
+    base_path: str = "/"
+
+
+@dataclass(frozen=True)
 class Settings:
     state_dir: Path  # this scenario's directory
     origin: str = "127.0.0.1:1094"
@@ -27,6 +43,8 @@ class Settings:
     # dcotf only: the address its redirector sends clients to (its cache's port there); loopback
     # serves clients on this host only, a client in another network namespace needs the host's own
     redirect_host: str = HOST
+    # TLS and tokens required (afkit storage up --tls-cert ... --token-issuer ...); None: open
+    guard: Guard | None = None
 
 
 def templates_dir() -> Path:
@@ -50,6 +68,12 @@ def daemon_dirs(settings: Settings, daemon: Daemon) -> dict[str, Path]:
         "config": base / "xrootd.cfg",
         "log": base / "xrootd.log",
         "pidfile": base / "xrootd.pid",
+        # a guarded server's own copies of its certificate and key (owned by the service user, the
+        # key mode 0600, as xrootd wants them), its SciTokens configuration and key cache
+        "tls_cert": base / "tls" / "cert.pem",
+        "tls_key": base / "tls" / "key.pem",
+        "scitokens_cfg": base / "scitokens.cfg",
+        "keycache": base / "keycache",
     }
 
 
@@ -84,8 +108,27 @@ def render(scenario: Scenario, daemon: Daemon, settings: Settings) -> str:
         "dca": daemon.dca,
         "allow": settings.allow,
         "throttle": settings.throttle,
+        "guard": settings.guard,
+        "tls_cert": dirs["tls_cert"],
+        "tls_key": dirs["tls_key"],
+        "scitokens_cfg": dirs["scitokens_cfg"],
     }
     return env.get_template(daemon.template).render(**values)
+
+
+def scitokens_config(guard: Guard) -> str:
+    """The SciTokens plugin's configuration of GUARD (xrootd src/XrdSciTokens/README.md): its one
+    issuer, the audience its tokens must name, the namespace their scopes are relative to; a
+    request without a token that allows it is denied."""
+    return (
+        "# Rendered by 'afkit storage'; do not edit, re-render.\n"
+        "[Global]\n"
+        f"audience = {guard.audience}\n"
+        "onmissing = deny\n\n"
+        "[Issuer afkit]\n"
+        f"issuer = {guard.issuer}\n"
+        f"base_path = {guard.base_path}\n"
+    )
 
 
 def write_config(path: Path, text: str) -> None:

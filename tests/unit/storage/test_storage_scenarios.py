@@ -11,7 +11,7 @@ import pytest
 from afkit import cli
 from afkit.errors import ExitCode, NotFoundError, UnsafeError, UsageError
 from afkit.storage import manager
-from afkit.storage.render import Settings, render
+from afkit.storage.render import Guard, Settings, daemon_dirs, render, scitokens_config
 from afkit.storage.scenarios import SCENARIOS, default_origin, get_scenario, url
 
 
@@ -241,3 +241,45 @@ def test_a_state_dir_the_service_user_cannot_reach_is_refused_before_anything_st
         daemon.check_reachable(None, Path("/root/x"))  # not root: no user to check for
     finally:
         shutil.rmtree(top)
+
+
+GUARD = Guard(cert=Path("/pki/origin.pem"), key=Path("/pki/origin.key"), cafile=Path("/pki/ca-bundle.pem"),
+              issuer="https://127.0.0.1:8443", audience="https://afkit.example")  # fmt: skip
+
+
+def test_a_guarded_server_wants_tls_and_tokens_only(tmp_path: Path) -> None:
+    [text] = _configs("origin", tmp_path, guard=GUARD).values()
+    lines = _directives(text)
+    daemon = tmp_path / "origin" / "origin"
+    assert f"xrd.tls {daemon}/tls/cert.pem {daemon}/tls/key.pem" in lines
+    assert "xrd.tlsca certfile /pki/ca-bundle.pem" in lines and "xrootd.tls all" in lines
+    assert "sec.protocol ztn" in lines and "sec.protbind * only ztn" in lines
+    assert f"ofs.authlib libXrdAccSciTokens.so config={daemon}/scitokens.cfg" in lines
+
+
+def test_an_open_server_has_no_guard(tmp_path: Path) -> None:
+    [text] = _configs("origin", tmp_path).values()
+    assert not [ln for ln in _directives(text) if ln.startswith(("xrd.tls", "sec.", "ofs.auth"))]
+
+
+def test_the_scitokens_configuration_names_the_issuer_and_denies_what_no_token_allows() -> None:
+    text = scitokens_config(GUARD)
+    assert "issuer = https://127.0.0.1:8443" in text and "audience = https://afkit.example" in text
+    assert "onmissing = deny" in text and "base_path = /" in text
+
+
+def test_guard_options_go_together(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["storage", "render", "origin", "--state-dir", str(tmp_path), "--tls-cert", "c.pem"]
+    assert cli.main(argv) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert "--tls-key, --tls-ca, --token-issuer, --token-audience" in err
+
+
+def test_a_guarded_server_without_its_ca_file_is_not_started(tmp_path: Path) -> None:
+    (tmp_path / "c.pem").write_text("cert")
+    (tmp_path / "k.pem").write_text("key")
+    guard = Guard(cert=tmp_path / "c.pem", key=tmp_path / "k.pem", cafile=tmp_path / "nope.pem",
+                  issuer="https://i", audience="a")  # fmt: skip
+    settings = Settings(tmp_path / "origin", guard=guard)
+    with pytest.raises(NotFoundError, match="CA file not found"):
+        manager._guarded(guard, daemon_dirs(settings, get_scenario("origin").daemons[0]))

@@ -1,0 +1,137 @@
+"""A guarded origin with a real xrootd: TLS from the box's CA, WLCG tokens (ztn + the SciTokens
+plugin), the box's token issuer serving its keys over HTTPS. Anonymous requests are refused, a
+token's scopes are enforced per path and operation by the server. Runs inside the testbed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import itsupport
+import pytest
+from cryptography.hazmat.primitives.asymmetric import ec
+from itsupport import ok
+
+from afkit_testbed import issuer, pki
+
+DATA = Path(os.environ.get("AFKIT_XROOTD_DATA", "/srv/xrootd/data"))
+BASE = "12294"  # clear of the testbed origin (1094), the other storage tests and the default ports
+AUD = "https://afkit.example/guarded"
+CONTENT = os.urandom(1 << 20)
+
+
+@dataclass
+class Guarded:
+    url: str  # roots://127.0.0.1:PORT
+    bundle: Path
+    tokens: Path  # a folder for token files
+    key: ec.EllipticCurvePrivateKey
+    issuer_url: str
+    log: Path  # the origin's xrootd log
+
+    def log_tail(self) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-25:])
+
+    def token(self, *scopes: str, lifetime: int = 600) -> Path:
+        """A token file (mode 0600, as ztn wants it) with SCOPES."""
+        path = self.tokens / f"{uuid.uuid4().hex}.token"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(issuer.issue(self.key, self.issuer_url, issuer.Grant(scopes, AUD, lifetime=lifetime)))
+        return path
+
+    def xrdcp(self, src: str, dst: str, token: Path | None) -> subprocess.CompletedProcess[str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("BEARER_TOKEN", "XDG_RUNTIME"))}
+        env["X509_CERT_FILE"] = str(self.bundle)
+        if token is not None:
+            env["BEARER_TOKEN_FILE"] = str(token)
+        return subprocess.run(["xrdcp", "-f", "-s", src, dst], env=env, capture_output=True, text=True,
+                              check=False, timeout=60)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def guarded() -> Iterator[Guarded]:
+    work = Path(tempfile.mkdtemp(prefix="afkit-guarded-it-", dir="/tmp"))
+    work.chmod(0o755)  # the daemon runs as the xrootd user
+    data = DATA / f"afkit-guarded-it-{uuid.uuid4().hex[:8]}"
+    for sub in ("ok", "secret", "gen"):
+        (data / sub).mkdir(parents=True)
+    (data / "ok" / "a.bin").write_bytes(CONTENT)
+    (data / "secret" / "a.bin").write_bytes(CONTENT)
+    for path in (data, *data.rglob("*")):
+        shutil.chown(path, "xrootd", "xrootd")
+    ca = pki.ensure_ca(work / "pki")
+    bundle = pki.trust_bundle(ca, work / "pki")
+    server = pki.server_certificate(ca, work / "pki", "origin", ["127.0.0.1", "localhost"])
+    key = issuer.ensure_key(work / "issuer.key")
+    tls = pki.server_certificate(ca, work / "pki", "issuer", ["127.0.0.1"])
+    running = issuer.serve(key, tls, "127.0.0.1")
+    tokens = work / "tokens"
+    tokens.mkdir(mode=0o700)
+    up = ["storage", "up", "origin", "--state-dir", str(work / "state"), "--data", str(data),
+          "--tls-cert", str(server.cert), "--tls-key", str(server.key), "--tls-ca", str(bundle),
+          "--token-issuer", running.url, "--token-audience", AUD]  # fmt: skip
+    try:
+        ok(itsupport.afkit(*up, env={"AFKIT_STORAGE_BASE_PORT": BASE}))
+        log = work / "state" / "origin" / "origin" / "xrootd.log"
+        yield Guarded(f"roots://127.0.0.1:{BASE}", bundle, tokens, key, running.url, log)
+    finally:
+        itsupport.afkit("storage", "down", "all", "--state-dir", str(work / "state"),
+                        env={"AFKIT_STORAGE_BASE_PORT": BASE})  # fmt: skip
+        running.stop()
+        shutil.rmtree(data, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def test_an_anonymous_read_is_refused(guarded: Guarded, tmp_path: Path) -> None:
+    proc = guarded.xrdcp(f"{guarded.url}//ok/a.bin", str(tmp_path / "a"), token=None)
+    assert proc.returncode != 0
+    assert "auth" in proc.stderr.lower(), proc.stderr  # refused at login, not at the file
+    assert not (tmp_path / "a").exists()
+
+
+def test_a_read_token_reads_under_its_path(guarded: Guarded, tmp_path: Path) -> None:
+    token = guarded.token("storage.read:/ok")
+    proc = guarded.xrdcp(f"{guarded.url}//ok/a.bin", str(tmp_path / "a"), token)
+    assert proc.returncode == 0, proc.stderr + guarded.log_tail()
+    assert (tmp_path / "a").read_bytes() == CONTENT
+
+
+def test_a_read_token_reads_nothing_outside_its_path(guarded: Guarded, tmp_path: Path) -> None:
+    token = guarded.token("storage.read:/ok")
+    proc = guarded.xrdcp(f"{guarded.url}//secret/a.bin", str(tmp_path / "a"), token)
+    assert proc.returncode != 0
+    assert "permission" in proc.stderr.lower() or "not authorized" in proc.stderr.lower(), proc.stderr
+
+
+def test_a_read_token_writes_nothing(guarded: Guarded, tmp_path: Path) -> None:
+    (tmp_path / "new.bin").write_bytes(CONTENT)
+    token = guarded.token("storage.read:/ok")
+    proc = guarded.xrdcp(str(tmp_path / "new.bin"), f"{guarded.url}//ok/new.bin", token)
+    assert proc.returncode != 0
+
+
+def test_a_create_token_writes_under_its_path_only(guarded: Guarded, tmp_path: Path) -> None:
+    (tmp_path / "new.bin").write_bytes(CONTENT)
+    token = guarded.token("storage.create:/gen", "storage.read:/gen")
+    done = guarded.xrdcp(str(tmp_path / "new.bin"), f"{guarded.url}//gen/new.bin", token)
+    assert done.returncode == 0, done.stderr + guarded.log_tail()
+    back = guarded.xrdcp(f"{guarded.url}//gen/new.bin", str(tmp_path / "back.bin"), token)
+    assert back.returncode == 0 and (tmp_path / "back.bin").read_bytes() == CONTENT
+    refused = guarded.xrdcp(str(tmp_path / "new.bin"), f"{guarded.url}//ok/new.bin", token)
+    assert refused.returncode != 0
+
+
+def test_an_expired_token_is_refused(guarded: Guarded, tmp_path: Path) -> None:
+    token = guarded.token("storage.read:/ok", lifetime=-60)
+    proc = guarded.xrdcp(f"{guarded.url}//ok/a.bin", str(tmp_path / "a"), token)
+    assert proc.returncode != 0
+    assert "expired" in proc.stderr.lower() + guarded.log_tail().lower(), proc.stderr + guarded.log_tail()
+    assert not (tmp_path / "a").exists()

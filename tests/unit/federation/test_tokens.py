@@ -1,0 +1,83 @@
+"""The federation's CA and token issuer (afkit_testbed.pki, afkit_testbed.issuer), checked with the
+field's own verifier: scitokens fetches the issuer's keys over HTTPS as storage does."""
+
+from __future__ import annotations
+
+import json
+import ssl
+import stat
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import scitokens
+from cryptography.hazmat.primitives.asymmetric import ec
+
+from afkit_testbed import issuer, pki
+
+AUD = "https://afkit.example"
+
+
+@pytest.fixture
+def serving(tmp_path: Path) -> Iterator[tuple[issuer.Running, Path, ec.EllipticCurvePrivateKey]]:
+    ca = pki.ensure_ca(tmp_path / "pki")
+    tls = pki.server_certificate(ca, tmp_path / "pki", "issuer", ["127.0.0.1"])
+    bundle = pki.trust_bundle(ca, tmp_path / "pki")
+    key = issuer.ensure_key(tmp_path / "issuer" / "issuer.key")
+    running = issuer.serve(key, tls, "127.0.0.1")
+    try:
+        yield running, bundle, key
+    finally:
+        running.stop()
+
+
+@pytest.fixture
+def trusting(serving: tuple[issuer.Running, Path, ec.EllipticCurvePrivateKey], tmp_path: Path,
+             monkeypatch: pytest.MonkeyPatch) -> issuer.Running:  # fmt: skip
+    """scitokens' verifier trusting the box's CA (SSL_CERT_FILE), its key cache in TMP_PATH."""
+    running, bundle, _key = serving
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return running
+
+
+def test_keys_are_readable_by_their_owner_only(tmp_path: Path) -> None:
+    ca = pki.ensure_ca(tmp_path)
+    server = pki.server_certificate(ca, tmp_path, "origin", ["10.0.0.1", "origin.example"])
+    key = tmp_path / "issuer.key"
+    issuer.ensure_key(key)
+    for path in (ca.key, server.key, key):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+    assert stat.S_IMODE(server.cert.stat().st_mode) == 0o644
+
+
+def test_the_issuer_is_trusted_through_the_bundle_and_only_through_it(
+    serving: tuple[issuer.Running, Path, ec.EllipticCurvePrivateKey],
+) -> None:
+    running, bundle, _key = serving
+    url = running.url + issuer.WELL_KNOWN
+    trusted = ssl.create_default_context(cafile=str(bundle))
+    with urllib.request.urlopen(url, context=trusted, timeout=10) as response:
+        assert json.load(response)["jwks_uri"] == running.url + "/jwks"
+    system_only = ssl.create_default_context(cafile=str(pki.SYSTEM_BUNDLE))
+    with pytest.raises(urllib.error.URLError, match="CERTIFICATE_VERIFY_FAILED"):
+        urllib.request.urlopen(url, context=system_only, timeout=10)
+
+
+def test_a_token_is_verified_with_the_keys_the_issuer_serves(
+    trusting: issuer.Running, serving: tuple[issuer.Running, Path, ec.EllipticCurvePrivateKey]
+) -> None:
+    key = serving[2]
+    token = issuer.issue(key, trusting.url, issuer.Grant(("storage.read:/data",), AUD))
+    verified = scitokens.SciToken.deserialize(token, audience=AUD)
+    assert verified["iss"] == trusting.url and verified["wlcg.ver"] == "1.0"
+    assert verified["scope"] == "storage.read:/data"
+
+
+def test_a_token_signed_by_another_key_is_refused(trusting: issuer.Running, tmp_path: Path) -> None:
+    forged = issuer.issue(ec.generate_private_key(ec.SECP256R1()), trusting.url,
+                          issuer.Grant(("storage.read:/",), AUD))  # fmt: skip
+    with pytest.raises(Exception, match=r"[Ss]ignature"):
+        scitokens.SciToken.deserialize(forged, audience=AUD)

@@ -5,9 +5,11 @@ token's scopes are enforced per path and operation by the server. Runs inside th
 
 from __future__ import annotations
 
+import csv
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -16,6 +18,7 @@ from pathlib import Path
 
 import itsupport
 import pytest
+import yaml
 from cryptography.hazmat.primitives.asymmetric import ec
 from itsupport import ok
 
@@ -135,3 +138,53 @@ def test_an_expired_token_is_refused(guarded: Guarded, tmp_path: Path) -> None:
     assert proc.returncode != 0
     assert "expired" in proc.stderr.lower() + guarded.log_tail().lower(), proc.stderr + guarded.log_tail()
     assert not (tmp_path / "a").exists()
+
+
+def run_campaign(
+    guarded: Guarded, bench_sif: Path, work: Path, token: Path
+) -> subprocess.CompletedProcess[str]:
+    """`afkit campaign run` of one read job on the guarded storage, the campaign naming TOKEN's file
+    and the CA bundle (nothing of either in the environment)."""
+    port = guarded.url.rsplit(":", 1)[1]
+    raw = {
+        "name": "guarded", "image": {"sif": str(bench_sif)}, "results": str(work / "results"),
+        "sites": {"wn": {"executor": "local", "storage": "guarded", "scratch": str(work / "scratch"),
+                         "apptainer_args": ["--userns"]}},
+        "storage": {"guarded": {"url": f"roots://127.0.0.1:{port}", "export": "/",
+                                "credential": {"token": str(token), "ca": str(guarded.bundle)}}},
+        "datasets": {"ok": {"storage": "guarded", "files": ["ok/a.bin"]}},
+        "locations": {"default": "remote"},
+        "benchmarks": [{"name": "read", "type": "read", "sites": ["wn"], "datasets": ["ok"], "duration": 1,
+                        "interval": 0.5, "sweep": {"block_size": ["64k"]}}],
+    }  # fmt: skip
+    cfile = work / "c.yaml"
+    cfile.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BEARER_TOKEN", "X509_"))}
+    run = [sys.executable, "-m", "afkit", "campaign", "run", str(cfile)]
+    return subprocess.run(run, cwd=work, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_a_campaign_reads_the_guarded_storage_with_its_token(
+    guarded: Guarded, bench_sif: Path, tmp_path: Path
+) -> None:
+    """The user's path: afkit checks the token before any job, each job reads with it (bound
+    read-only into its container), nothing afkit writes holds the token."""
+    token = guarded.token("storage.read:/ok")
+    proc = run_campaign(guarded, bench_sif, tmp_path, token)
+    assert proc.returncode == 0, proc.stderr[-3000:] + guarded.log_tail()
+    [jobs_csv] = (tmp_path / "results").glob("*/aggregate/jobs.csv")
+    [row] = list(csv.DictReader(jobs_csv.open()))
+    assert row["status"] == "ok", row["error"]
+    assert int(row["bytes"]) >= len(CONTENT)
+    secret = token.read_text().strip()
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and p != token]
+    assert [p for p in written if secret in p.read_text(errors="replace")] == []
+
+
+def test_a_campaign_with_an_expired_token_stops_before_any_job(
+    guarded: Guarded, bench_sif: Path, tmp_path: Path
+) -> None:
+    proc = run_campaign(guarded, bench_sif, tmp_path, guarded.token("storage.read:/ok", lifetime=-60))
+    assert proc.returncode == 3, proc.stderr[-3000:]
+    assert "afkit: error: storage guarded: the token in" in proc.stderr and "expired at" in proc.stderr
+    assert not list(tmp_path.glob("results/*/job"))

@@ -54,11 +54,21 @@ class SiteConfig(TypedDict):
     partition: NotRequired[str]
 
 
+class CredentialConfig(TypedDict):
+    """A guarded storage's credential: the files (token or proxy; CA bundle), never the secret."""
+
+    token: NotRequired[str]
+    proxy: NotRequired[str]
+    ca: NotRequired[str]
+    expiry_margin: int
+
+
 class StorageConfig(TypedDict):
     url: str
     export: str
     caches: dict[str, str]
     path: NotRequired[str]
+    credential: NotRequired[CredentialConfig]
 
 
 class Generate(TypedDict):
@@ -439,6 +449,11 @@ def _check_sites(cfg: CampaignConfig) -> list[str]:
 def _check_references(cfg: CampaignConfig) -> list[str]:
     """Cross-references the schema cannot express: names that must exist."""
     problems: list[str] = _check_sites(cfg)
+    for name, endpoint in cfg["storage"].items():
+        cred = endpoint.get("credential")
+        if cred is not None and ("token" in cred) == ("proxy" in cred):
+            problems.append(f"storage.{name}.credential: give one of token (a WLCG token file) or proxy "
+                            "(an X.509 proxy file)")  # fmt: skip
     allowed = ", ".join(sorted(cfg["storage"]))
     for name, site in cfg["sites"].items():
         if site["storage"] not in cfg["storage"]:

@@ -282,6 +282,30 @@ class RootOptions:
 
 
 @dataclass(frozen=True)
+class CredentialSpec:
+    """The credential files of a job's storage (afkit.campaign.credentials): KIND (token or proxy)
+    at PATH and the CA bundle CA, host paths; never the secret. Empty: an open storage."""
+
+    kind: str = ""
+    path: str = ""
+    ca: str = ""
+
+    def as_dict(self) -> dict[str, object]:
+        return {"kind": self.kind, "path": self.path, "ca": self.ca}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object], what: str = "credential") -> CredentialSpec:
+        return cls(kind=_str(data, "kind", what), path=_str(data, "path", what), ca=_str(data, "ca", what))
+
+
+def _credential(data: Mapping[str, object], source: str) -> CredentialSpec:
+    """A spec's credential (none in the spec of a job of an open storage)."""
+    if "credential" not in data:
+        return CredentialSpec()
+    return CredentialSpec.from_dict(_dict(data, "credential", source), source)
+
+
+@dataclass(frozen=True)
 class JobSpec:
     """Everything one job needs, made once by planning: ``afkit campaign job SPEC`` reruns it.
 
@@ -303,6 +327,7 @@ class JobSpec:
     record: str
     log: str
     root: RootOptions = field(default_factory=RootOptions)  # payload root: how ROOT reads
+    credential: CredentialSpec = field(default_factory=CredentialSpec)  # a guarded storage's files
 
     def to_json(self) -> str:
         data: dict[str, object] = {
@@ -317,6 +342,8 @@ class JobSpec:
         }
         if self.job.payload == "root":
             data["root"] = self.root.as_dict()
+        if self.credential.kind:  # only then: an open storage's specs (and digests) stay as they were
+            data["credential"] = self.credential.as_dict()
         return json.dumps(data, indent=1, sort_keys=True) + "\n"
 
     def digest(self) -> str:
@@ -349,6 +376,7 @@ class JobSpec:
             record=_str(data, "record", source),
             log=_str(data, "log", source),
             root=RootOptions.from_dict(_dict(data, "root", source) if "root" in data else {}, source),
+            credential=_credential(data, source),
         )
 
     @classmethod
@@ -378,6 +406,7 @@ class PayloadSpec:
     t_launch: float
     env: Mapping[str, str] = field(default_factory=dict)  # XRD_* of the job (apptainer --cleanenv)
     root: RootOptions = field(default_factory=RootOptions)  # payload root: how ROOT reads
+    credential: CredentialSpec = field(default_factory=CredentialSpec)  # a guarded storage's files
 
     def to_json(self) -> str:
         return json.dumps({**dataclasses.asdict(self), "job": self.job.as_dict(), "env": dict(self.env),

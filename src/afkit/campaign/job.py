@@ -33,7 +33,15 @@ from pathlib import Path
 import afkit
 from afkit.bench.monitor import HostMonitor
 from afkit.campaign import bottleneck, executors, interrupt
-from afkit.campaign.contract import ImageInfo, JobRecord, JobSpec, PayloadResult, PayloadSpec, SiteSpec
+from afkit.campaign.contract import (
+    CredentialSpec,
+    ImageInfo,
+    JobRecord,
+    JobSpec,
+    PayloadResult,
+    PayloadSpec,
+    SiteSpec,
+)
 from afkit.campaign.executors import htcondor
 from afkit.errors import AfkitError, ExitCode, NotFoundError, PrereqError, one_line
 from afkit.image import apptainer
@@ -72,6 +80,25 @@ def apptainer_command(
     options = ["--cleanenv", "--no-home", "--contain", "--pid", "--pwd", "/", *site.apptainer_args]
     command = [*interp, "-m", PAYLOAD_MODULE, str(spec_path)]
     return apptainer.exec_command(image, command, options=options, binds=binds, global_options=["-q"])
+
+
+# a guarded storage's credential inside the job's container, mounted read-only (docs/campaigns.md,
+# "Guarded storage"); the variables the field's clients read it from
+CREDENTIALS_DIR = "/afkit-credentials"
+CREDENTIAL_ENV = {"token": "BEARER_TOKEN_FILE", "proxy": "X509_USER_PROXY"}
+
+
+def credential_binds(cred: CredentialSpec) -> tuple[list[str], dict[str, str]]:
+    """The binds (host file -> container, read-only) and the payload's environment (paths, never
+    the secret) of a job whose storage is guarded by CRED; none for an open storage."""
+    if not cred.kind:
+        return [], {}
+    inside = f"{CREDENTIALS_DIR}/{cred.kind}"
+    binds, env = [f"{cred.path}:{inside}:ro"], {CREDENTIAL_ENV[cred.kind]: inside}
+    if cred.ca:
+        binds.append(f"{cred.ca}:{CREDENTIALS_DIR}/ca.pem:ro")
+        env["X509_CERT_FILE"] = f"{CREDENTIALS_DIR}/ca.pem"
+    return binds, env
 
 
 # exit statuses of a payload cut off by a signal: killed (negative) or a shell's 128 + signal
@@ -277,15 +304,17 @@ def run(spec: JobSpec, *, output: Path | None = None, log: Path | None = None) -
             image_path, record.image_pull_s, record.image_cache = pulled
             record.image_path = image_path
         result_path = scratch / "result.json"
+        cred_binds, cred_env = credential_binds(spec.credential)
         payload = PayloadSpec(
             job=spec.job, tree=spec.tree, scratch=str(scratch), stage_out=str(scratch / "stage-out.json"),
             result=str(result_path), t_launch=time.time(), root=spec.root,
-            # apptainer runs the payload with --cleanenv: pass the XRootD client settings through
-            env={k: v for k, v in os.environ.items() if k.startswith("XRD_")},
+            # apptainer runs the payload with --cleanenv: pass the XRootD client settings through,
+            # and where its storage's credential is inside the container (paths, not the secret)
+            env={**{k: v for k, v in os.environ.items() if k.startswith("XRD_")}, **cred_env},
         )  # fmt: skip
         spec_path = scratch / "spec.json"
         spec_path.write_text(payload.to_json(), encoding="utf-8")
-        binds = [p for p in spec.binds if Path(p).is_dir()]
+        binds = [*(p for p in spec.binds if Path(p).is_dir()), *cred_binds]
         cmd = apptainer_command(image_path, site, scratch, spec_path, binds, image.python)
         cmd = in_netns(netns, cmd)  # a federation site (or its client node): the job's network
         record.start = payload.t_launch

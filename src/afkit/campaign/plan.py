@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import TypedDict
 
 from afkit.atomic import write_atomic, write_if_changed
+from afkit.campaign import credentials
 from afkit.campaign.config import BenchmarkConfig, Campaign, CampaignConfig, sweep_axes
-from afkit.campaign.contract import Job, JobSpec, RootOptions, SiteSpec
+from afkit.campaign.contract import CredentialSpec, Job, JobSpec, RootOptions, SiteSpec
 from afkit.campaign.layout import ResultsLayout
 from afkit.campaign.locations import Location, resolve
 
@@ -164,13 +165,21 @@ def specs(campaign: Campaign, jobs: list[Job], results: str | None = None) -> li
     # payload root: how its ROOT reads (the benchmark's root key, schema defaults filled in)
     roots = {b["name"]: RootOptions.from_dict(b.get("root", {})) for b in cfg["benchmarks"]
              if b["payload"] == "root"}  # fmt: skip
+    creds = {name: CredentialSpec(c.kind, str(c.path), str(c.ca) if c.ca else "")
+             for name, c in credentials.of(campaign).items()}  # fmt: skip
     out = []
     for j in jobs:
         out.append(JobSpec(job=j, campaign=campaign.name, site=sites[j.site],
                            tree=_tree(cfg, j), binds=binds, image=image,
                            record=layout.record(j.bench, j.id), log=layout.record_log(j.bench, j.id),
-                           root=roots.get(j.bench, RootOptions())))  # fmt: skip
+                           root=roots.get(j.bench, RootOptions()),
+                           credential=creds.get(_storage(cfg, j), CredentialSpec())))  # fmt: skip
     return out
+
+
+def _storage(cfg: CampaignConfig, job: Job) -> str:
+    """The storage JOB's dataset is on (its credential is the job's)."""
+    return cfg["datasets"][job.dataset]["storage"]
 
 
 def _tree(cfg: CampaignConfig, job: Job) -> str:

@@ -10,13 +10,14 @@
 
 from __future__ import annotations
 
+import os
 import posixpath
 import sys
 from pathlib import Path
 from typing import Any
 
 from afkit.bench.sources import XRD_NOT_FOUND_ERRNO
-from afkit.campaign import executors
+from afkit.campaign import credentials, executors
 from afkit.campaign.config import Campaign
 from afkit.campaign.locations import dataset_files
 from afkit.errors import NotFoundError, PrereqError, UnsafeError
@@ -83,6 +84,7 @@ def missing_files(campaign: Campaign, warn: Any = None) -> list[str]:
     """'FILE on ENDPOINT' for every listed dataset file that does not exist."""
     warn = warn or (lambda msg: print(f"afkit: warning: {msg}", file=sys.stderr))
     bindings = _have_bindings()
+    creds = credentials.of(campaign)
     missing: list[str] = []
     for name in _datasets_in_use(campaign):
         ds = campaign.config["datasets"][name]
@@ -105,6 +107,8 @@ def missing_files(campaign: Campaign, warn: Any = None) -> list[str]:
             if not bindings or unreachable:
                 continue
             path = posixpath.normpath(posixpath.join("/", store["export"], f))
+            if store_name in creds:  # a guarded storage: this process's client uses its credential
+                os.environ.update(creds[store_name].client_env())
             ok, msg, not_found = _xrd_stat(store["url"], path)
             if ok:
                 continue
@@ -118,6 +122,9 @@ def missing_files(campaign: Campaign, warn: Any = None) -> list[str]:
 
 
 def check_datasets(campaign: Campaign) -> None:
+    """The credentials of guarded storages (afkit.campaign.credentials), then every listed file."""
+    for warning in credentials.check(campaign):
+        print(warning, file=sys.stderr)
     missing = missing_files(campaign)
     if missing:
         raise NotFoundError(

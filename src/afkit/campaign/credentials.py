@@ -1,0 +1,189 @@
+"""A guarded storage's credential: checked before any job, handed to each job as a file.
+
+A campaign names, per storage, the *file* of its credential (``storage.NAME.credential``: a WLCG
+token or an X.509 proxy, and the CA bundle of the storage's TLS), never the secret. Before
+anything is submitted, :func:`check` makes sure that every credential the benchmarks need is
+there, is readable by its owner only (the rule XRootD's ``ztn`` applies to token files, xrootd
+src/XrdSecztn/XrdSecProtocolztn.cc), and, for a token, that it has not expired, that it does not
+expire within the credential's ``expiry_margin`` (a warning) and that its scopes let the
+benchmarks read every file they read (WLCG scopes ``storage.read:/PATH``). Each job then gets the
+file read-only in its container, named by ``BEARER_TOKEN_FILE`` or ``X509_USER_PROXY`` (and the CA
+bundle by ``X509_CERT_FILE``): the variables hold paths, never the secret
+(afkit.campaign.job.credential_binds).
+
+A token's claims are read with PyJWT without checking its signature: the storage checks that;
+afkit only reads what the token says it allows and until when. The secret is never printed:
+messages name the file, its scopes and its expiry.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import stat
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from afkit.campaign.config import Campaign
+from afkit.campaign.job import CREDENTIAL_ENV
+from afkit.errors import InvalidError, NotFoundError, PrereqError, UnsafeError
+
+TOKEN, PROXY = "token", "proxy"
+# the variables the field's clients read a credential's file from (the job's, in its container:
+# afkit.campaign.job.credential_binds)
+ENV = CREDENTIAL_ENV
+CA_ENV = "X509_CERT_FILE"
+
+
+@dataclass(frozen=True)
+class Credential:
+    """Storage STORAGE's credential: the KIND (token or proxy) file PATH, the CA bundle CA."""
+
+    storage: str
+    kind: str
+    path: Path
+    ca: Path | None
+    margin: int
+
+    def client_env(self) -> dict[str, str]:
+        """The environment an XRootD client on this host reads it from (paths only)."""
+        env = {ENV[self.kind]: str(self.path)}
+        if self.ca is not None:
+            env[CA_ENV] = str(self.ca)
+        return env
+
+
+def of(campaign: Campaign) -> dict[str, Credential]:
+    """Storage name → its credential, for the storages that have one (paths beside the campaign)."""
+    out: dict[str, Credential] = {}
+    for name, store in campaign.config["storage"].items():
+        cred = store.get("credential")
+        if cred is None:
+            continue
+        kind = TOKEN if "token" in cred else PROXY
+        ca = cred.get("ca")
+        out[name] = Credential(name, kind, campaign.resolve(str(cred.get(kind))),
+                               campaign.resolve(ca) if ca else None, cred["expiry_margin"])  # fmt: skip
+    return out
+
+
+def _used(campaign: Campaign) -> dict[str, set[str]]:
+    """Storage name → the namespace paths (export + file) the benchmarks read there."""
+    from afkit.campaign.locations import dataset_files
+
+    cfg = campaign.config
+    wanted = {ds for b in cfg["benchmarks"] for ds in b["datasets"]}
+    out: dict[str, set[str]] = {}
+    for name in sorted(wanted):
+        store = cfg["datasets"][name]["storage"]
+        export = cfg["storage"][store]["export"]
+        out.setdefault(store, set()).update(
+            posixpath.join("/", export, f) for f in dataset_files(campaign, name)
+        )
+    return out
+
+
+def _owner_only(cred: Credential) -> None:
+    try:
+        mode = cred.path.stat().st_mode
+    except FileNotFoundError as err:
+        raise NotFoundError(f"storage {cred.storage}: no {cred.kind} file {cred.path}",
+                            hint=f"get a {cred.kind} and write it there, or fix storage.{cred.storage}"
+                            f".credential.{cred.kind}") from err  # fmt: skip
+    except OSError as err:
+        raise NotFoundError(f"storage {cred.storage}: {cred.kind} file {cred.path}: {err.strerror}",
+                            hint="check the path and its permissions") from err  # fmt: skip
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise UnsafeError(f"storage {cred.storage}: {cred.kind} file {cred.path} can be read by others "
+                          f"(mode {stat.S_IMODE(mode):04o})",
+                          hint=f"chmod 600 {cred.path} (XRootD refuses it too)")  # fmt: skip
+    if cred.ca is not None and not cred.ca.is_file():
+        raise NotFoundError(f"storage {cred.storage}: no CA bundle {cred.ca}",
+                            hint=f"fix storage.{cred.storage}.credential.ca")  # fmt: skip
+
+
+def claims(path: Path) -> dict[str, object]:
+    """The claims of the token in PATH, its signature not checked (the storage checks it)."""
+    import jwt
+
+    text = path.read_text(encoding="utf-8").strip()
+    try:
+        data = jwt.decode(text, options={"verify_signature": False})
+    except jwt.PyJWTError as err:
+        raise InvalidError(f"{path}: not a WLCG token (a JWT): {type(err).__name__}",
+                           hint="write the token itself into the file, nothing else") from err  # fmt: skip
+    return dict(data)
+
+
+def scopes(data: dict[str, object]) -> list[tuple[str, str]]:
+    """The token's (operation, path) scopes, e.g. ("storage.read", "/data")."""
+    value = data.get("scope", "")
+    out = []
+    for scope in str(value).split():
+        op, _, path = scope.partition(":")
+        out.append((op, posixpath.normpath(path or "/")))
+    return out
+
+
+def _allows(granted: list[tuple[str, str]], op: str, path: str) -> bool:
+    norm = posixpath.normpath(path)
+    return any(
+        o == op and (p == "/" or norm == p or norm.startswith(p.rstrip("/") + "/")) for o, p in granted
+    )
+
+
+def _check_token(cred: Credential, paths: set[str], now: float) -> list[str]:
+    data = claims(cred.path)
+    exp = data.get("exp")
+    if isinstance(exp, int | float):
+        at = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(exp))
+        if exp <= now:
+            raise PrereqError(f"storage {cred.storage}: the token in {cred.path} expired at {at}",
+                              hint="renew it (the same file), then run again")  # fmt: skip
+        if exp - now < cred.margin:
+            warnings = [f"afkit: warning: storage {cred.storage}: the token in {cred.path} expires at {at}, "
+                        f"in {exp - now:.0f} s (within expiry_margin {cred.margin} s): renew it before "
+                        "its jobs run out"]  # fmt: skip
+        else:
+            warnings = []
+    else:
+        warnings = [f"afkit: warning: storage {cred.storage}: the token in {cred.path} has no expiry (exp)"]
+    granted = scopes(data)
+    denied = sorted(p for p in paths if not _allows(granted, "storage.read", p))
+    if denied:
+        have = " ".join(f"{o}:{p}" for o, p in granted) or "none"
+        raise PrereqError(f"storage {cred.storage}: the token in {cred.path} does not allow reading "
+                          f"{denied[0]}" + (f" (and {len(denied) - 1} more)" if len(denied) > 1 else "")
+                          + f"; its scopes: {have}",
+                          hint=f"get a token with storage.read:{posixpath.commonpath(denied)}")  # fmt: skip
+    return warnings
+
+
+def _shared_sites_only(campaign: Campaign, creds: dict[str, Credential]) -> None:
+    """A credential reaches jobs at sites that share the submit host's files only (for now)."""
+    cfg = campaign.config
+    for b in cfg["benchmarks"]:
+        guarded = [ds for ds in b["datasets"] if cfg["datasets"][ds]["storage"] in creds]
+        unshared = [s for s in b["sites"] if not cfg["sites"][s].get("shared_fs", True)]
+        if guarded and unshared:
+            store = cfg["datasets"][guarded[0]]["storage"]
+            raise PrereqError(f"benchmark {b['name']}: site {unshared[0]} has shared_fs: false; afkit hands "
+                              f"the credential of storage {store} to jobs at sites with the submit "
+                              "host's files only",
+                              hint="run this benchmark at a site with a shared filesystem")  # fmt: skip
+
+
+def check(campaign: Campaign, now: float | None = None) -> list[str]:
+    """Check every credential the benchmarks need (errors raised); the warnings to show."""
+    now = time.time() if now is None else now
+    creds = of(campaign)
+    _shared_sites_only(campaign, creds)
+    warnings: list[str] = []
+    for storage, paths in _used(campaign).items():
+        cred = creds.get(storage)
+        if cred is None:
+            continue
+        _owner_only(cred)
+        if cred.kind == TOKEN:
+            warnings += _check_token(cred, paths, now)
+    return warnings

@@ -1,0 +1,131 @@
+"""A guarded storage's credential: checked before any job (afkit.campaign.credentials), handed to
+each job as a read-only file in its container (afkit.campaign.job.credential_binds)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jwt
+import pytest
+
+from afkit.campaign import credentials, job, plan
+from afkit.campaign.contract import CredentialSpec, JobSpec
+from afkit.errors import InvalidError, NotFoundError, PrereqError, UnsafeError
+
+NOW = 1_800_000_000.0
+
+
+def token_file(folder: Path, scope: str, exp: float | None = NOW + 3600, mode: int = 0o600) -> Path:
+    """A token (signed with a test key: afkit does not check signatures, the storage does)."""
+    claims: dict[str, Any] = {"iss": "https://issuer.example", "aud": "a", "scope": scope, "wlcg.ver": "1.0"}
+    if exp is not None:
+        claims["exp"] = int(exp)
+    path = folder / "bt"
+    path.write_text(jwt.encode(claims, "test-key-of-32-bytes-or-more-....", algorithm="HS256"))
+    path.chmod(mode)
+    return path
+
+
+def guarded(raw: dict[str, Any], token: Path, **more: object) -> dict[str, Any]:
+    raw["storage"]["disk"]["credential"] = {"token": str(token), **more}
+    return raw
+
+
+def test_a_token_whose_scopes_cover_the_reads_passes(raw: dict[str, Any], make: Any, tmp_path: Path) -> None:
+    c = make(guarded(raw, token_file(tmp_path, "storage.read:/data storage.create:/data/new")))
+    assert credentials.check(c, now=NOW) == []
+
+
+def test_a_missing_token_file_is_exit_5(raw: dict[str, Any], make: Any, tmp_path: Path) -> None:
+    with pytest.raises(NotFoundError, match="no token file"):
+        credentials.check(make(guarded(raw, tmp_path / "nope")), now=NOW)
+
+
+def test_a_token_others_can_read_is_refused_naming_the_fix(
+    raw: dict[str, Any], make: Any, tmp_path: Path
+) -> None:
+    path = token_file(tmp_path, "storage.read:/", mode=0o644)
+    with pytest.raises(UnsafeError, match="can be read by others") as err:
+        credentials.check(make(guarded(raw, path)), now=NOW)
+    assert err.value.hint == f"chmod 600 {path} (XRootD refuses it too)"
+
+
+def test_an_expired_token_is_refused_with_its_time(raw: dict[str, Any], make: Any, tmp_path: Path) -> None:
+    path = token_file(tmp_path, "storage.read:/", exp=NOW - 1)
+    with pytest.raises(PrereqError, match=r"expired at 2027-01-15 07:59:59 UTC"):
+        credentials.check(make(guarded(raw, path)), now=NOW)
+
+
+def test_a_token_expiring_within_the_margin_warns(raw: dict[str, Any], make: Any, tmp_path: Path) -> None:
+    path = token_file(tmp_path, "storage.read:/", exp=NOW + 100)
+    [warning] = credentials.check(make(guarded(raw, path, expiry_margin=300)), now=NOW)
+    assert "in 100 s (within expiry_margin 300 s)" in warning
+    assert path.read_text() not in warning  # never the secret
+
+
+def test_a_token_that_cannot_read_a_file_is_refused_with_its_scopes(
+    raw: dict[str, Any], make: Any, tmp_path: Path
+) -> None:
+    path = token_file(tmp_path, "storage.read:/data/other storage.create:/data")
+    with pytest.raises(PrereqError, match=r"does not allow reading /data/") as err:
+        credentials.check(make(guarded(raw, path)), now=NOW)
+    assert "its scopes: storage.read:/data/other storage.create:/data" in str(err.value)
+    assert err.value.hint is not None and err.value.hint.startswith("get a token with storage.read:/data")
+
+
+def test_a_file_that_is_no_token_is_exit_6(raw: dict[str, Any], make: Any, tmp_path: Path) -> None:
+    path = tmp_path / "bt"
+    path.write_text("not a token")
+    path.chmod(0o600)
+    with pytest.raises(InvalidError, match="not a WLCG token"):
+        credentials.check(make(guarded(raw, path)), now=NOW)
+
+
+def test_a_guarded_storage_at_a_site_without_shared_files_is_refused(
+    raw: dict[str, Any], make: Any, tmp_path: Path
+) -> None:
+    raw["sites"]["here"].update(shared_fs=False, executor="htcondor")
+    raw["image"] = {"sif": "oras://registry.example/afkit/bench:1"}
+    with pytest.raises(PrereqError, match="shared_fs: false"):
+        credentials.check(make(guarded(raw, token_file(tmp_path, "storage.read:/"))), now=NOW)
+
+
+def test_token_and_proxy_together_are_refused(raw: dict[str, Any], make: Any, tmp_path: Path) -> None:
+    with pytest.raises(InvalidError, match="give one of token"):
+        make(guarded(raw, tmp_path / "bt", proxy=str(tmp_path / "x509")))
+
+
+def test_a_job_of_a_guarded_storage_has_its_files_in_its_spec(
+    raw: dict[str, Any], make: Any, tmp_path: Path
+) -> None:
+    token = token_file(tmp_path, "storage.read:/")
+    c = make(guarded(raw, token, ca=str(tmp_path / "ca.pem")))
+    [spec, *_] = plan.specs(c, plan.expand(c))
+    assert spec.credential == CredentialSpec("token", str(token), str(tmp_path / "ca.pem"))
+    assert JobSpec.from_json(spec.to_json()).credential == spec.credential
+    assert token.read_text() not in spec.to_json()  # the path, never the secret
+
+
+def test_an_open_storages_spec_has_no_credential(raw: dict[str, Any], make: Any) -> None:
+    c = make(raw)
+    [spec, *_] = plan.specs(c, plan.expand(c))
+    assert '"credential"' not in spec.to_json()  # the specs (and digests) of open storages as before
+
+
+def test_the_job_gets_the_files_read_only_and_their_paths_in_its_environment() -> None:
+    binds, env = job.credential_binds(CredentialSpec("token", "/run/user/1000/bt_u1000", "/etc/fed/ca.pem"))
+    assert binds == [
+        "/run/user/1000/bt_u1000:/afkit-credentials/token:ro",
+        "/etc/fed/ca.pem:/afkit-credentials/ca.pem:ro",
+    ]
+    assert env == {
+        "BEARER_TOKEN_FILE": "/afkit-credentials/token",
+        "X509_CERT_FILE": "/afkit-credentials/ca.pem",
+    }
+    assert job.credential_binds(CredentialSpec()) == ([], {})
+
+
+def test_the_submit_hosts_client_uses_the_credential(tmp_path: Path) -> None:
+    cred = credentials.Credential("disk", "proxy", tmp_path / "x509", None, 600)
+    assert cred.client_env() == {"X509_USER_PROXY": str(tmp_path / "x509")}

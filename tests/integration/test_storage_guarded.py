@@ -6,6 +6,7 @@ token's scopes are enforced per path and operation by the server. Runs inside th
 from __future__ import annotations
 
 import csv
+import json
 import os
 import shutil
 import subprocess
@@ -188,3 +189,27 @@ def test_a_campaign_with_an_expired_token_stops_before_any_job(
     assert proc.returncode == 3, proc.stderr[-3000:]
     assert "afkit: error: storage guarded: the token in" in proc.stderr and "expired at" in proc.stderr
     assert not list(tmp_path.glob("results/*/job"))
+
+
+def test_a_job_whose_token_expired_records_it_and_retry_after_renewal_completes_it(
+    guarded: Guarded, bench_sif: Path, tmp_path: Path
+) -> None:
+    """The token file expires after the campaign was planned: the job (rerun by hand, as `snakemake
+    -p` shows it) fails naming the expiry, not the network; renewed in the same file, `afkit
+    campaign retry --failed` completes it."""
+    token = guarded.token("storage.read:/ok")
+    assert run_campaign(guarded, bench_sif, tmp_path, token).returncode == 0
+    [spec] = (tmp_path / "results").glob("*/jobspec/read/*.json")
+    record = Path(str(spec).replace("/jobspec/", "/job/"))
+    token.write_text(guarded.token("storage.read:/ok", lifetime=-60).read_text())  # expired, same file
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BEARER_TOKEN", "X509_"))}
+    by_hand = [sys.executable, "-m", "afkit", "campaign", "job", str(spec), "-o", str(record)]
+    subprocess.run(by_hand, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    failed = json.loads(record.read_text())
+    assert failed["status"] == "failed"
+    assert failed["error"].startswith("token expired at ") and f"({token}; renew it" in failed["error"]
+    token.write_text(guarded.token("storage.read:/ok").read_text())  # renewed
+    retry = [sys.executable, "-m", "afkit", "campaign", "retry", "--failed", str(tmp_path / "c.yaml")]
+    done = subprocess.run(retry, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(record.read_text())["status"] == "ok"

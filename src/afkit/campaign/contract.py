@@ -281,6 +281,11 @@ class RootOptions:
         )
 
 
+# the variables the field's clients read a credential's file from (XRootD: BEARER_TOKEN_FILE for
+# ztn, X509_USER_PROXY for gsi)
+CREDENTIAL_ENV = {"token": "BEARER_TOKEN_FILE", "proxy": "X509_USER_PROXY"}
+
+
 @dataclass(frozen=True)
 class CredentialSpec:
     """The credential files of a job's storage (afkit.campaign.credentials): KIND (token or proxy)

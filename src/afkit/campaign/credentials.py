@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from afkit.campaign.config import Campaign
-from afkit.campaign.job import CREDENTIAL_ENV
-from afkit.errors import InvalidError, NotFoundError, PrereqError, UnsafeError
+from afkit.campaign.contract import CREDENTIAL_ENV
+from afkit.campaign.tokens import claims, expiry_text, scopes
+from afkit.errors import NotFoundError, PrereqError, UnsafeError
 
 TOKEN, PROXY = "token", "proxy"
 # the variables the field's clients read a credential's file from (the job's, in its container:
@@ -102,29 +103,6 @@ def _owner_only(cred: Credential) -> None:
                             hint=f"fix storage.{cred.storage}.credential.ca")  # fmt: skip
 
 
-def claims(path: Path) -> dict[str, object]:
-    """The claims of the token in PATH, its signature not checked (the storage checks it)."""
-    import jwt
-
-    text = path.read_text(encoding="utf-8").strip()
-    try:
-        data = jwt.decode(text, options={"verify_signature": False})
-    except jwt.PyJWTError as err:
-        raise InvalidError(f"{path}: not a WLCG token (a JWT): {type(err).__name__}",
-                           hint="write the token itself into the file, nothing else") from err  # fmt: skip
-    return dict(data)
-
-
-def scopes(data: dict[str, object]) -> list[tuple[str, str]]:
-    """The token's (operation, path) scopes, e.g. ("storage.read", "/data")."""
-    value = data.get("scope", "")
-    out = []
-    for scope in str(value).split():
-        op, _, path = scope.partition(":")
-        out.append((op, posixpath.normpath(path or "/")))
-    return out
-
-
 def _allows(granted: list[tuple[str, str]], op: str, path: str) -> bool:
     norm = posixpath.normpath(path)
     return any(
@@ -136,7 +114,7 @@ def _check_token(cred: Credential, paths: set[str], now: float) -> list[str]:
     data = claims(cred.path)
     exp = data.get("exp")
     if isinstance(exp, int | float):
-        at = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(exp))
+        at = expiry_text(exp)
         if exp <= now:
             raise PrereqError(f"storage {cred.storage}: the token in {cred.path} expired at {at}",
                               hint="renew it (the same file), then run again")  # fmt: skip

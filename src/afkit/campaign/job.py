@@ -34,6 +34,7 @@ import afkit
 from afkit.bench.monitor import HostMonitor
 from afkit.campaign import bottleneck, executors, interrupt
 from afkit.campaign.contract import (
+    CREDENTIAL_ENV,
     CredentialSpec,
     ImageInfo,
     JobRecord,
@@ -85,7 +86,6 @@ def apptainer_command(
 # a guarded storage's credential inside the job's container, mounted read-only (docs/campaigns.md,
 # "Guarded storage"); the variables the field's clients read it from
 CREDENTIALS_DIR = "/afkit-credentials"
-CREDENTIAL_ENV = {"token": "BEARER_TOKEN_FILE", "proxy": "X509_USER_PROXY"}
 
 
 def credential_binds(cred: CredentialSpec) -> tuple[list[str], dict[str, str]]:
@@ -99,6 +99,17 @@ def credential_binds(cred: CredentialSpec) -> tuple[list[str], dict[str, str]]:
         binds.append(f"{cred.ca}:{CREDENTIALS_DIR}/ca.pem:ro")
         env["X509_CERT_FILE"] = f"{CREDENTIALS_DIR}/ca.pem"
     return binds, env
+
+
+def token_expired(cred: CredentialSpec, when: float) -> str:
+    """ "token expired at T (FILE): " when the job's token had expired by WHEN (its failure is then
+    the expiry's, not the network's: renew the file and retry), else ""."""
+    if cred.kind != "token":
+        return ""
+    from afkit.campaign.tokens import expired_by, expiry_text  # PyJWT: shared-filesystem sites only
+
+    exp = expired_by(Path(cred.path), when)
+    return "" if exp is None else f"token expired at {expiry_text(exp)} ({cred.path}; renew it, then retry): "
 
 
 # exit statuses of a payload cut off by a signal: killed (negative) or a shell's 128 + signal
@@ -333,6 +344,9 @@ def run(spec: JobSpec, *, output: Path | None = None, log: Path | None = None) -
         if record.status == "ok" and proc.returncode != 0:
             record.status = "failed"
             record.error = f"payload exited {proc.returncode}: {one_line(proc.stderr)}"
+        if record.status != "ok":
+            expired = token_expired(spec.credential, time.time())
+            record.error = expired + (record.error or "")
         record.bottleneck, record.bottleneck_reason = job_bottleneck(record, scratch / "monitor.jsonl", site)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)  # the directory mkdtemp made for this job

@@ -129,3 +129,11 @@ def test_the_job_gets_the_files_read_only_and_their_paths_in_its_environment() -
 def test_the_submit_hosts_client_uses_the_credential(tmp_path: Path) -> None:
     cred = credentials.Credential("disk", "proxy", tmp_path / "x509", None, 600)
     assert cred.client_env() == {"X509_USER_PROXY": str(tmp_path / "x509")}
+
+
+def test_a_failed_job_whose_token_expired_says_so(tmp_path: Path) -> None:
+    path = token_file(tmp_path, "storage.read:/", exp=NOW - 30)
+    said = job.token_expired(CredentialSpec("token", str(path)), when=NOW)
+    assert said == f"token expired at 2027-01-15 07:59:30 UTC ({path}; renew it, then retry): "
+    assert job.token_expired(CredentialSpec("token", str(path)), when=NOW - 60) == ""  # not yet then
+    assert job.token_expired(CredentialSpec(), when=NOW) == ""

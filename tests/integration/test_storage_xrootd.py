@@ -173,7 +173,9 @@ def documented_origin(command: str, port: int, size: int) -> Iterator[tuple[dict
     env = {k: v for k, v in os.environ.items() if k != "AFKIT_STORAGE_STATE"}
     env["AFKIT_STORAGE_BASE_PORT"] = str(port)
     state = Path("/var/lib/afkit/storage")
-    made = not state.exists()
+    # what this test makes it takes away, nothing else: another test (a host study) may be using
+    # /var/lib/afkit/study meanwhile
+    made, parent_made = not state.exists(), not state.parent.exists()
     name = f"afkit-storage-doc-{uuid.uuid4().hex[:8]}.bin"
     (DATA / name).write_bytes(os.urandom(size))
     try:
@@ -185,7 +187,10 @@ def documented_origin(command: str, port: int, size: int) -> Iterator[tuple[dict
         subprocess.run(["afkit", "storage", "down", "origin"], env=env, capture_output=True, check=False)
         (DATA / name).unlink()
         if made:
-            shutil.rmtree(state.parent)  # /var/lib/afkit, made by this test
+            shutil.rmtree(state)  # /var/lib/afkit/storage, made by this test
+        if parent_made:
+            with contextlib.suppress(OSError):  # /var/lib/afkit, when nothing else is in it now
+                state.parent.rmdir()
 
 
 def read_summary(url: str, env: dict[str, str]) -> dict[str, Any]:

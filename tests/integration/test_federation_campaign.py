@@ -57,7 +57,9 @@ def documented_run() -> Iterator[Path]:
         link = subprocess.run(["bash", "-c", 'ln -sf "$(scripts/mkbase bench)" build/bench.sif'], cwd=REPO,
                               capture_output=True, text=True, check=False)  # fmt: skip
         assert link.returncode == 0, link.stderr
-        proc = sh("afkit campaign run workflows/config/federation.yaml", cwd=d, timeout=600)
+        # as a user runs it: afkit's own XRootD client timeouts, not the fault tests' short ones (an
+        # 8 s request timeout failed a 16 MiB copy chunk over a shared 200 Mbit/s link under load)
+        proc = itsupport.sh("afkit campaign run workflows/config/federation.yaml", cwd=d, timeout=600)
         assert proc.returncode == 0, proc.stderr[-4000:]
         [results] = list((d / "results").iterdir())
         yield results

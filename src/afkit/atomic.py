@@ -24,8 +24,8 @@ from pathlib import Path
 
 @contextlib.contextmanager
 def atomic_path(path: Path | str, *, mode: int | None = None, tmp_dir: Path | None = None) -> Iterator[Path]:
-    """Yield an empty temporary file beside PATH; on success chmod it to MODE (when given) and
-    rename it to PATH; on any exception remove it. PATH's directory is created if missing.
+    """Yield an empty temporary file beside PATH (with MODE: made 0600); on success chmod it to MODE
+    (when given) and rename it to PATH; on any exception remove it. PATH's directory is created if missing.
     TMP_DIR: make the temporary file there instead (same file system; for a file that must stay
     out of PATH's directory while the block runs, e.g. a log of a builder that cleans it)."""
     target = Path(path)
@@ -35,7 +35,9 @@ def atomic_path(path: Path | str, *, mode: int | None = None, tmp_dir: Path | No
     while True:
         tmp = where / f".{target.stem}.{secrets.token_hex(4)}.tmp{target.suffix}"
         try:
-            os.close(os.open(tmp, flags, 0o666))
+            # with MODE: readable by its owner only until the rename (a key is never readable by
+            # others, not even while it is being written); else as the umask says
+            os.close(os.open(tmp, flags, 0o666 if mode is None else 0o600))
             break
         except FileExistsError:
             continue

@@ -29,7 +29,8 @@ import scitokens
 from cryptography.hazmat.primitives.asymmetric import ec
 from jwt.algorithms import ECAlgorithm
 
-from afkit_testbed.pki import Pair, key_pem, load_key, write_file
+from afkit.atomic import write_atomic
+from afkit_testbed.pki import Pair, key_pem, load_key
 
 KEY_ID = "afkit-es256"
 ALGORITHM = "ES256"
@@ -41,7 +42,7 @@ WLCG_VERSION = "1.0"
 def ensure_key(path: Path) -> ec.EllipticCurvePrivateKey:
     """The issuer's signing key in PATH (made once, mode 0600)."""
     if not path.is_file():
-        write_file(path, key_pem(ec.generate_private_key(ec.SECP256R1())), 0o600)
+        write_atomic(path, key_pem(ec.generate_private_key(ec.SECP256R1())), mode=0o600)
     return load_key(path)
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +23,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from afkit.atomic import write_atomic
 
 CA_NAME = "afkit federation CA"
 # what the CA's key may do: sign certificates and revocation lists (and its own signatures)
@@ -41,21 +42,6 @@ class Pair:
 
     cert: Path
     key: Path
-
-
-def write_file(path: Path, data: bytes, mode: int) -> None:
-    """DATA to PATH with MODE from its creation on (a key is never readable by others, not even
-    briefly), under a temporary name renamed into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
@@ -99,8 +85,8 @@ def ensure_ca(folder: Path) -> Pair:
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         .sign(key, hashes.SHA256())
     )
-    write_file(pair.key, key_pem(key), 0o600)
-    write_file(pair.cert, cert.public_bytes(serialization.Encoding.PEM), 0o644)
+    write_atomic(pair.key, key_pem(key), mode=0o600)
+    write_atomic(pair.cert, cert.public_bytes(serialization.Encoding.PEM), mode=0o644)
     return pair
 
 
@@ -144,8 +130,8 @@ def server_certificate(ca: Pair, folder: Path, name: str, names: list[str]) -> P
         .sign(ca_key, hashes.SHA256())
     )
     pair = Pair(folder / f"{name}.pem", folder / f"{name}.key")
-    write_file(pair.key, key_pem(key), 0o600)
-    write_file(pair.cert, cert.public_bytes(serialization.Encoding.PEM), 0o644)
+    write_atomic(pair.key, key_pem(key), mode=0o600)
+    write_atomic(pair.cert, cert.public_bytes(serialization.Encoding.PEM), mode=0o644)
     return pair
 
 
@@ -155,5 +141,5 @@ def trust_bundle(ca: Pair, folder: Path, system: Path = SYSTEM_BUNDLE) -> Path:
     parts = [system.read_bytes()] if system.is_file() else []
     parts.append(ca.cert.read_bytes())
     out = folder / "ca-bundle.pem"
-    write_file(out, b"".join(p if p.endswith(b"\n") else p + b"\n" for p in parts), 0o644)
+    write_atomic(out, b"".join(p if p.endswith(b"\n") else p + b"\n" for p in parts), mode=0o644)
     return out

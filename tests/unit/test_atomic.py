@@ -68,3 +68,10 @@ def test_write_if_changed_replaces_other_text_and_makes_the_folder(tmp_path: Pat
     assert write_if_changed(path, "one\n", mode=0o644) is True
     assert write_if_changed(path, "two\n") is True
     assert path.read_text(encoding="utf-8") == "two\n"
+
+
+def test_a_file_given_a_mode_is_its_owners_only_until_it_is_in_place(tmp_path: Path) -> None:
+    """A key written with mode 0600 is never readable by others, not even while it is written."""
+    with atomic_path(tmp_path / "issuer.key", mode=0o644) as tmp:
+        assert stat.S_IMODE(tmp.stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "issuer.key").stat().st_mode) == 0o644

@@ -9,6 +9,7 @@ the table and reads it back.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -109,3 +110,9 @@ def test_a_metric_of_other_payloads_is_left_out() -> None:
     assert "readspeed_verdict" not in processing.measured("root", [summary])
     assert processing.measured("afkit-bench", [summary])["afkit_bench"] == "analysis"
     assert processing.measured("rootreadspeed", [summary])["readspeed_verdict"] == "io-bound"
+
+
+def test_the_typed_arguments_of_a_job_are_its_fields() -> None:
+    """Job.from_dict builds a Job through _JobArgs, a second list of Job's fields (for mypy): it
+    must name exactly Job's fields, or a new field goes unchecked."""
+    assert set(contract._JobArgs.__annotations__) == {f.name for f in dataclasses.fields(contract.Job)}

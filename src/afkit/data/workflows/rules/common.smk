@@ -142,14 +142,14 @@ def the_job(wildcards):
 
 
 def default_targets():
-    """The whole campaign: every job record and the report (a deleted record is redone, and the
-    tables after it: snakemake does not redo a missing input of an output that is up to date, so
-    the records are targets too); with afkit_site: that site's job records only (afkit makes the
-    report).
+    """The whole campaign: the report, and the job records deleted since the tables were made (a
+    deleted record is redone, and the tables after it: afkit_rules.record_targets); with
+    afkit_site: that site's job records only (afkit makes the report).
     """
     if SITE_FILTER is not None:
         return all_job_records(SITE_FILTER)
-    return [*all_job_records(), LAYOUT.report_html]
+    tables = [LAYOUT.jobs_csv, LAYOUT.intervals_csv]
+    return [*afkit_rules.record_targets(all_job_records(), tables), LAYOUT.report_html]
 
 
 # Waves on local-executor sites run as one snakemake job each (wave_local_N in rules/jobs.smk);

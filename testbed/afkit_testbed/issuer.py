@@ -131,3 +131,31 @@ def serve(key: ec.EllipticCurvePrivateKey, tls: Pair, host: str, port: int = 0) 
     thread = threading.Thread(target=server.serve_forever, name="afkit-token-issuer", daemon=True)
     thread.start()
     return Running(url, server, thread)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m afkit_testbed.issuer``: serve the issuer of KEY on HOST:PORT until stopped (the
+    guarded federation's daemon, afkit_testbed.federation.guard)."""
+    import argparse
+    import signal
+
+    ap = argparse.ArgumentParser(prog="python -m afkit_testbed.issuer", description=main.__doc__)
+    ap.add_argument("--key", required=True, help="the issuer's signing key (PEM, mode 0600)")
+    ap.add_argument("--cert", required=True, help="the HTTPS certificate (PEM)")
+    ap.add_argument("--cert-key", required=True, help="the HTTPS certificate's key (PEM, mode 0600)")
+    ap.add_argument("--host", required=True)
+    ap.add_argument("--port", type=int, required=True)
+    args = ap.parse_args(argv)
+    tls = Pair(Path(args.cert), Path(args.cert_key))
+    running = serve(load_key(Path(args.key)), tls, args.host, args.port)
+    print(f"afkit token issuer: serving {running.url}", flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    stop.wait()
+    running.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

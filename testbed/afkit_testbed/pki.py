@@ -14,6 +14,7 @@ Made with ``cryptography`` (the library PyJWT and scitokens sign with).
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import ipaddress
 from dataclasses import dataclass
@@ -91,12 +92,15 @@ def ensure_ca(folder: Path) -> Pair:
 
 
 def _alt_names(names: list[str]) -> list[x509.GeneralName]:
+    """NAMES as subjectAltNames: a host name as a DNS name; an IP address as an IP address (what
+    OpenSSL's and Go's host checks match) and as a DNS name too, for XRootD's check matches DNS
+    names only (xrootd src/XrdTls/XrdTlsNotaryUtils.icc, matches_subject_alternative_name: GEN_DNS),
+    comparing the address a client's URL names as text."""
     out: list[x509.GeneralName] = []
     for name in names:
-        try:
+        with contextlib.suppress(ValueError):  # not an IP address
             out.append(x509.IPAddress(ipaddress.ip_address(name)))
-        except ValueError:
-            out.append(x509.DNSName(name))
+        out.append(x509.DNSName(name))
     return out
 
 

@@ -42,15 +42,27 @@ def _guard(args: argparse.Namespace) -> Guard | None:
     """The guard the options ask for (all of them, or none: an open server)."""
     given = {k: getattr(args, k, None) for k in GUARD_OPTIONS}
     if not any(given.values()):
+        if getattr(args, "origin_token", None):
+            raise UsageError("--origin-token is for a guarded cache",
+                             hint="give " + ", ".join(GUARD_OPTIONS.values()) + " too")  # fmt: skip
         return None
     missing = [GUARD_OPTIONS[k] for k, v in given.items() if not v]
     if missing:
         raise UsageError(f"a guarded server needs {', '.join(missing)} too",
                          hint="TLS (ztn sends tokens over TLS only) and the token issuer go together: "
                          "give all of " + ", ".join(GUARD_OPTIONS.values()))  # fmt: skip
+    token = getattr(args, "origin_token", None)
+    if token and args.scenario == "origin":
+        raise UsageError("--origin-token is for a cache (its token for the origin it fetches from), "
+                         "not the origin scenario")  # fmt: skip
+    if token and not str(getattr(args, "origin", "") or "").startswith("roots://"):
+        raise UsageError("--origin-token needs --origin roots://HOST:PORT",
+                         hint="a token is sent over TLS only (ztn): the cache reaches its origin "
+                         "by roots://")  # fmt: skip
     return Guard(cert=Path(args.tls_cert).absolute(), key=Path(args.tls_key).absolute(),
                  cafile=Path(args.tls_ca).absolute(), issuer=args.token_issuer,
-                 audience=args.token_audience, base_path=args.token_base_path)  # fmt: skip
+                 audience=args.token_audience, base_path=args.token_base_path,
+                 origin_token=Path(token).absolute() if token else None)  # fmt: skip
 
 
 def _redirect_host(args: argparse.Namespace, scenario: str) -> str:
@@ -142,7 +154,8 @@ def register(sub: Any) -> None:
         )
 
     def config(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--origin", help="host:port the caches fetch from (default from $AFKIT_XROOTD_URL)")
+        p.add_argument("--origin", help="host:port the caches fetch from (default from $AFKIT_XROOTD_URL); "
+                       "roots://HOST:PORT for a guarded origin (TLS)")
         p.add_argument("--data", help="directory the 'origin' scenario exports (default $AFKIT_XROOTD_DATA)")
         p.add_argument("--ram", default="1g", help="pfc.ram of the caches (>= 1g; default 1g)")
         p.add_argument(
@@ -175,6 +188,9 @@ def register(sub: Any) -> None:
         g.add_argument("--token-audience", metavar="AUD", help="the audience (aud) its tokens must name")
         g.add_argument("--token-base-path", metavar="PATH", default="/",
                        help="the path the tokens' scopes are relative to (default /)")  # fmt: skip
+        g.add_argument("--origin-token", metavar="FILE",
+                       help="a cache's own WLCG token for its guarded origin (with --origin "
+                       "roots://HOST:PORT; xrootd gets a copy only it can read)")  # fmt: skip
         p.add_argument(
             "--throttle",
             metavar="RATE",

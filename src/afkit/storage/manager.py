@@ -123,12 +123,25 @@ def _guarded(guard: Guard, dirs: dict[str, Path]) -> dict[str, str]:
         raise NotFoundError(f"CA file not found: {guard.cafile}", hint=hint)
     write_atomic(dirs["scitokens_cfg"], scitokens_config(guard), mode=0o644)
     dirs["keycache"].mkdir(parents=True, exist_ok=True)
-    return {**os.environ, "XDG_CACHE_HOME": str(dirs["keycache"])}
+    env = {**os.environ, "XDG_CACHE_HOME": str(dirs["keycache"])}
+    if guard.origin_token is not None:
+        # the cache's client to its origin (XrdCl in the daemon) reads the token from the file
+        # BEARER_TOKEN_FILE names (xrootd src/XrdSecztn/XrdSecProtocolztn.cc) and trusts the CAs
+        # of X509_CERT_FILE for the origin's TLS
+        if not guard.origin_token.is_file():
+            hint = "give the cache's own WLCG token for its origin (--origin-token)"
+            raise NotFoundError(f"origin token file not found: {guard.origin_token}", hint=hint)
+        write_atomic(dirs["origin_token"], guard.origin_token.read_bytes(), mode=0o600)
+        env |= {"BEARER_TOKEN_FILE": str(dirs["origin_token"]), "X509_CERT_FILE": str(guard.cafile)}
+    else:
+        dirs["origin_token"].unlink(missing_ok=True)
+    return env
 
 
 def _guard_files(dirs: dict[str, Path]) -> list[Path]:
     """The files and folders of a guarded daemon its service user owns."""
-    return [dirs["tls_cert"].parent, dirs["tls_cert"], dirs["tls_key"], dirs["keycache"]]
+    token = [dirs["origin_token"]] if dirs["origin_token"].is_file() else []
+    return [dirs["tls_cert"].parent, dirs["tls_cert"], dirs["tls_key"], dirs["keycache"], *token]
 
 
 def down(scenario: Scenario, settings: Settings) -> list[str]:

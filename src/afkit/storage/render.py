@@ -26,6 +26,9 @@ class Guard:
     issuer: str
     audience: str
     base_path: str = "/"
+    # a cache's own WLCG token (a file), presented to its guarded origin, which it reaches over
+    # TLS (--origin roots://HOST:PORT); None for an origin
+    origin_token: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,8 @@ def daemon_dirs(settings: Settings, daemon: Daemon) -> dict[str, Path]:
         "tls_key": base / "tls" / "key.pem",
         "scitokens_cfg": base / "scitokens.cfg",
         "keycache": base / "keycache",
+        # a guarded cache's copy of its service token (the service user's, mode 0600, as ztn wants)
+        "origin_token": base / "tls" / "origin.token",
     }
 
 

@@ -22,7 +22,8 @@ def _fed(args: argparse.Namespace) -> links.Federation:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    state = control.up(_fed(args), log=lambda msg: print(msg, file=sys.stderr))  # stdout: the state
+    state = control.up(_fed(args), log=lambda msg: print(msg, file=sys.stderr),  # stdout: the state
+                       guarded=args.guarded)  # fmt: skip
     print(json.dumps(state, indent=1))
     return ExitCode.OK
 
@@ -117,6 +118,15 @@ def cmd_toxic(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def cmd_token(args: argparse.Namespace) -> int:
+    from afkit_testbed.federation import guard
+
+    control.load_state()
+    out = guard.issue_token(control.root_dir(), args.scope, Path(args.output), args.lifetime, args.owner)
+    print(out)
+    return ExitCode.OK
+
+
 def cmd_figure(args: argparse.Namespace) -> int:
     from afkit_testbed.federation.figure import draw
 
@@ -158,6 +168,9 @@ def register(sub: Any) -> None:
 
     p = fs.add_parser("up", help="create the namespaces, links, toxiproxy and every site's storage")
     links_opt(p)
+    p.add_argument("--guarded", action="store_true",
+                   help="as WLCG sites: TLS (the federation's CA) and WLCG tokens (the federation's "
+                   "issuer) on every origin and cache; anonymous requests refused")  # fmt: skip
     p.set_defaults(func=cmd_up)
     p = fs.add_parser("down", help="stop the daemons and delete the namespaces (not an error when down)")
     links_opt(p)
@@ -193,6 +206,15 @@ def register(sub: Any) -> None:
     p.add_argument("--figure", metavar="PNG",
                    help="also plot Gbit/s over time per site and cache scenario into PNG")  # fmt: skip
     p.set_defaults(func=cmd_measure)
+    p = fs.add_parser("token", help="a WLCG token of the guarded federation's issuer into a file "
+                      "(mode 0600): what an experiment's IAM gives its users")  # fmt: skip
+    p.add_argument("--scope", action="append", required=True, metavar="SCOPE",
+                   help="storage.read:/PATH, storage.create:/PATH or storage.modify:/PATH "
+                   "(repeatable)")  # fmt: skip
+    p.add_argument("--lifetime", type=int, default=3600, help="seconds it is valid (default 3600)")
+    p.add_argument("--owner", metavar="USER", help="the user the file is given to (default: yours)")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="the token file to write")
+    p.set_defaults(func=cmd_token)
     p = fs.add_parser("figure", help="draw the sites and links of a link file (SVG or PNG)")
     links_opt(p)
     p.add_argument("output", help="the image to write (.svg or .png)")

@@ -15,13 +15,13 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 from afkit.atomic import write_atomic
 from afkit.errors import AfkitError, PrereqError, UnsafeError
 from afkit.storage import daemon as dmn
 from afkit.storage.scenarios import SCENARIOS, entry_port
-from afkit_testbed.federation import batch, hosts, net, toxiproxy
+from afkit_testbed.federation import batch, guard, hosts, net, toxiproxy
 from afkit_testbed.federation.links import ORIGIN_PORT, SUBNET, TOXIPROXY_API_PORT, WAN_NS, Federation, Site
 
 
@@ -81,11 +81,19 @@ class Clients(TypedDict):
 
 
 class State(Clients, batch.Workers):
-    """state.json of the running federation (``afkit federation urls`` prints it)."""
+    """state.json of the running federation (``afkit federation urls`` prints it); ``guard`` only
+    when it is guarded (afkit_testbed.federation.guard)."""
+
+    guard: NotRequired[guard.GuardState]
 
 
-def describe(fed: Federation) -> Clients:
-    """What clients need: per site its address, storage URLs, caches and data directory."""
+def is_guarded(state: State) -> bool:
+    return "guard" in state
+
+
+def describe(fed: Federation, guarded: bool = False) -> Clients:
+    """What clients need: per site its address, storage URLs (``roots://`` when GUARDED), caches
+    and data directory."""
     sites: dict[str, SiteState] = {}
     for s in fed.sites.values():
         sites[s.name] = {
@@ -95,10 +103,10 @@ def describe(fed: Federation) -> Clients:
             "gateway": s.gateway,
             "rate_mbit": s.link.rate_mbit,
             "latency_ms": s.link.latency_ms,
-            "storage_url": s.storage_url,
-            "local_url": s.local_url,
+            "storage_url": guard.scheme(s.storage_url, guarded),
+            "local_url": guard.scheme(s.local_url, guarded),
             "data": str(data_dir(s.name)),
-            "caches": {sc: cache_url(s, sc) for sc in s.caches},
+            "caches": {sc: guard.scheme(cache_url(s, sc), guarded) for sc in s.caches},
             "cache_origin": s.cache_origin,
             "nodes": [
                 {"namespace": n.namespace, "address": n.address, "rate_mbit": n.link.rate_mbit}
@@ -142,8 +150,12 @@ def storage_cmd(fed: Federation, site: Site, action: str, scenario: str, *extra:
     return net.in_ns(site.name, "env", f"AFKIT_STORAGE_BASE_PORT={ORIGIN_PORT}", *args)
 
 
-def storage_up_cmds(fed: Federation, site: Site) -> list[list[str]]:
-    cmds = [storage_cmd(fed, site, "up", "origin", "--data", str(data_dir(site.name)))]
+def storage_up_cmds(fed: Federation, site: Site, guarded: bool = False) -> list[list[str]]:
+    """``afkit storage up`` of SITE's origin and caches; GUARDED: with TLS and tokens, each cache
+    with its service token for its origin (afkit_testbed.federation.guard.storage_args)."""
+    root = root_dir()
+    locks = guard.storage_args(root, site, "origin", "") if guarded else []
+    cmds = [storage_cmd(fed, site, "up", "origin", "--data", str(data_dir(site.name)), *locks)]
     if site.cache_origin:
         upstream = fed.site(site.cache_origin)
         for scenario in site.caches:
@@ -151,7 +163,8 @@ def storage_up_cmds(fed: Federation, site: Site) -> list[list[str]]:
             # on the site's client nodes (other namespaces) reach its cache there too
             here = ("--redirect-host", site.address) if scenario == "dcotf" else ()
             origin = f"{upstream.gateway}:{ORIGIN_PORT}"
-            cmds.append(storage_cmd(fed, site, "up", scenario, "--origin", origin, *here))
+            extra = guard.storage_args(root, site, scenario, origin) if guarded else ["--origin", origin]
+            cmds.append(storage_cmd(fed, site, "up", scenario, *extra, *here))
     return cmds
 
 
@@ -195,8 +208,9 @@ def start_toxiproxy(fed: Federation, timeout: float = 20) -> int:
     return proc.pid
 
 
-def up(fed: Federation, log: batch.Log = print) -> State:
-    """Create everything; on failure, tear down what was made and re-raise."""
+def up(fed: Federation, log: batch.Log = print, guarded: bool = False) -> State:
+    """Create everything (GUARDED: TLS and WLCG tokens on every storage daemon, the token issuer);
+    on failure, tear down what was made and re-raise."""
     if os.geteuid() != 0:
         raise PrereqError(
             "the federation needs root (network namespaces)", hint="run inside the testbed as root"
@@ -208,6 +222,10 @@ def up(fed: Federation, log: batch.Log = print) -> State:
                 f"the federation is up with {state['links']}, not {fed.source}",
                 hint="take it down first (afkit federation down), then up with the new link file",
             )
+        if is_guarded(state) != guarded:
+            now, asked = ("guarded", "open") if is_guarded(state) else ("open", "guarded")
+            hint = "take it down first (afkit federation down), then up as you want it"
+            raise UnsafeError(f"the federation is up {now}, not {asked}", hint=hint)
         log(f"afkit federation: already up ({state_file()})")
         return state
     _prepare_dirs(fed)
@@ -219,17 +237,22 @@ def up(fed: Federation, log: batch.Log = print) -> State:
         start_toxiproxy(fed)
         toxiproxy.configure(fed)
         log(f"afkit federation: toxiproxy up ({toxiproxy.api_url()})")
+        locks = guard.up(fed, root_dir()) if guarded else None
+        if locks:
+            log(f"afkit federation: guarded: token issuer {locks['issuer']}, CA bundle {locks['ca_bundle']}")
         for site in fed.sites.values():
-            for cmd in storage_up_cmds(fed, site):
+            for cmd in storage_up_cmds(fed, site, guarded):
                 net.run(cmd)
             log(f"afkit federation: {site.name}: storage up at {site.address}")
         workers = batch.up(fed, root_dir(), log)
     except BaseException:
         down(fed, log=lambda *_: None)
         raise
-    state = State(**describe(fed), **workers)
-    write_atomic(state_file(), json.dumps(state, indent=1))
-    return state
+    made = State(**describe(fed, guarded), **workers)  # type: ignore[typeddict-item]  # guard: below
+    if locks:
+        made["guard"] = locks
+    write_atomic(state_file(), json.dumps(made, indent=1))
+    return made
 
 
 def down(fed: Federation, log: batch.Log = print) -> None:
@@ -239,6 +262,7 @@ def down(fed: Federation, log: batch.Log = print) -> None:
     for site in fed.sites.values():
         if site.name in present:
             subprocess.run(storage_cmd(fed, site, "down", "all"), capture_output=True, check=False)
+    guard.down(root_dir())
     if dmn.stop(_toxiproxy_files()):
         log("afkit federation: toxiproxy stopped")
     for cmd in net.down_commands(fed):

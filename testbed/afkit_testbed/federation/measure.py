@@ -8,19 +8,24 @@ reading site's network namespace; rates are compared with the WAN link rate.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
+import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from pathlib import Path
 from typing import TypedDict
 
 from afkit.bench.intervals import IntervalRecord
 from afkit.bench.readbench import ReadSummary
 from afkit.errors import AfkitError, PrereqError
-from afkit_testbed.federation import control, net
+from afkit_testbed.federation import control, guard, net
 from afkit_testbed.federation.links import Federation, Site
 
 
@@ -64,11 +69,11 @@ def reader(fed: Federation) -> Site:
     return site
 
 
-def bench_read(site: str, url: str) -> ReadOutput:
-    """``afkit bench read URL`` in SITE's namespace: its summary, with its interval records as
-    ``intervals``."""
+def bench_read(site: str, url: str, env: dict[str, str] | None = None) -> ReadOutput:
+    """``afkit bench read URL`` in SITE's namespace (with ENV: a guarded federation's token and CA
+    bundle, paths only): its summary, with its interval records as ``intervals``."""
     cmd = net.in_ns(site, sys.executable, "-m", "afkit", "bench", "read", "--no-monitor", url)
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False, env=env)
     summary = parse_read(proc.stdout)
     if proc.returncode != 0 or summary is None:
         raise AfkitError(f"afkit bench read {url} at {site} failed: {proc.stderr.strip()[-500:]}")
@@ -113,8 +118,29 @@ def timeline(summary: ReadOutput, t0: float) -> list[list[float]]:
             for lo, hi, nbytes, sec in parts]  # fmt: skip
 
 
+@contextlib.contextmanager
+def client_env() -> Iterator[dict[str, str] | None]:
+    """The readers' environment: for a guarded federation a read token of its issuer (a file in a
+    folder of this process's, removed afterwards) and its CA bundle; else None (this process's)."""
+    state = control.load_state()
+    if not control.is_guarded(state):
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="afkit-measure-") as tmp:
+        token = guard.issue_token(
+            control.root_dir(), ["storage.read:/"], Path(tmp) / "read.token", 3600, None
+        )
+        yield {**os.environ, "BEARER_TOKEN_FILE": str(token), "X509_CERT_FILE": state["guard"]["ca_bundle"]}
+
+
 def measure(fed: Federation, size: int) -> Measurement:
+    with client_env() as env:
+        return _measure(fed, size, env)
+
+
+def _measure(fed: Federation, size: int, env: dict[str, str] | None) -> Measurement:
     client = reader(fed)
+    guarded = env is not None
     home = fed.site(client.cache_origin or "")
     wan_gbps = min(client.link.rate_bit, home.link.rate_bit) / 1e9
     name = f"measure-{uuid.uuid4().hex[:8]}"
@@ -129,7 +155,8 @@ def measure(fed: Federation, size: int) -> Measurement:
     t0 = time.time()
 
     def row(scenario: str, phase: str, site: str, url: str) -> None:
-        s = bench_read(site, url)
+        url = guard.scheme(url, guarded)
+        s = bench_read(site, url, env)
         rows.append({"read": f"{scenario} {phase}", "scenario": scenario, "phase": phase, "site": site,
                      "url": url, "gbps": s["gbps"], "seconds": s["seconds"], "bytes": s["bytes"],
                      "vs_wan": round(s["gbps"] / wan_gbps, 2), "timeline": timeline(s, t0)})  # fmt: skip

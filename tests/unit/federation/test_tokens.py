@@ -81,3 +81,26 @@ def test_a_token_signed_by_another_key_is_refused(trusting: issuer.Running, tmp_
                           issuer.Grant(("storage.read:/",), AUD))  # fmt: skip
     with pytest.raises(Exception, match=r"[Ss]ignature"):
         scitokens.SciToken.deserialize(forged, audience=AUD)
+
+
+def test_a_server_certificate_names_an_address_as_ip_and_as_dns_name(tmp_path: Path) -> None:
+    """XRootD's host check matches DNS-type names only (xrootd src/XrdTls/XrdTlsNotaryUtils.icc):
+    a roots://10.77.1.1 client finds the address among them; OpenSSL and Go find it as an IP."""
+    from cryptography import x509
+
+    ca = pki.ensure_ca(tmp_path / "pki")
+    pair = pki.server_certificate(ca, tmp_path / "pki", "origin", ["10.77.1.1", "gsi"])
+    san = (
+        x509.load_pem_x509_certificate(pair.cert.read_bytes())
+        .extensions.get_extension_for_class(x509.SubjectAlternativeName)
+        .value
+    )
+    assert san.get_values_for_type(x509.DNSName) == ["10.77.1.1", "gsi"]
+    assert [str(a) for a in san.get_values_for_type(x509.IPAddress)] == ["10.77.1.1"]
+
+
+def test_the_guarded_federations_urls_use_tls() -> None:
+    from afkit_testbed.federation import guard
+
+    assert guard.scheme("root://10.77.1.1:1094", True) == "roots://10.77.1.1:1094"
+    assert guard.scheme("root://10.77.1.1:1094", False) == "root://10.77.1.1:1094"

@@ -283,3 +283,48 @@ def test_a_guarded_server_without_its_ca_file_is_not_started(tmp_path: Path) -> 
     settings = Settings(tmp_path / "origin", guard=guard)
     with pytest.raises(NotFoundError, match="CA file not found"):
         manager._guarded(guard, daemon_dirs(settings, get_scenario("origin").daemons[0]))
+
+
+GUARD_ARGS = ["--tls-cert", "c.pem", "--tls-key", "k.pem", "--tls-ca", "ca.pem", "--token-issuer", "https://i",
+              "--token-audience", "a"]  # fmt: skip
+
+
+def test_a_guarded_cache_fetches_from_its_origin_over_tls(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["storage", "render", "xcache", "--state-dir", str(tmp_path), "--origin", "roots://10.77.1.1:1094",
+            *GUARD_ARGS, "--origin-token", "svc.token"]  # fmt: skip
+    assert cli.main(argv) == ExitCode.OK
+    assert "pss.origin roots://10.77.1.1:1094" in _directives(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        (["--origin", "10.77.1.1:1094", *GUARD_ARGS], "--origin-token needs --origin roots://HOST:PORT"),
+        (["--origin", "roots://10.77.1.1:1094"], "--origin-token is for a guarded cache"),
+    ],
+)
+def test_an_origin_token_needs_tls_to_the_origin_and_a_guarded_cache(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], said: str
+) -> None:
+    argv = ["storage", "render", "xcache", "--state-dir", str(tmp_path), *extra, "--origin-token", "t"]
+    assert cli.main(argv) == ExitCode.USAGE
+    assert said in capsys.readouterr().err
+
+
+def test_a_guarded_cache_gets_its_token_as_a_file_only_it_can_read(tmp_path: Path) -> None:
+    """The copy the service user owns, named by BEARER_TOKEN_FILE in the daemon's environment (the
+    token's text in no variable), the CA bundle by X509_CERT_FILE."""
+    for name in ("c.pem", "k.pem", "ca.pem"):
+        (tmp_path / name).write_text(name)
+    (tmp_path / "svc.token").write_text("header.claims.signature")
+    guard = Guard(cert=tmp_path / "c.pem", key=tmp_path / "k.pem", cafile=tmp_path / "ca.pem", issuer="https://i",
+                  audience="a", origin_token=tmp_path / "svc.token")  # fmt: skip
+    dirs = daemon_dirs(Settings(tmp_path / "xcache", guard=guard), get_scenario("xcache").daemons[0])
+    env = manager._guarded(guard, dirs)
+    assert env["BEARER_TOKEN_FILE"] == str(dirs["origin_token"])
+    assert env["X509_CERT_FILE"] == str(tmp_path / "ca.pem")
+    assert dirs["origin_token"].read_text() == "header.claims.signature"
+    assert dirs["origin_token"].stat().st_mode & 0o777 == 0o600
+    assert "header.claims.signature" not in "".join(env.values())

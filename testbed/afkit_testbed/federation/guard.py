@@ -1,0 +1,163 @@
+"""The guarded federation (``afkit federation up --guarded``, docs/federation.md "Guarded federation").
+
+As WLCG sites run theirs: every origin and cache speaks TLS with a certificate from the
+federation's own CA (afkit_testbed.pki) naming the addresses its clients use, and accepts only
+WLCG tokens (XRootD's ``ztn`` with the SciTokens authorisation plugin, ``afkit storage up
+--tls-cert ... --token-issuer ...``) of the federation's token issuer (afkit_testbed.issuer), a
+daemon on the submit host serving its keys over HTTPS. Each cache fetches from its guarded origin
+over ``roots://`` with a service token of its own (``storage.read:/``, ``--origin-token``) and
+authorises its clients' tokens itself.
+
+Everything lives in ``ROOT/guard`` (ROOT: the federation's state, afkit_testbed.federation.control):
+``pki/`` (the CA, its key mode 0600, the servers' certificates and keys, and ``ca-bundle.pem``,
+the host's CAs plus the federation's: the one file clients trust), ``issuer.key`` (mode 0600),
+``service/SITE.token`` (the caches' tokens, mode 0600) and the issuer's log and pid. Users' tokens
+are issued by :func:`issue_token` (``afkit federation token``) into a file of the user's, mode 0600.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import sys
+from pathlib import Path
+from typing import TypedDict
+
+from afkit.atomic import write_atomic
+from afkit.errors import AfkitError, PrereqError, UsageError
+from afkit.storage import daemon as dmn
+from afkit_testbed import issuer, pki
+from afkit_testbed.federation import net
+from afkit_testbed.federation.links import Federation, Site
+
+# the audience WLCG storage accepts from any issuer it trusts (WLCG Common JWT Profiles v1.0, 3.1.3)
+AUDIENCE = "https://wlcg.cern.ch/jwt/v1/any"
+ISSUER_PORT = 8443
+SERVICE_LIFETIME = 7 * 24 * 3600  # the caches' own tokens: as long as a federation stays up
+DEFAULT_LIFETIME = 3600
+SCOPES = ("storage.read", "storage.create", "storage.modify")
+
+
+class GuardState(TypedDict):
+    """state.json ``guard`` of a guarded federation (paths and URLs only, never a secret)."""
+
+    issuer: str
+    audience: str
+    ca_bundle: str
+
+
+def guard_dir(root: Path) -> Path:
+    return root / "guard"
+
+
+def _issuer_files(root: Path) -> dmn.DaemonFiles:
+    d = guard_dir(root)
+    return dmn.DaemonFiles(d / "issuer.key", d / "issuer.log", d / "issuer.pid")
+
+
+def issuer_url() -> str:
+    return f"https://{net.submit_address()}:{ISSUER_PORT}"
+
+
+def scheme(url: str, guarded: bool) -> str:
+    """URL with ``roots://`` for a guarded federation (TLS on every connection), else as it is."""
+    return "roots://" + url.removeprefix("root://") if guarded and url.startswith("root://") else url
+
+
+def server_names(site: Site) -> list[str]:
+    """What a site's servers are reached by: its own address (its LAN, the caches' redirects), its
+    WAN gateway (toxiproxy in front of its storage), its name and loopback."""
+    return [site.address, site.gateway, site.name, "127.0.0.1", "localhost"]
+
+
+def _ca(root: Path) -> pki.Pair:
+    return pki.ensure_ca(guard_dir(root) / "pki")
+
+
+def bundle(root: Path) -> Path:
+    return guard_dir(root) / "pki" / "ca-bundle.pem"
+
+
+def service_token(root: Path, site: Site) -> Path:
+    return guard_dir(root) / "service" / f"{site.name}.token"
+
+
+def up(fed: Federation, root: Path) -> GuardState:
+    """The CA, the trust bundle, the issuer (started), the caches' service tokens."""
+    d = guard_dir(root)
+    d.mkdir(parents=True, exist_ok=True)
+    d.chmod(0o755)  # the bundle and certificates are read by the xrootd user and every client
+    ca = _ca(root)
+    pki.trust_bundle(ca, ca.cert.parent)
+    key = issuer.ensure_key(d / "issuer.key")
+    _start_issuer(root, ca)
+    for site in fed.sites.values():
+        if site.cache_origin:
+            grant = issuer.Grant(("storage.read:/",), AUDIENCE, subject=f"cache-{site.name}",
+                                 lifetime=SERVICE_LIFETIME)  # fmt: skip
+            path = service_token(root, site)
+            path.parent.mkdir(mode=0o700, exist_ok=True)
+            write_atomic(path, issuer.issue(key, issuer_url(), grant), mode=0o600)
+    return {"issuer": issuer_url(), "audience": AUDIENCE, "ca_bundle": str(bundle(root))}
+
+
+def _start_issuer(root: Path, ca: pki.Pair) -> None:
+    files = _issuer_files(root)
+    if dmn.read_pid(files) is not None:
+        return
+    tls = pki.server_certificate(ca, ca.cert.parent, "issuer", [net.submit_address()])
+    cmd = [sys.executable, "-m", "afkit_testbed.issuer", "--key", str(files.config),
+           "--cert", str(tls.cert), "--cert-key", str(tls.key),
+           "--host", net.submit_address(), "--port", str(ISSUER_PORT)]  # fmt: skip
+    proc = dmn.spawn(cmd, files)
+    if not dmn.wait_for_port(ISSUER_PORT, 30, proc, host=net.submit_address()):
+        raise AfkitError(f"the token issuer did not come up on {issuer_url()}",
+                         hint=f"its log {files.log}:\n{dmn.log_tail(files.log)}")  # fmt: skip
+
+
+def down(root: Path) -> None:
+    dmn.stop(_issuer_files(root))
+
+
+def storage_args(root: Path, site: Site, scenario: str, origin: str) -> list[str]:
+    """The options of ``afkit storage up`` for SITE's SCENARIO daemon, guarded (ORIGIN: a cache's
+    upstream, host:port)."""
+    pair = pki.server_certificate(_ca(root), guard_dir(root) / "pki", f"{site.name}-{scenario}",
+                                  server_names(site))  # fmt: skip
+    args = ["--tls-cert", str(pair.cert), "--tls-key", str(pair.key), "--tls-ca", str(bundle(root)),
+            "--token-issuer", issuer_url(), "--token-audience", AUDIENCE]  # fmt: skip
+    if scenario != "origin":
+        args += ["--origin", f"roots://{origin}", "--origin-token", str(service_token(root, site))]
+    return args
+
+
+def _owner(user: str | None) -> tuple[int, int] | None:
+    if user is None:
+        return None
+    try:
+        entry = pwd.getpwnam(user)
+    except KeyError:
+        raise UsageError(f"--owner {user!r}: no such user", hint="name a user of this host") from None
+    return entry.pw_uid, entry.pw_gid
+
+
+def issue_token(root: Path, scopes: list[str], out: Path, lifetime: int, owner: str | None) -> Path:
+    """A WLCG token of the federation's issuer with SCOPES into OUT (mode 0600, owned by OWNER when
+    given: the federation's admin hands a user their token, as an experiment's IAM would)."""
+    key_file = guard_dir(root) / "issuer.key"
+    if not key_file.is_file():
+        raise PrereqError("the federation is not guarded (no token issuer)",
+                          hint="afkit federation down; afkit federation up --guarded")  # fmt: skip
+    for scope in scopes:
+        op, sep, path = scope.partition(":")
+        if op not in SCOPES or not sep or not path.startswith("/"):
+            raise UsageError(f"--scope {scope!r}: expected storage.read|storage.create|storage.modify:/PATH",
+                             hint="e.g. --scope storage.read:/ --scope storage.create:/campaign")  # fmt: skip
+    if lifetime <= 0:
+        raise UsageError(f"--lifetime {lifetime}: must be a positive number of seconds")
+    ids = _owner(owner)
+    grant = issuer.Grant(tuple(scopes), AUDIENCE, subject=owner or "afkit-user", lifetime=lifetime)
+    write_atomic(out, issuer.issue(issuer.ensure_key(key_file), issuer_url(), grant), mode=0o600)
+    if ids is not None:
+        os.chown(out, *ids)
+    return out

@@ -20,6 +20,10 @@ for afkit's campaigns (docs/campaigns.md, "HTCondor executor"):
 3. **No snakemake on the worker.** A benchmark job (rule ``job``) runs afkit's job core on its spec
    (``python -m afkit.campaign.jobcore SPEC``, afkit.campaign.jobcore.batch_command) instead of a
    second snakemake on the execute node (~4 s of start-up per job); other rules run as upstream.
+4. **Credentials by file transfer.** A benchmark job of a guarded storage at a site without the
+   submit host's files takes the storage's token (or proxy) and CA bundle along in its
+   ``transfer_input_files`` (afkit.campaign.jobcore.credential_files); HTCondor removes them with
+   the job's sandbox.
 
 Snakemake finds this module as an executor plugin by its name (``snakemake_executor_plugin_*``,
 snakemake_interface_common.plugin_registry: a top-level package on sys.path).
@@ -70,6 +74,13 @@ class Executor(upstream.Executor):  # type: ignore[misc]
         # ignores the arguments and runs the job core itself (workflows/scripts/htcondor-sandbox-job)
         command = jobcore.batch_command(job, self.get_python_executable())
         return command if command is not None else str(super().format_job_exec(job))
+
+    def _get_files_for_transfer(self, job: Any) -> Any:
+        # a benchmark job at a site without the submit host's files takes its storage's credential
+        # files along (afkit.campaign.jobcore.credential_files): by their absolute paths, which
+        # HTCondor places at the top of the sandbox; not rule inputs (a renewed token reruns nothing)
+        inputs, outputs, remaps = super()._get_files_for_transfer(job)
+        return [*inputs, *jobcore.credential_files(job)], outputs, remaps
 
     async def _wait_for_jobs(self) -> None:
         while not self._afkit_ready.is_set():

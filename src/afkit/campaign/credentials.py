@@ -11,7 +11,7 @@ file read-only in its container, named by ``BEARER_TOKEN_FILE`` or ``X509_USER_P
 bundle by ``X509_CERT_FILE``): the variables hold paths, never the secret
 (afkit.campaign.job.credential_binds).
 
-A token's claims are read with PyJWT without checking its signature: the storage checks that;
+A token's claims are read without checking its signature (afkit.campaign.tokens): the storage checks that;
 afkit only reads what the token says it allows and until when. The secret is never printed:
 messages name the file, its scopes and its expiry.
 """
@@ -137,25 +137,10 @@ def _check_token(cred: Credential, paths: set[str], now: float) -> list[str]:
     return warnings
 
 
-def _shared_sites_only(campaign: Campaign, creds: dict[str, Credential]) -> None:
-    """A credential reaches jobs at sites that share the submit host's files only (for now)."""
-    cfg = campaign.config
-    for b in cfg["benchmarks"]:
-        guarded = [ds for ds in b["datasets"] if cfg["datasets"][ds]["storage"] in creds]
-        unshared = [s for s in b["sites"] if not cfg["sites"][s].get("shared_fs", True)]
-        if guarded and unshared:
-            store = cfg["datasets"][guarded[0]]["storage"]
-            raise PrereqError(f"benchmark {b['name']}: site {unshared[0]} has shared_fs: false; afkit hands "
-                              f"the credential of storage {store} to jobs at sites with the submit "
-                              "host's files only",
-                              hint="run this benchmark at a site with a shared filesystem")  # fmt: skip
-
-
 def check(campaign: Campaign, now: float | None = None) -> list[str]:
     """Check every credential the benchmarks need (errors raised); the warnings to show."""
     now = time.time() if now is None else now
     creds = of(campaign)
-    _shared_sites_only(campaign, creds)
     warnings: list[str] = []
     for storage, paths in _used(campaign).items():
         cred = creds.get(storage)

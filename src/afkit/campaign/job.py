@@ -101,12 +101,36 @@ def credential_binds(cred: CredentialSpec) -> tuple[list[str], dict[str, str]]:
     return binds, env
 
 
+def in_sandbox(cred: CredentialSpec, sandbox: Path) -> CredentialSpec:
+    """CRED as HTCondor's file transfer placed it in the job's SANDBOX (a site without the submit
+    host's files): each file by its name at the sandbox's top (snakemake_executor_plugin_afkit_htcondor
+    lists them as transfer_input_files), the token or proxy made readable by this job's user only
+    (the rule XRootD's clients apply). Raises NotFoundError when a file did not arrive."""
+    if not cred.kind:
+        return cred
+    moved: dict[str, str] = {}
+    for key, given in (("path", cred.path), ("ca", cred.ca)):
+        if not given:
+            moved[key] = ""
+            continue
+        here = sandbox / Path(given).name
+        if not here.is_file():
+            what = cred.kind if key == "path" else "CA bundle"
+            hint = "HTCondor transfers it with the job: check its transfer_input_files (condor_q -l)"
+            where = f"the job's sandbox {sandbox}"
+            raise NotFoundError(f"the {what} file {Path(given).name} did not reach {where}", hint=hint)
+        if key == "path":
+            here.chmod(0o600)
+        moved[key] = str(here)
+    return CredentialSpec(kind=cred.kind, path=moved["path"], ca=moved["ca"])
+
+
 def token_expired(cred: CredentialSpec, when: float) -> str:
     """ "token expired at T (FILE): " when the job's token had expired by WHEN (its failure is then
     the expiry's, not the network's: renew the file and retry), else ""."""
     if cred.kind != "token":
         return ""
-    from afkit.campaign.tokens import expired_by, expiry_text  # PyJWT: shared-filesystem sites only
+    from afkit.campaign.tokens import expired_by, expiry_text
 
     exp = expired_by(Path(cred.path), when)
     return "" if exp is None else f"token expired at {expiry_text(exp)} ({cred.path}; renew it, then retry): "
@@ -308,6 +332,8 @@ def run(spec: JobSpec, *, output: Path | None = None, log: Path | None = None) -
     netns = site.job_netns(spec.job.index)  # the site's namespace, or this job's client node's
     record.wn_site, record.wn_address = batch_site(), worker_address(netns)
     record.executor, record.batch_job_id = batch_identity()
+    # the credential's files: on the submit host's file system, else transferred into the sandbox
+    cred = spec.credential if site.shared_fs else in_sandbox(spec.credential, Path(sandbox or "."))
     try:
         image_path = image.path
         if not site.shared_fs:
@@ -315,7 +341,7 @@ def run(spec: JobSpec, *, output: Path | None = None, log: Path | None = None) -
             image_path, record.image_pull_s, record.image_cache = pulled
             record.image_path = image_path
         result_path = scratch / "result.json"
-        cred_binds, cred_env = credential_binds(spec.credential)
+        cred_binds, cred_env = credential_binds(cred)
         payload = PayloadSpec(
             job=spec.job, tree=spec.tree, scratch=str(scratch), stage_out=str(scratch / "stage-out.json"),
             result=str(result_path), t_launch=time.time(), root=spec.root,
@@ -345,11 +371,13 @@ def run(spec: JobSpec, *, output: Path | None = None, log: Path | None = None) -
             record.status = "failed"
             record.error = f"payload exited {proc.returncode}: {one_line(proc.stderr)}"
         if record.status != "ok":
-            expired = token_expired(spec.credential, time.time())
+            expired = token_expired(cred, time.time())
             record.error = expired + (record.error or "")
         record.bottleneck, record.bottleneck_reason = job_bottleneck(record, scratch / "monitor.jsonl", site)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)  # the directory mkdtemp made for this job
+        if cred is not spec.credential and cred.path:
+            Path(cred.path).unlink(missing_ok=True)  # the token's copy goes now, not with the sandbox
     output.parent.mkdir(parents=True, exist_ok=True)
     record.write(output)
     return record

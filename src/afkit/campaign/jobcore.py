@@ -81,6 +81,24 @@ def batch_command(job: SnakemakeJob, python: str) -> str | None:
     return f"{python} -m afkit.campaign.jobcore {shlex.join(args)}"
 
 
+def credential_files(job: SnakemakeJob) -> list[str]:
+    """The credential files a benchmark job of a site without the submit host's files takes along
+    (its storage's token or proxy and CA bundle, host paths from its spec): afkit's HTCondor executor
+    adds them to the job's transfer_input_files, HTCondor puts them at the top of the job's sandbox
+    (afkit.campaign.job.in_sandbox) and removes them with it. Not inputs of the rule: a renewed
+    token (a newer file) must not make snakemake rerun finished jobs. None for any other job."""
+    import json
+
+    spec = getattr(job.input, "spec", None) if not job.is_group() and job.name == JOB_RULE else None
+    if not spec:
+        return []
+    data = json.loads(Path(str(spec)).read_text(encoding="utf-8"))
+    cred = data.get("credential") or {}
+    if data.get("site", {}).get("shared_fs", True) or not cred.get("kind"):
+        return []
+    return [str(cred[k]) for k in ("path", "ca") if cred.get(k)]
+
+
 def core_files(pkg: Path) -> list[Path]:
     """The files of afkit's package PKG that a job needs, sorted: its modules and the package data
     next to them (e.g. ROOT macros of the payloads), not compiled files and not ``afkit/data`` (the

@@ -3,6 +3,7 @@ each job as a read-only file in its container (afkit.campaign.job.credential_bin
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -82,13 +83,13 @@ def test_a_file_that_is_no_token_is_exit_6(raw: dict[str, Any], make: Any, tmp_p
         credentials.check(make(guarded(raw, path)), now=NOW)
 
 
-def test_a_guarded_storage_at_a_site_without_shared_files_is_refused(
+def test_a_guarded_storage_at_a_site_without_shared_files_is_checked_like_any(
     raw: dict[str, Any], make: Any, tmp_path: Path
 ) -> None:
+    """Its jobs take the credential along by HTCondor file transfer (test_job.py, in_sandbox)."""
     raw["sites"]["here"].update(shared_fs=False, executor="htcondor")
     raw["image"] = {"sif": "oras://registry.example/afkit/bench:1"}
-    with pytest.raises(PrereqError, match="shared_fs: false"):
-        credentials.check(make(guarded(raw, token_file(tmp_path, "storage.read:/"))), now=NOW)
+    assert credentials.check(make(guarded(raw, token_file(tmp_path, "storage.read:/"))), now=NOW) == []
 
 
 def test_token_and_proxy_together_are_refused(raw: dict[str, Any], make: Any, tmp_path: Path) -> None:
@@ -137,3 +138,36 @@ def test_a_failed_job_whose_token_expired_says_so(tmp_path: Path) -> None:
     assert said == f"token expired at 2027-01-15 07:59:30 UTC ({path}; renew it, then retry): "
     assert job.token_expired(CredentialSpec("token", str(path)), when=NOW - 60) == ""  # not yet then
     assert job.token_expired(CredentialSpec(), when=NOW) == ""
+
+
+def test_a_transferred_credential_is_found_at_the_top_of_the_sandbox_owner_only(tmp_path: Path) -> None:
+    """A site without the submit host's files: HTCondor put the files by their names at the top
+    of the sandbox (afkit.campaign.jobcore.credential_files lists them)."""
+    (tmp_path / "bt_u1000").write_text("t")
+    (tmp_path / "bt_u1000").chmod(0o644)
+    (tmp_path / "ca.pem").write_text("c")
+    moved = job.in_sandbox(CredentialSpec("token", "/run/user/1000/bt_u1000", "/etc/fed/ca.pem"), tmp_path)
+    assert moved == CredentialSpec("token", str(tmp_path / "bt_u1000"), str(tmp_path / "ca.pem"))
+    assert (tmp_path / "bt_u1000").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_credential_that_did_not_reach_the_sandbox_names_the_file(tmp_path: Path) -> None:
+    with pytest.raises(NotFoundError, match="token file bt_u1000 did not reach the job's sandbox"):
+        job.in_sandbox(CredentialSpec("token", "/run/user/1000/bt_u1000"), tmp_path)
+
+
+def test_a_job_of_a_site_without_shared_files_takes_its_credential_along(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from afkit.campaign import jobcore
+
+    spec = tmp_path / "spec.json"
+
+    def batch_job(shared_fs: bool, cred: dict[str, str]) -> Any:
+        spec.write_text(json.dumps({"site": {"shared_fs": shared_fs}, "credential": cred}))
+        return SimpleNamespace(name="job", input=SimpleNamespace(spec=str(spec)), is_group=lambda: False)
+
+    cred = {"kind": "token", "path": "/run/user/1000/bt_u1000", "ca": "/etc/fed/ca.pem"}
+    assert jobcore.credential_files(batch_job(False, cred)) == ["/run/user/1000/bt_u1000", "/etc/fed/ca.pem"]
+    assert jobcore.credential_files(batch_job(True, cred)) == []  # the worker reads the submit host's file
+    assert jobcore.credential_files(batch_job(False, {})) == []  # an open storage

@@ -158,6 +158,7 @@ class ImageBuild(TypedDict):
 class ImageConfig(TypedDict):
     python: str
     sif: NotRequired[str]
+    login: NotRequired[str]
     fingerprint: NotRequired[str]
     key: NotRequired[str]
     build: NotRequired[ImageBuild]
@@ -449,6 +450,8 @@ def _check_sites(cfg: CampaignConfig) -> list[str]:
 def _check_references(cfg: CampaignConfig) -> list[str]:
     """Cross-references the schema cannot express: names that must exist."""
     problems: list[str] = _check_sites(cfg)
+    if "login" in cfg["image"] and not str(cfg["image"].get("sif", "")).startswith("oras://"):
+        problems.append("image.login: a registry login is for an oras:// image (image.sif: oras://HOST/PATH:TAG)")
     for name, endpoint in cfg["storage"].items():
         cred = endpoint.get("credential")
         if cred is not None and ("token" in cred) == ("proxy" in cred):

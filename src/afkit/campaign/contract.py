@@ -333,6 +333,9 @@ class JobSpec:
     log: str
     root: RootOptions = field(default_factory=RootOptions)  # payload root: how ROOT reads
     credential: CredentialSpec = field(default_factory=CredentialSpec)  # a guarded storage's files
+    # a site without the submit host's files: the registry login its pull of the image uses (the
+    # campaign's image.login, a host path; the job takes the file along); empty: none
+    registry_login: str = ""
 
     def to_json(self) -> str:
         data: dict[str, object] = {
@@ -349,6 +352,8 @@ class JobSpec:
             data["root"] = self.root.as_dict()
         if self.credential.kind:  # only then: an open storage's specs (and digests) stay as they were
             data["credential"] = self.credential.as_dict()
+        if self.registry_login:  # likewise
+            data["registry_login"] = self.registry_login
         return json.dumps(data, indent=1, sort_keys=True) + "\n"
 
     def digest(self) -> str:
@@ -382,6 +387,7 @@ class JobSpec:
             log=_str(data, "log", source),
             root=RootOptions.from_dict(_dict(data, "root", source) if "root" in data else {}, source),
             credential=_credential(data, source),
+            registry_login=_str(data, "registry_login", source) if "registry_login" in data else "",
         )
 
     @classmethod
@@ -412,6 +418,9 @@ class PayloadSpec:
     env: Mapping[str, str] = field(default_factory=dict)  # XRD_* of the job (apptainer --cleanenv)
     root: RootOptions = field(default_factory=RootOptions)  # payload root: how ROOT reads
     credential: CredentialSpec = field(default_factory=CredentialSpec)  # a guarded storage's files
+    # a site without the submit host's files: the registry login its pull of the image uses (the
+    # campaign's image.login, a host path; the job takes the file along); empty: none
+    registry_login: str = ""
 
     def to_json(self) -> str:
         return json.dumps({**dataclasses.asdict(self), "job": self.job.as_dict(), "env": dict(self.env),

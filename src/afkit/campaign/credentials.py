@@ -84,20 +84,25 @@ def _used(campaign: Campaign) -> dict[str, set[str]]:
     return out
 
 
-def _owner_only(cred: Credential) -> None:
+def private_file(path: Path, what: str, key: str, refuses: str) -> None:
+    """PATH (WHAT: e.g. "storage gsi: token file"; KEY: the campaign key naming it) exists (else
+    exit 5) and only its owner can read it (else exit 4, the chmod to run; REFUSES: who else
+    refuses such a file)."""
     try:
-        mode = cred.path.stat().st_mode
+        mode = path.stat().st_mode
     except FileNotFoundError as err:
-        raise NotFoundError(f"storage {cred.storage}: no {cred.kind} file {cred.path}",
-                            hint=f"get a {cred.kind} and write it there, or fix storage.{cred.storage}"
-                            f".credential.{cred.kind}") from err  # fmt: skip
+        raise NotFoundError(f"{what} {path} not found", hint=f"write it there, or fix {key}") from err
     except OSError as err:
-        raise NotFoundError(f"storage {cred.storage}: {cred.kind} file {cred.path}: {err.strerror}",
-                            hint="check the path and its permissions") from err  # fmt: skip
+        hint = "check the path and its permissions"
+        raise NotFoundError(f"{what} {path}: {err.strerror}", hint=hint) from err
     if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise UnsafeError(f"storage {cred.storage}: {cred.kind} file {cred.path} can be read by others "
-                          f"(mode {stat.S_IMODE(mode):04o})",
-                          hint=f"chmod 600 {cred.path} (XRootD refuses it too)")  # fmt: skip
+        raise UnsafeError(f"{what} {path} can be read by others (mode {stat.S_IMODE(mode):04o})",
+                          hint=f"chmod 600 {path} ({refuses})")  # fmt: skip
+
+
+def _owner_only(cred: Credential) -> None:
+    private_file(cred.path, f"storage {cred.storage}: {cred.kind} file",
+                 f"storage.{cred.storage}.credential.{cred.kind}", "XRootD refuses it too")  # fmt: skip
     if cred.ca is not None and not cred.ca.is_file():
         raise NotFoundError(f"storage {cred.storage}: no CA bundle {cred.ca}",
                             hint=f"fix storage.{cred.storage}.credential.ca")  # fmt: skip
@@ -137,9 +142,23 @@ def _check_token(cred: Credential, paths: set[str], now: float) -> list[str]:
     return warnings
 
 
+def registry_login(campaign: Campaign) -> Path | None:
+    """The campaign's ``image.login`` (a Docker-style auth file, beside the campaign), or None."""
+    given = campaign.config["image"].get("login")
+    return campaign.resolve(given) if given else None
+
+
+def check_login(campaign: Campaign) -> None:
+    """The registry login the image's pulls use, when the campaign names one: there, owner-only."""
+    login = registry_login(campaign)
+    if login is not None:
+        private_file(login, "registry login", "image.login", "it holds the registry password")
+
+
 def check(campaign: Campaign, now: float | None = None) -> list[str]:
     """Check every credential the benchmarks need (errors raised); the warnings to show."""
     now = time.time() if now is None else now
+    check_login(campaign)
     creds = of(campaign)
     warnings: list[str] = []
     for storage, paths in _used(campaign).items():

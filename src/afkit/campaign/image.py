@@ -163,15 +163,22 @@ def _from_build(build: ImageBuild, place: Place) -> ImageDescription:
 INSECURE_ENV = "AFKIT_REGISTRY_INSECURE"
 
 
-def oras_pull_command(ref: str, dest: Path, env: Mapping[str, str] | None = None) -> list[str]:
-    """``apptainer pull [--no-https] DEST REF``. Plain HTTP only when ``$AFKIT_REGISTRY_INSECURE=1``
-    in ENV (default: this process's environment; a test registry, never the default). Apptainer
-    itself already falls back to HTTP for a registry on localhost / 127.0.0.1."""
+def oras_pull_command(ref: str, dest: Path, env: Mapping[str, str] | None = None,
+                      login: Path | None = None) -> list[str]:  # fmt: skip
+    """``apptainer pull [--no-https] [--authfile LOGIN] DEST REF``. Plain HTTP only when
+    ``$AFKIT_REGISTRY_INSECURE=1`` in ENV (default: this process's environment; a test registry,
+    never the default; Apptainer itself already falls back to HTTP for a registry on localhost /
+    127.0.0.1). LOGIN: the campaign's ``image.login``, else apptainer's own login of the user."""
     env = os.environ if env is None else env
-    return apptainer.pull_command(ref, dest, insecure=env.get(INSECURE_ENV, "") == "1")
+    return apptainer.pull_command(ref, dest, insecure=env.get(INSECURE_ENV, "") == "1", authfile=login)
 
 
-def _from_oras(ref: str, workdir: Path, log: Path) -> ImageDescription:
+def _login(image: ImageConfig, place: Place) -> Path | None:
+    """The campaign's registry login (``image.login``, beside the campaign file), or None."""
+    return beside(place.base_dir, image["login"]) if image.get("login") else None
+
+
+def _from_oras(ref: str, workdir: Path, log: Path, login: Path | None = None) -> ImageDescription:
     """Pull REF once into WORKDIR/image.sif (through a partial file, removed on failure)."""
     if apptainer.command_name() is None:
         raise PrereqError("apptainer not found on PATH (needed to pull the campaign image)")
@@ -179,7 +186,7 @@ def _from_oras(ref: str, workdir: Path, log: Path) -> ImageDescription:
     if not sif.exists():
         tmp = workdir / ".image.sif.part"  # apptainer pull makes it (refusing an existing file)
         tmp.unlink(missing_ok=True)
-        cmd = oras_pull_command(ref, tmp)
+        cmd = oras_pull_command(ref, tmp, login=login)
         with log.open("a", encoding="utf-8") as fh:
             fh.write("$ " + " ".join(cmd) + "\n")
             fh.flush()
@@ -191,8 +198,8 @@ def _from_oras(ref: str, workdir: Path, log: Path) -> ImageDescription:
             raise NotFoundError(
                 f"image.sif: cannot pull {ref}: {why} (see {log})",
                 hint="check the reference (oras://HOST[:PORT]/PATH:TAG), the registry and your "
-                "'apptainer registry login'; for a plain-HTTP test registry set "
-                f"{INSECURE_ENV}=1",
+                "'apptainer registry login' (or the campaign's image.login); for a plain-HTTP test "
+                f"registry set {INSECURE_ENV}=1",
             )
         tmp.replace(sif)
     return ImageDescription(path=str(sif.resolve()), sha256=sha256_file(sif), tag="", source=ref)
@@ -298,13 +305,13 @@ class OrasPull:
                     "pulls it before any job: exit 5 when it cannot)")  # fmt: skip
         place.workdir.mkdir(parents=True, exist_ok=True)
         place.log.write_text("", encoding="utf-8")
-        _from_oras(ref, place.workdir, place.log)  # the rule finds image.sif and does not pull again
+        _from_oras(ref, place.workdir, place.log, _login(image, place))  # the rule finds image.sif
         return ""
 
     def fetch(self, image: ImageConfig, place: Place) -> ImageDescription:
         if not (place.workdir / "image.sif").is_file():  # else the log is the check's pull
             place.log.write_text("", encoding="utf-8")
-        return _from_oras(image["sif"], place.workdir, place.log)
+        return _from_oras(image["sif"], place.workdir, place.log, _login(image, place))
 
 
 class TagBuild:

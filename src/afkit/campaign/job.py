@@ -101,28 +101,28 @@ def credential_binds(cred: CredentialSpec) -> tuple[list[str], dict[str, str]]:
     return binds, env
 
 
+def arrived(given: str, sandbox: Path, what: str) -> Path:
+    """The file GIVEN (a submit host's path) as HTCondor's file transfer placed it in the job's
+    SANDBOX (a site without the submit host's files): by its name at the sandbox's top
+    (snakemake_executor_plugin_afkit_htcondor lists such files as transfer_input_files). Raises
+    NotFoundError naming WHAT when it did not arrive."""
+    here = sandbox / Path(given).name
+    if not here.is_file():
+        hint = "HTCondor transfers it with the job: check its transfer_input_files (condor_q -l)"
+        where = f"the job's sandbox {sandbox}"
+        raise NotFoundError(f"the {what} file {Path(given).name} did not reach {where}", hint=hint)
+    return here
+
+
 def in_sandbox(cred: CredentialSpec, sandbox: Path) -> CredentialSpec:
-    """CRED as HTCondor's file transfer placed it in the job's SANDBOX (a site without the submit
-    host's files): each file by its name at the sandbox's top (snakemake_executor_plugin_afkit_htcondor
-    lists them as transfer_input_files), the token or proxy made readable by this job's user only
-    (the rule XRootD's clients apply). Raises NotFoundError when a file did not arrive."""
+    """CRED's files in the job's SANDBOX (:func:`arrived`), the token or proxy made readable by this
+    job's user only (the rule XRootD's clients apply)."""
     if not cred.kind:
         return cred
-    moved: dict[str, str] = {}
-    for key, given in (("path", cred.path), ("ca", cred.ca)):
-        if not given:
-            moved[key] = ""
-            continue
-        here = sandbox / Path(given).name
-        if not here.is_file():
-            what = cred.kind if key == "path" else "CA bundle"
-            hint = "HTCondor transfers it with the job: check its transfer_input_files (condor_q -l)"
-            where = f"the job's sandbox {sandbox}"
-            raise NotFoundError(f"the {what} file {Path(given).name} did not reach {where}", hint=hint)
-        if key == "path":
-            here.chmod(0o600)
-        moved[key] = str(here)
-    return CredentialSpec(kind=cred.kind, path=moved["path"], ca=moved["ca"])
+    path = arrived(cred.path, sandbox, cred.kind)
+    path.chmod(0o600)
+    ca = str(arrived(cred.ca, sandbox, "CA bundle")) if cred.ca else ""
+    return CredentialSpec(kind=cred.kind, path=str(path), ca=ca)
 
 
 def token_expired(cred: CredentialSpec, when: float) -> str:
@@ -185,11 +185,12 @@ def _registry_ref(image: ImageInfo) -> str:
     return image.source
 
 
-def _pull(ref: str, dest: Path, env: dict[str, str]) -> None:
-    """``apptainer pull`` of REF to DEST with the job's ENV (and :data:`PULL_ENV`)."""
+def _pull(ref: str, dest: Path, env: dict[str, str], login: Path | None = None) -> None:
+    """``apptainer pull`` of REF to DEST with the job's ENV (and :data:`PULL_ENV`), the registry
+    LOGIN (the campaign's image.login, transferred with the job) when given."""
     from afkit.campaign.image import oras_pull_command
 
-    cmd = oras_pull_command(ref, dest, env)
+    cmd = oras_pull_command(ref, dest, env, login)
     proc = interrupt.run(cmd, {**env, **PULL_ENV})
     if proc.returncode != 0 or not dest.is_file() or dest.stat().st_size == 0:
         raise NotFoundError(f"cannot pull {ref} on the worker node: {one_line(proc.stderr + proc.stdout)}")
@@ -200,7 +201,8 @@ def _not_the_campaigns(ref: str) -> AfkitError:
                       hint="the tag was pushed again during the campaign: rerun it")  # fmt: skip
 
 
-def pull_on_worker(image: ImageInfo, scratch: Path, env: dict[str, str]) -> tuple[str, float]:
+def pull_on_worker(image: ImageInfo, scratch: Path, env: dict[str, str],
+                   login: Path | None = None) -> tuple[str, float]:  # fmt: skip
     """A site without the submit host's files: pull the campaign's oras:// image into the job's
     SCRATCH with the job's ENV (the same sha256 as the submit host's pull, or the job fails);
     (path, seconds)."""
@@ -209,7 +211,7 @@ def pull_on_worker(image: ImageInfo, scratch: Path, env: dict[str, str]) -> tupl
     ref = _registry_ref(image)
     sif = scratch / "image.sif"
     t0 = time.monotonic()
-    _pull(ref, sif, env)
+    _pull(ref, sif, env, login)
     seconds = time.monotonic() - t0
     if sha256_file(sif) != image.sha256:
         raise _not_the_campaigns(ref)
@@ -217,7 +219,7 @@ def pull_on_worker(image: ImageInfo, scratch: Path, env: dict[str, str]) -> tupl
 
 
 def image_on_worker(
-    image: ImageInfo, site: SiteSpec, scratch: Path, env: dict[str, str], log: Path
+    image: ImageInfo, site: SiteSpec, scratch: Path, env: dict[str, str], log: Path, login: Path | None = None
 ) -> tuple[str, float, str]:
     """The campaign's image on a worker without the submit host's files: from the node's image
     cache (afkit.campaign.imagecache; pulled there by the first job that needs it), else (the
@@ -227,12 +229,12 @@ def image_on_worker(
 
     ref = _registry_ref(image)
     if site.image_cache == imagecache.OFF:
-        return (*pull_on_worker(image, scratch, env), imagecache.OFF)
+        return (*pull_on_worker(image, scratch, env, login), imagecache.OFF)
     cache = imagecache.directory(site.image_cache)
     t0 = time.monotonic()
     try:
         imagecache.prepare(cache, default=not site.image_cache)
-        entry, state = imagecache.fetch(cache, image.sha256, lambda tmp: _pull(ref, tmp, env))
+        entry, state = imagecache.fetch(cache, image.sha256, lambda tmp: _pull(ref, tmp, env, login))
     except imagecache.CacheUnusable as err:
         warning = (f"afkit: warning: image cache {cache} unusable ({err}): this job pulls the image "
                    f"into its sandbox (set sites.{site.name}.image_cache, docs/campaigns.md)")  # fmt: skip
@@ -240,7 +242,7 @@ def image_on_worker(
         log.parent.mkdir(parents=True, exist_ok=True)
         with log.open("a", encoding="utf-8") as fh:
             fh.write(warning + "\n")
-        return (*pull_on_worker(image, scratch, env), imagecache.UNUSABLE)
+        return (*pull_on_worker(image, scratch, env, login), imagecache.UNUSABLE)
     except imagecache.DigestMismatch as err:
         raise _not_the_campaigns(ref) from err
     return str(entry), time.monotonic() - t0, state
@@ -333,11 +335,15 @@ def run(spec: JobSpec, *, output: Path | None = None, log: Path | None = None) -
     record.wn_site, record.wn_address = batch_site(), worker_address(netns)
     record.executor, record.batch_job_id = batch_identity()
     # the credential's files: on the submit host's file system, else transferred into the sandbox
-    cred = spec.credential if site.shared_fs else in_sandbox(spec.credential, Path(sandbox or "."))
+    here = Path(sandbox or ".")
+    cred = spec.credential if site.shared_fs else in_sandbox(spec.credential, here)
+    login = arrived(spec.registry_login, here, "registry login") if spec.registry_login else None
+    copies = [Path(cred.path)] if cred is not spec.credential and cred.path else []
+    copies += [login] if login else []
     try:
         image_path = image.path
         if not site.shared_fs:
-            pulled = image_on_worker(image, site, scratch, env, log)
+            pulled = image_on_worker(image, site, scratch, env, log, login)
             image_path, record.image_pull_s, record.image_cache = pulled
             record.image_path = image_path
         result_path = scratch / "result.json"
@@ -376,8 +382,8 @@ def run(spec: JobSpec, *, output: Path | None = None, log: Path | None = None) -
         record.bottleneck, record.bottleneck_reason = job_bottleneck(record, scratch / "monitor.jsonl", site)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)  # the directory mkdtemp made for this job
-        if cred is not spec.credential and cred.path:
-            Path(cred.path).unlink(missing_ok=True)  # the token's copy goes now, not with the sandbox
+        for copy in copies:  # the copies of the secrets go now, not only with the sandbox
+            copy.unlink(missing_ok=True)
     output.parent.mkdir(parents=True, exist_ok=True)
     record.write(output)
     return record

@@ -83,7 +83,8 @@ def batch_command(job: SnakemakeJob, python: str) -> str | None:
 
 def credential_files(job: SnakemakeJob) -> list[str]:
     """The credential files a benchmark job of a site without the submit host's files takes along
-    (its storage's token or proxy and CA bundle, host paths from its spec): afkit's HTCondor executor
+    (its storage's token or proxy and CA bundle, the registry login its pull of the image uses:
+    host paths from its spec): afkit's HTCondor executor
     adds them to the job's transfer_input_files, HTCondor puts them at the top of the job's sandbox
     (afkit.campaign.job.in_sandbox) and removes them with it. Not inputs of the rule: a renewed
     token (a newer file) must not make snakemake rerun finished jobs. None for any other job."""
@@ -94,9 +95,10 @@ def credential_files(job: SnakemakeJob) -> list[str]:
         return []
     data = json.loads(Path(str(spec)).read_text(encoding="utf-8"))
     cred = data.get("credential") or {}
-    if data.get("site", {}).get("shared_fs", True) or not cred.get("kind"):
+    if data.get("site", {}).get("shared_fs", True):
         return []
-    return [str(cred[k]) for k in ("path", "ca") if cred.get(k)]
+    files = [str(cred[k]) for k in ("path", "ca") if cred.get("kind") and cred.get(k)]
+    return files + ([str(data["registry_login"])] if data.get("registry_login") else [])
 
 
 def core_files(pkg: Path) -> list[Path]:

@@ -167,13 +167,15 @@ def specs(campaign: Campaign, jobs: list[Job], results: str | None = None) -> li
              if b["payload"] == "root"}  # fmt: skip
     creds = {name: CredentialSpec(c.kind, str(c.path), str(c.ca) if c.ca else "")
              for name, c in credentials.of(campaign).items()}  # fmt: skip
+    login = str(credentials.registry_login(campaign) or "")
     out = []
     for j in jobs:
         out.append(JobSpec(job=j, campaign=campaign.name, site=sites[j.site],
                            tree=_tree(cfg, j), binds=binds, image=image,
                            record=layout.record(j.bench, j.id), log=layout.record_log(j.bench, j.id),
                            root=roots.get(j.bench, RootOptions()),
-                           credential=creds.get(_storage(cfg, j), CredentialSpec())))  # fmt: skip
+                           credential=creds.get(_storage(cfg, j), CredentialSpec()),
+                           registry_login="" if sites[j.site].shared_fs else login))  # fmt: skip
     return out
 
 

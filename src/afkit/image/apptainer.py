@@ -123,9 +123,13 @@ def exec_command(
     ]  # fmt: skip
 
 
-def pull_command(ref: str, dest: Path, *, insecure: bool = False, binary: str | None = None) -> list[str]:
-    """``apptainer pull [--no-https] DEST REF`` (``--no-https``: a plain-HTTP test registry)."""
+def pull_command(ref: str, dest: Path, *, insecure: bool = False, binary: str | None = None,
+                 authfile: Path | None = None) -> list[str]:  # fmt: skip
+    """``apptainer pull [--no-https] [--authfile FILE] DEST REF`` (``--no-https``: a plain-HTTP test
+    registry; ``--authfile``: the registry login ``apptainer registry login --authfile FILE`` wrote)."""
     flags = ["--no-https"] if insecure else []
+    if authfile is not None:
+        flags += ["--authfile", str(authfile)]
     return [_binary(binary), "pull", *flags, str(dest), ref]
 
 

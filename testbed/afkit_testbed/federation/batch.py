@@ -30,7 +30,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, NamedTuple, TypedDict
 
 import jinja2
 
@@ -317,16 +317,32 @@ def slurm_down(fed: Federation, root: Path) -> None:
 # ---------------------------------------------------------------- registry
 
 
-def registry_up(root: Path) -> None:
+class RegistryGuard(NamedTuple):
+    """A guarded registry's certificate and key (HTTPS) and htpasswd file (bcrypt; logins)."""
+
+    cert: Path
+    key: Path
+    htpasswd: Path
+
+
+def registry_config(store: Path, guard: RegistryGuard | None) -> str:
+    """docker-registry's configuration (distribution 2.8, docs/configuration.md): plain HTTP, or
+    with GUARD HTTPS (http.tls) and a login (auth.htpasswd: bcrypt entries only)."""
+    text = ("version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n"
+            f"    rootdirectory: {store}\n  delete:\n    enabled: true\n"
+            f"http:\n  addr: {registry_address()}\n")  # fmt: skip
+    if guard is not None:
+        text += f"  tls:\n    certificate: {guard.cert}\n    key: {guard.key}\n"
+        text += f"auth:\n  htpasswd:\n    realm: afkit-federation\n    path: {guard.htpasswd}\n"
+    return text
+
+
+def registry_up(root: Path, guard: RegistryGuard | None = None) -> None:
     files = _registry_files(root)
     if dmn.read_pid(files) is not None:
         return
     files.config.parent.mkdir(parents=True, exist_ok=True)
-    files.config.write_text(
-        "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n"
-        f"    rootdirectory: {files.config.parent / 'store'}\n  delete:\n    enabled: true\n"
-        f"http:\n  addr: {registry_address()}\n"
-    )
+    files.config.write_text(registry_config(files.config.parent / "store", guard))
     proc_pid = dmn.spawn(["docker-registry", "serve", str(files.config)], files).pid
     if not dmn.wait_for_port(REGISTRY_PORT, 30, host=net.submit_address()):
         raise AfkitError(
@@ -360,9 +376,10 @@ class WorkerStatus(TypedDict):
     slurm_node: str
 
 
-def up(fed: Federation, root: Path, log: Log = print) -> Workers:
-    """Start the sites' workers and the registry; return what clients need (for state.json)."""
-    registry_up(root)
+def up(fed: Federation, root: Path, log: Log = print, registry: RegistryGuard | None = None) -> Workers:
+    """Start the sites' workers and the registry (REGISTRY: HTTPS and a login); return what clients
+    need (for state.json)."""
+    registry_up(root, registry)
     pool_up(log)
     for site in fed.sites.values():
         condor_up(root, site)

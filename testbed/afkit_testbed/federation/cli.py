@@ -127,6 +127,14 @@ def cmd_token(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def cmd_password(args: argparse.Namespace) -> int:
+    from afkit_testbed.federation import guard
+
+    control.load_state()
+    print(guard.give_password(control.root_dir(), Path(args.output), args.owner))
+    return ExitCode.OK
+
+
 def cmd_figure(args: argparse.Namespace) -> int:
     from afkit_testbed.federation.figure import draw
 
@@ -215,6 +223,11 @@ def register(sub: Any) -> None:
     p.add_argument("--owner", metavar="USER", help="the user the file is given to (default: yours)")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="the token file to write")
     p.set_defaults(func=cmd_token)
+    p = fs.add_parser("password", help="the guarded federation's registry password into a file (mode "
+                      "0600), for apptainer registry login --password-stdin")  # fmt: skip
+    p.add_argument("--owner", metavar="USER", help="the user the file is given to (default: yours)")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="the file to write")
+    p.set_defaults(func=cmd_password)
     p = fs.add_parser("figure", help="draw the sites and links of a link file (SVG or PNG)")
     links_opt(p)
     p.add_argument("output", help="the image to write (.svg or .png)")

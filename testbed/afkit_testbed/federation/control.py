@@ -237,14 +237,14 @@ def up(fed: Federation, log: batch.Log = print, guarded: bool = False) -> State:
         start_toxiproxy(fed)
         toxiproxy.configure(fed)
         log(f"afkit federation: toxiproxy up ({toxiproxy.api_url()})")
-        locks = guard.up(fed, root_dir()) if guarded else None
+        locks, registry = guard.up(fed, root_dir()) if guarded else (None, None)
         if locks:
             log(f"afkit federation: guarded: token issuer {locks['issuer']}, CA bundle {locks['ca_bundle']}")
         for site in fed.sites.values():
             for cmd in storage_up_cmds(fed, site, guarded):
                 net.run(cmd)
             log(f"afkit federation: {site.name}: storage up at {site.address}")
-        workers = batch.up(fed, root_dir(), log)
+        workers = batch.up(fed, root_dir(), log, registry)
     except BaseException:
         down(fed, log=lambda *_: None)
         raise

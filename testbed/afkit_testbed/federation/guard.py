@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import os
 import pwd
+import secrets
+import subprocess
 import sys
 from pathlib import Path
 from typing import TypedDict
@@ -27,7 +29,7 @@ from afkit.atomic import write_atomic
 from afkit.errors import AfkitError, PrereqError, UsageError
 from afkit.storage import daemon as dmn
 from afkit_testbed import issuer, pki
-from afkit_testbed.federation import net
+from afkit_testbed.federation import batch, net
 from afkit_testbed.federation.links import Federation, Site
 
 # the audience WLCG storage accepts from any issuer it trusts (WLCG Common JWT Profiles v1.0, 3.1.3)
@@ -38,12 +40,23 @@ DEFAULT_LIFETIME = 3600
 SCOPES = ("storage.read", "storage.create", "storage.modify")
 
 
+REGISTRY_USER = "afkit"  # the registry's one account (the testbed's user)
+# where the testbed's clients find the federation's CA without being told (the testbed's root file
+# system is an overlay made fresh on every 'scripts/testbed up'): Go's system roots read every file
+# of /etc/ssl/certs (apptainer's pulls and pushes; crypto/x509 root_unix.go), OpenSSL's CApath
+# and XRootD's clients (X509_CERT_DIR, default /etc/grid-security/certificates) look certificates
+# up by subject hash
+TRUST_DIRS = (Path("/etc/ssl/certs"), Path("/etc/grid-security/certificates"))
+TRUST_NAME = "afkit-federation-ca.pem"
+
+
 class GuardState(TypedDict):
     """state.json ``guard`` of a guarded federation (paths and URLs only, never a secret)."""
 
     issuer: str
     audience: str
     ca_bundle: str
+    registry_user: str
 
 
 def guard_dir(root: Path) -> Path:
@@ -82,13 +95,15 @@ def service_token(root: Path, site: Site) -> Path:
     return guard_dir(root) / "service" / f"{site.name}.token"
 
 
-def up(fed: Federation, root: Path) -> GuardState:
-    """The CA, the trust bundle, the issuer (started), the caches' service tokens."""
+def up(fed: Federation, root: Path) -> tuple[GuardState, batch.RegistryGuard]:
+    """The CA (trusted in the testbed), the trust bundle, the issuer (started), the caches' service
+    tokens, the registry's certificate and login; (the state, what the registry needs)."""
     d = guard_dir(root)
     d.mkdir(parents=True, exist_ok=True)
     d.chmod(0o755)  # the bundle and certificates are read by the xrootd user and every client
     ca = _ca(root)
     pki.trust_bundle(ca, ca.cert.parent)
+    trust(ca)
     key = issuer.ensure_key(d / "issuer.key")
     _start_issuer(root, ca)
     for site in fed.sites.values():
@@ -98,7 +113,50 @@ def up(fed: Federation, root: Path) -> GuardState:
             path = service_token(root, site)
             path.parent.mkdir(mode=0o700, exist_ok=True)
             write_atomic(path, issuer.issue(key, issuer_url(), grant), mode=0o600)
-    return {"issuer": issuer_url(), "audience": AUDIENCE, "ca_bundle": str(bundle(root))}
+    state: GuardState = {"issuer": issuer_url(), "audience": AUDIENCE, "ca_bundle": str(bundle(root)),
+                         "registry_user": REGISTRY_USER}  # fmt: skip
+    return state, _registry(root, ca)
+
+
+def _registry(root: Path, ca: pki.Pair) -> batch.RegistryGuard:
+    """The registry's certificate (its address) and its login: a new random password (mode 0600,
+    handed to users by :func:`give_password`) and its bcrypt entry in the htpasswd file (0600)."""
+    import bcrypt
+
+    pair = pki.server_certificate(ca, ca.cert.parent, "registry", [net.submit_address()])
+    password = secrets.token_urlsafe(24)
+    write_atomic(password_file(root), password + "\n", mode=0o600)
+    entry = bcrypt.hashpw(password.encode(), bcrypt.gensalt()).decode()
+    htpasswd = guard_dir(root) / "registry.htpasswd"
+    write_atomic(htpasswd, f"{REGISTRY_USER}:{entry}\n", mode=0o600)
+    return batch.RegistryGuard(pair.cert, pair.key, htpasswd)
+
+
+def password_file(root: Path) -> Path:
+    return guard_dir(root) / "registry.password"
+
+
+def trust(ca: pki.Pair) -> None:
+    """The federation's CA trusted by the testbed's clients (TRUST_DIRS): the certificate, and a
+    link by its subject hash (as c_rehash makes them)."""
+    digest = subprocess.run(["openssl", "x509", "-subject_hash", "-noout", "-in", str(ca.cert)],
+                            capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    for folder in TRUST_DIRS:
+        folder.mkdir(parents=True, exist_ok=True)
+        write_atomic(folder / TRUST_NAME, ca.cert.read_bytes(), mode=0o644)
+        link = folder / f"{digest}.0"
+        if link.is_symlink() or not link.exists():
+            link.unlink(missing_ok=True)
+            link.symlink_to(TRUST_NAME)
+
+
+def untrust() -> None:
+    """Take the federation's CA out of TRUST_DIRS (only what :func:`trust` made)."""
+    for folder in TRUST_DIRS:
+        for link in folder.glob("*.0") if folder.is_dir() else ():
+            if link.is_symlink() and os.readlink(link) == TRUST_NAME:
+                link.unlink()
+        (folder / TRUST_NAME).unlink(missing_ok=True)
 
 
 def _start_issuer(root: Path, ca: pki.Pair) -> None:
@@ -117,6 +175,7 @@ def _start_issuer(root: Path, ca: pki.Pair) -> None:
 
 def down(root: Path) -> None:
     dmn.stop(_issuer_files(root))
+    untrust()
 
 
 def storage_args(root: Path, site: Site, scenario: str, origin: str) -> list[str]:
@@ -139,6 +198,20 @@ def _owner(user: str | None) -> tuple[int, int] | None:
     except KeyError:
         raise UsageError(f"--owner {user!r}: no such user", hint="name a user of this host") from None
     return entry.pw_uid, entry.pw_gid
+
+
+def give_password(root: Path, out: Path, owner: str | None) -> Path:
+    """The registry's password into OUT (mode 0600, owned by OWNER when given), for
+    ``apptainer registry login --password-stdin``."""
+    given = password_file(root)
+    if not given.is_file():
+        raise PrereqError("the federation's registry has no login (it is not guarded)",
+                          hint="afkit federation down; afkit federation up --guarded")  # fmt: skip
+    ids = _owner(owner)
+    write_atomic(out, given.read_bytes(), mode=0o600)
+    if ids is not None:
+        os.chown(out, *ids)
+    return out
 
 
 def issue_token(root: Path, scopes: list[str], out: Path, lifetime: int, owner: str | None) -> Path:

@@ -39,7 +39,7 @@ def test_a_token_whose_scopes_cover_the_reads_passes(raw: dict[str, Any], make: 
 
 
 def test_a_missing_token_file_is_exit_5(raw: dict[str, Any], make: Any, tmp_path: Path) -> None:
-    with pytest.raises(NotFoundError, match="no token file"):
+    with pytest.raises(NotFoundError, match=r"storage disk: token file .*nope not found"):
         credentials.check(make(guarded(raw, tmp_path / "nope")), now=NOW)
 
 
@@ -171,3 +171,65 @@ def test_a_job_of_a_site_without_shared_files_takes_its_credential_along(tmp_pat
     assert jobcore.credential_files(batch_job(False, cred)) == ["/run/user/1000/bt_u1000", "/etc/fed/ca.pem"]
     assert jobcore.credential_files(batch_job(True, cred)) == []  # the worker reads the submit host's file
     assert jobcore.credential_files(batch_job(False, {})) == []  # an open storage
+
+
+# ---------------------------------------------------------------- the registry login (image.login)
+
+
+def login_file(folder: Path, mode: int = 0o600) -> Path:
+    """A Docker-style auth file, as `apptainer registry login --authfile FILE` writes it."""
+    path = folder / "registry-login.json"
+    path.write_text(json.dumps({"auths": {"registry.example:5000": {"auth": "dXNlcjpwYXNz"}}}))
+    path.chmod(mode)
+    return path
+
+
+def with_login(raw: dict[str, Any], login: Path, unshared: bool = True) -> dict[str, Any]:
+    raw["image"] = {"sif": "oras://registry.example:5000/afkit/bench:1", "login": str(login)}
+    if unshared:
+        raw["sites"]["here"].update(shared_fs=False, executor="htcondor")
+    return raw
+
+
+def test_a_registry_login_is_for_an_oras_image(raw: dict[str, Any], make: Any, tmp_path: Path) -> None:
+    raw["image"]["login"] = str(login_file(tmp_path))
+    with pytest.raises(InvalidError, match=r"image\.login: a registry login is for an oras:// image"):
+        make(raw)
+
+
+def test_a_missing_registry_login_is_exit_5(raw: dict[str, Any], make: Any, tmp_path: Path) -> None:
+    with pytest.raises(NotFoundError, match=r"registry login .*nope not found") as err:
+        credentials.check(make(with_login(raw, tmp_path / "nope")), now=NOW)
+    assert err.value.code == 5
+
+
+def test_a_registry_login_others_can_read_is_refused(raw: dict[str, Any], make: Any, tmp_path: Path) -> None:
+    login = login_file(tmp_path, mode=0o644)
+    with pytest.raises(UnsafeError, match=r"registry login .* can be read by others") as err:
+        credentials.check(make(with_login(raw, login)), now=NOW)
+    assert err.value.hint == f"chmod 600 {login} (it holds the registry password)"
+
+
+def test_only_jobs_of_sites_without_shared_files_carry_the_login(
+    raw: dict[str, Any], make: Any, tmp_path: Path
+) -> None:
+    """Those pull the image themselves; the others run the submit host's pull (their specs, and
+    digests, as before)."""
+    login = login_file(tmp_path)
+    raw = with_login(raw, login)
+    raw["sites"]["there"] = {"executor": "local", "storage": "disk"}
+    raw["benchmarks"][0]["sites"] = ["here", "there"]
+    c = make(raw)
+    by_site = {s.job.site: s for s in plan.specs(c, plan.expand(c))}
+    assert by_site["here"].registry_login == str(login)
+    assert json.loads(by_site["here"].to_json())["registry_login"] == str(login)
+    assert "registry_login" not in json.loads(by_site["there"].to_json())
+    assert JobSpec.from_json(by_site["here"].to_json()) == by_site["here"]
+
+
+def test_the_pull_uses_the_login_file() -> None:
+    from afkit.image import apptainer
+
+    cmd = apptainer.pull_command("oras://r:5000/a/b:1", Path("/s/x.sif"), binary="apptainer",
+                                 authfile=Path("/h/login.json"))  # fmt: skip
+    assert cmd == ["apptainer", "pull", "--authfile", "/h/login.json", "/s/x.sif", "oras://r:5000/a/b:1"]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import scitokens
+import yaml
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from afkit_testbed import issuer, pki
@@ -104,3 +105,14 @@ def test_the_guarded_federations_urls_use_tls() -> None:
 
     assert guard.scheme("root://10.77.1.1:1094", True) == "roots://10.77.1.1:1094"
     assert guard.scheme("root://10.77.1.1:1094", False) == "root://10.77.1.1:1094"
+
+
+def test_the_guarded_registry_serves_https_and_wants_a_login(tmp_path: Path) -> None:
+    from afkit_testbed.federation import batch
+
+    guard = batch.RegistryGuard(tmp_path / "r.pem", tmp_path / "r.key", tmp_path / "htpasswd")
+    guarded = yaml.safe_load(batch.registry_config(tmp_path / "store", guard))
+    assert guarded["http"]["tls"] == {"certificate": str(tmp_path / "r.pem"), "key": str(tmp_path / "r.key")}
+    assert guarded["auth"]["htpasswd"]["path"] == str(tmp_path / "htpasswd")
+    plain = yaml.safe_load(batch.registry_config(tmp_path / "store", None))
+    assert "tls" not in plain["http"] and "auth" not in plain

@@ -26,6 +26,7 @@ SHARED_GROUPS = {
     "test_federation": "federation",
     "test_federation_faults": "federation",
     "test_federation_nodes": "federation",
+    "test_federation_guarded": "federation",  # takes the federation down and up guarded, then open
 }
 
 
@@ -56,7 +57,7 @@ LONGEST_FIRST = (
 # against local read speed, the per-second bytes of a fault): they run alone, before the others
 # (scripts/run-tests: -m alone, the host stages at nice 19 meanwhile), as a second worker's load on
 # 2 cores would change what they measure.
-ALONE = {"test_federation", "test_federation_faults", "test_federation_nodes"}
+ALONE = {"test_federation", "test_federation_faults", "test_federation_nodes", "test_federation_guarded"}
 
 
 # pytest-timeout's limit for one integration test (pyproject.toml's `timeout`, 600 s, is the unit

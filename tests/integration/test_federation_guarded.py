@@ -38,6 +38,10 @@ CONTENT = os.urandom(1 << 20)
 SITES = ("gsi", "frankfurt", "alpes")
 CACHES = ("xcache", "xcache-dca", "dcotf")
 AS_AFKIT = ["setpriv", "--reuid=afkit", "--regid=afkit", "--init-groups"]
+# docs/federation.md, "Guarded federation" (as written: one line)
+TOKEN_LINE = "afkit federation token --scope storage.read:/ --scope storage.create:/ --owner afkit -o /home/afkit/federation.token"  # noqa: E501
+# the execve calls of the guarded campaign's run (strace), outside the campaign's directory
+TRACE = Path("/home/afkit/guarded-run.strace")
 # docs/federation.md, "Guarded federation": typed by user afkit
 LOGIN = (
     "apptainer registry login --username afkit --password-stdin oras://10.77.0.10:5000 < ~/registry.password"
@@ -176,17 +180,23 @@ def test_token_refuses_a_scope_it_does_not_know(state: dict[str, Any], tokens: P
 # ----------------------------------------------------------------------------- a 3-site campaign
 
 
+PASSWORD = Path("/srv/federation/guard/registry.password")  # the guarded registry's (root's copy)
+
+
 def _secrets(path: Path) -> list[bytes]:
-    """The token's text and the forms a leak could take: base64 of it, each of its JWT segments."""
+    """The token's text and the forms a leak could take (base64 of it, each of its JWT segments),
+    and the registry's password (and the base64 of the user:password a Docker login file holds)."""
     text = path.read_text(encoding="utf-8").strip()
-    return [text.encode(), base64.b64encode(text.encode()), *(s.encode() for s in text.split("."))]
+    password = PASSWORD.read_text(encoding="utf-8").strip()
+    return [text.encode(), base64.b64encode(text.encode()), *(s.encode() for s in text.split(".")),
+            password.encode(), base64.b64encode(f"afkit:{password}".encode())]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
 def campaign(state: dict[str, Any], bench_sif: Path, tokens: Path) -> Iterator[tuple[Path, Path, Path]]:
     """workflows/config/federation-workers.yaml with the bench image (pushed under a tag of this
-    module), one small random dataset per site, the storages' roots:// URLs and a read token owned by
-    user afkit in a folder under /home/afkit (which alpes's workers do not see): run as user afkit.
+    module), one small random dataset at gsi, the storages' roots:// URLs and a token (read,
+    create) owned by user afkit under /home/afkit (which alpes's workers do not see): run as afkit.
     Yields (campaign file, results, token)."""
     tag = f"oras://{state['registry']}/afkit/bench:guarded-{uuid.uuid4().hex[:8]}"
     env = {**os.environ, "HOME": "/home/afkit", "USER": "afkit", "LOGNAME": "afkit"}
@@ -199,9 +209,10 @@ def campaign(state: dict[str, Any], bench_sif: Path, tokens: Path) -> Iterator[t
                           text=True, check=False, timeout=300))  # fmt: skip
     work = Path(tempfile.mkdtemp(prefix="afkit-guarded-", dir="/home/afkit"))
     prefix = f"guarded-{uuid.uuid4().hex[:8]}"
-    # docs/federation.md, "Guarded federation": the admin gives user afkit a read token
-    ok(itsupport.sh("afkit federation token --scope storage.read:/ --owner afkit -o /home/afkit/read.token"))
-    tok = Path("/home/afkit/read.token")
+    # docs/federation.md, "Guarded federation": the admin gives user afkit a token (read; create:
+    # the campaign generates its dataset through gsi's door)
+    ok(itsupport.sh(TOKEN_LINE))
+    tok = Path("/home/afkit/federation.token")
     raw: dict[str, Any] = yaml.safe_load((REPO / "workflows/config/federation-workers.yaml").read_text())
     raw["name"] = "guarded"
     raw["image"] = {"sif": tag, "login": "/home/afkit/.docker/config.json"}
@@ -217,7 +228,9 @@ def campaign(state: dict[str, Any], bench_sif: Path, tokens: Path) -> Iterator[t
     cfile.write_text(yaml.safe_dump(raw), encoding="utf-8")
     subprocess.run(["chown", "-R", "afkit:afkit", str(work)], check=True)
     try:
-        proc = subprocess.run([*AS_AFKIT, "afkit", "campaign", "run", "C.yaml"], cwd=work, env=env,
+        # every program the run starts, with its arguments and environment (strace -v: whole)
+        traced = ["strace", "-f", "-qq", "-v", "-s", "1000000", "-e", "trace=execve", "-o", str(TRACE)]
+        proc = subprocess.run([*AS_AFKIT, *traced, "afkit", "campaign", "run", "C.yaml"], cwd=work, env=env,
                               capture_output=True, text=True, check=False, timeout=900)  # fmt: skip
         assert proc.returncode == 0, proc.stderr[-4000:]
         [results] = (work / "results").iterdir()
@@ -229,6 +242,7 @@ def campaign(state: dict[str, Any], bench_sif: Path, tokens: Path) -> Iterator[t
         subprocess.run([*AS_AFKIT, "apptainer", "registry", "logout", f"oras://{state['registry']}"], env=env,
                        capture_output=True, check=False, timeout=60)  # fmt: skip
         for secret in (
+            TRACE,
             tok,
             Path("/home/afkit/registry.password"),
             Path("/home/afkit/.docker/config.json"),
@@ -300,3 +314,15 @@ def test_the_jobs_registry_login_came_with_them_and_went_with_them(campaign: tup
     with (results / "aggregate" / "jobs.csv").open(encoding="utf-8") as fh:
         [alpes] = [r for r in csv.DictReader(fh) if r["site"] == "alpes"]
     assert alpes["image_cache"] in ("hit", "miss") and alpes["status"] == "ok"
+
+
+def test_no_program_the_run_started_got_the_token_in_its_arguments_or_environment(
+    campaign: tuple[Path, Path, Path],
+) -> None:
+    """strace of the run (afkit, snakemake, the submissions, the pulls): each program's command
+    line and environment hold the token's path at most."""
+    _, _, tok = campaign
+    trace = TRACE.read_bytes()
+    assert trace.count(b"execve(") > 20 and b"sbatch" in trace and b"apptainer" in trace
+    assert str(tok).encode() in trace  # the path travels (BEARER_TOKEN_FILE of the checks)
+    assert not any(s in trace for s in _secrets(tok))

@@ -39,6 +39,7 @@ class Guarded:
     key: ec.EllipticCurvePrivateKey
     issuer_url: str
     log: Path  # the origin's xrootd log
+    data: Path  # the folder the origin exports
 
     def log_tail(self) -> str:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-25:])
@@ -85,7 +86,7 @@ def guarded() -> Iterator[Guarded]:
     try:
         ok(itsupport.afkit(*up, env={"AFKIT_STORAGE_BASE_PORT": BASE}))
         log = work / "state" / "origin" / "origin" / "xrootd.log"
-        yield Guarded(f"roots://127.0.0.1:{BASE}", bundle, tokens, key, running.url, log)
+        yield Guarded(f"roots://127.0.0.1:{BASE}", bundle, tokens, key, running.url, log, data)
     finally:
         itsupport.afkit("storage", "down", "all", "--state-dir", str(work / "state"),
                         env={"AFKIT_STORAGE_BASE_PORT": BASE})  # fmt: skip
@@ -142,10 +143,11 @@ def test_an_expired_token_is_refused(guarded: Guarded, tmp_path: Path) -> None:
 
 
 def run_campaign(
-    guarded: Guarded, bench_sif: Path, work: Path, token: Path
+    guarded: Guarded, bench_sif: Path, work: Path, token: Path, generate: str = "", step: str = "run"
 ) -> subprocess.CompletedProcess[str]:
     """`afkit campaign run` of one read job on the guarded storage, the campaign naming TOKEN's file
-    and the CA bundle (nothing of either in the environment)."""
+    and the CA bundle (nothing of either in the environment); with GENERATE, of a dataset of one
+    random file the campaign generates under that prefix (STEP "dataset": only that step's command)."""
     port = guarded.url.rsplit(":", 1)[1]
     raw = {
         "name": "guarded", "image": {"sif": str(bench_sif)}, "results": str(work / "results"),
@@ -158,10 +160,22 @@ def run_campaign(
         "benchmarks": [{"name": "read", "type": "read", "sites": ["wn"], "datasets": ["ok"], "duration": 1,
                         "interval": 0.5, "sweep": {"block_size": ["64k"]}}],
     }  # fmt: skip
+    if generate:
+        raw["datasets"] = {
+            "ok": {"storage": "guarded", "generate": {"count": 1, "size_mb": 1, "prefix": generate}}
+        }
     cfile = work / "c.yaml"
     cfile.write_text(yaml.safe_dump(raw), encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BEARER_TOKEN", "X509_"))}
-    run = [sys.executable, "-m", "afkit", "campaign", "run", str(cfile)]
+    run = [
+        sys.executable,
+        "-m",
+        "afkit",
+        "campaign",
+        step,
+        str(cfile),
+        *(["ok"] if step == "dataset" else []),
+    ]
     return subprocess.run(run, cwd=work, env=env, capture_output=True, text=True, timeout=600)
 
 
@@ -213,3 +227,41 @@ def test_a_job_whose_token_expired_records_it_and_retry_after_renewal_completes_
     done = subprocess.run(retry, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(record.read_text())["status"] == "ok"
+
+
+REFUSED, GENERATED = "gen/refused", "gen/made"  # prefixes of a generated dataset's one file (1 MB)
+
+
+def test_a_token_that_cannot_create_a_generated_dataset_stops_the_campaign_before_any_job(
+    guarded: Guarded, bench_sif: Path, tmp_path: Path
+) -> None:
+    proc = run_campaign(guarded, bench_sif, tmp_path, guarded.token("storage.read:/gen"), generate=REFUSED)
+    assert proc.returncode == 3, proc.stderr[-3000:]
+    assert "does not allow writing /gen/refused-0000.dat, a file of a generated dataset" in proc.stderr
+    assert (
+        not list(tmp_path.glob("results/*/job")) and not (guarded.data / "gen" / "refused-0000.dat").exists()
+    )
+
+
+def test_the_dataset_step_run_by_hand_without_the_scope_is_refused_by_the_server(
+    guarded: Guarded, bench_sif: Path, tmp_path: Path
+) -> None:
+    """afkit's check bypassed (the step's own command): the server refuses the write."""
+    token = guarded.token("storage.read:/gen")
+    proc = run_campaign(guarded, bench_sif, tmp_path, token, generate=REFUSED, step="dataset")
+    assert proc.returncode == 3, proc.stderr[-3000:]
+    assert "the storage refused writing /gen/refused-0000.dat" in proc.stderr
+    assert not (guarded.data / "gen" / "refused-0000.dat").exists()
+
+
+def test_a_create_token_generates_the_dataset_through_the_door_and_the_job_reads_it(
+    guarded: Guarded, bench_sif: Path, tmp_path: Path
+) -> None:
+    token = guarded.token("storage.read:/gen", "storage.create:/gen")
+    proc = run_campaign(guarded, bench_sif, tmp_path, token, generate=GENERATED)
+    assert proc.returncode == 0, proc.stderr[-3000:] + guarded.log_tail()
+    made = guarded.data / "gen" / "made-0000.dat"
+    assert made.stat().st_size == 1_000_000 and made.owner() == "xrootd"  # written by the server
+    [jobs_csv] = (tmp_path / "results").glob("*/aggregate/jobs.csv")
+    [row] = list(csv.DictReader(jobs_csv.open()))
+    assert row["status"] == "ok" and int(row["bytes"]) >= 1_000_000, row["error"]

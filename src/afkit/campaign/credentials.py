@@ -168,4 +168,35 @@ def check(campaign: Campaign, now: float | None = None) -> list[str]:
         _owner_only(cred)
         if cred.kind == TOKEN:
             warnings += _check_token(cred, paths, now)
+            _may_create(cred, _generated(campaign).get(storage, set()))
     return warnings
+
+
+def _generated(campaign: Campaign) -> dict[str, set[str]]:
+    """Storage name → the namespace paths of the random files the benchmarks' generated datasets
+    write there (through the storage's door when it is guarded: afkit.campaign.dataset.Door)."""
+    from afkit.campaign.dataset import generated_files
+
+    cfg = campaign.config
+    out: dict[str, set[str]] = {}
+    for name in sorted({ds for b in cfg["benchmarks"] for ds in b["datasets"]}):
+        gen = cfg["datasets"][name].get("generate")
+        if gen is None or gen.get("kind", "random") != "random":
+            continue
+        store = cfg["datasets"][name]["storage"]
+        export = cfg["storage"][store]["export"]
+        out.setdefault(store, set()).update(posixpath.join("/", export, f) for f in generated_files(gen))
+    return out
+
+
+def _may_create(cred: Credential, paths: set[str]) -> None:
+    """The token lets the dataset rule write the generated files (storage.create; writing one again
+    takes storage.modify, which the server checks when it comes to that)."""
+    granted = scopes(claims(cred.path))
+    denied = sorted(p for p in paths if not _allows(granted, "storage.create", p))
+    if denied:
+        have = " ".join(f"{o}:{p}" for o, p in granted) or "none"
+        raise PrereqError(f"storage {cred.storage}: the token in {cred.path} does not allow writing "
+                          f"{denied[0]}, a file of a generated dataset; its scopes: {have}",
+                          hint=f"get a token with storage.create:{posixpath.dirname(denied[0])}, or list "
+                          "existing files instead of generate")  # fmt: skip

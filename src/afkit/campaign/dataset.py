@@ -1,4 +1,5 @@
-"""Dataset manifests; generated datasets are written into the storage's local path.
+"""Dataset manifests; generated datasets are written into the storage's local path, or, for a
+guarded storage (one with a credential), random files through its XRootD door with its token.
 
 A generated file is written under a temporary name and renamed; existing files of the right size
 (random) or written with the same parameters (ao2d, esd) are kept (idempotent), others rewritten.
@@ -14,16 +15,17 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TypedDict
+from typing import NamedTuple, TypedDict
 
 from afkit.atomic import atomic_path, write_atomic
 from afkit.bench import rootgen
 from afkit.campaign.config import CampaignConfig, DatasetConfig, Generate, StorageConfig, listed_files
 from afkit.campaign.contract import ImageInfo
-from afkit.errors import InvalidError, NotFoundError, UnsafeError
+from afkit.errors import InvalidError, NotFoundError, PrereqError, UnsafeError
 
 ROOT_KINDS = ("ao2d", "esd")  # written by the image's ROOT
 
@@ -39,6 +41,50 @@ def _generate(path: Path, size: int) -> None:
             n = min(CHUNK, left)
             fh.write(os.urandom(n))  # incompressible, so caches and compression cannot cheat
             left -= n
+
+
+class Door(NamedTuple):
+    """A guarded storage's XRootD door: its URL and the export its files are under. Generated
+    files are written through it (with the credential this process's client presents: the
+    storage's token, afkit.campaign.credentials), as a user who cannot write the storage's disk
+    does: a new file needs the token's storage.create scope, one written again storage.modify."""
+
+    url: str
+    export: str
+
+
+def _generate_through(door: Door, name: str, size: int) -> None:
+    """A random file of SIZE bytes at NAME (under the export) through DOOR: kept when the server
+    has it at that size, else written whole (refused by the server without the token's scope)."""
+    from afkit.bench.sources import import_xrootd_client
+
+    client = import_xrootd_client()
+    from XRootD.client.flags import OpenFlags
+
+    path = posixpath.normpath(posixpath.join("/", door.export, name))
+    status, info = client.FileSystem(door.url).stat(path)
+    if status.ok and int(info.size) == size:
+        return
+    url = f"{door.url}/{path}"
+    handle = client.File()
+    # a new file (storage.create), or one of another size written over (storage.modify)
+    flags = (OpenFlags.DELETE if status.ok else OpenFlags.NEW) | OpenFlags.MAKEPATH
+    status, _ = handle.open(url, flags)
+    if not status.ok:
+        scope = "storage.modify" if flags & OpenFlags.DELETE else "storage.create"
+        raise PrereqError(f"the storage refused writing {path} ({door.url}): {status.message.strip()}",
+                          hint=f"the token needs {scope}:{posixpath.dirname(path)}")  # fmt: skip
+    try:
+        offset = 0
+        while offset < size:
+            chunk = os.urandom(min(CHUNK, size - offset))
+            status, _ = handle.write(chunk, offset)
+            if not status.ok:
+                why = status.message.strip()
+                raise PrereqError(f"writing {path} on {door.url} failed at byte {offset}: {why}")
+            offset += len(chunk)
+    finally:
+        handle.close()
 
 
 def generated_files(gen: Generate) -> list[str]:
@@ -114,10 +160,16 @@ def prepare(
     log: str,
     image: str | None = None,
     apptainer_args: list[str] | None = None,
+    door: Door | None = None,
 ) -> Manifest:
     root = Path(storage["path"]) if storage.get("path") else None
     generated: list[Mapping[str, object]] = []
-    if "generate" in spec:
+    if "generate" in spec and door is not None and spec["generate"].get("kind", "random") == "random":
+        # a guarded storage: through its door, with the token (not its disk)
+        files = generated_files(spec["generate"])
+        for f in files:
+            _generate_through(door, f, int(spec["generate"]["size_mb"] * 1e6))
+    elif "generate" in spec:
         gen = spec["generate"]
         if root is None:
             raise InvalidError(

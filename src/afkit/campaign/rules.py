@@ -18,6 +18,7 @@ from afkit.errors import AfkitError, ExitCode, NotFoundError, UsageError
 
 if TYPE_CHECKING:
     from afkit.campaign.config import Campaign, CampaignConfig
+    from afkit.campaign.dataset import Door
 
 
 def exit_with(err: AfkitError) -> NoReturn:
@@ -142,9 +143,27 @@ def dataset(campaign: Campaign, name: str, image_json: Path | None, output: Path
         image = need_file(given, "image description", hint)
     out = output or Path(campaign.layout.dataset(name))
     spec = cfg["datasets"][name]
-    prepare(name, spec, cfg["storage"][spec["storage"]], output=str(out), log=str(_log_beside(out, log)),
-            image=str(image) if image else None, apptainer_args=apptainer_args_for(cfg, name))  # fmt: skip
+    store = cfg["storage"][spec["storage"]]
+    door = _door(campaign, spec["storage"])
+    prepare(name, spec, store, output=str(out), log=str(_log_beside(out, log)),
+            image=str(image) if image else None, apptainer_args=apptainer_args_for(cfg, name),
+            door=door)  # fmt: skip
     return out
+
+
+def _door(campaign: Campaign, storage: str) -> Door | None:
+    """A guarded storage's door (this process's XRootD client then presents its credential), else
+    None. Not a check of the token's scopes: the campaign's run made it before any job; here, a
+    step run by hand, the server is the judge."""
+    from afkit.campaign import credentials
+    from afkit.campaign.dataset import Door
+
+    cred = credentials.of(campaign).get(storage)
+    if cred is None:
+        return None
+    os.environ.update(cred.client_env())
+    store = campaign.config["storage"][storage]
+    return Door(store["url"], store["export"])
 
 
 def jobcore(output: Path, log: Path | None) -> Path:

@@ -34,7 +34,7 @@ def guarded(raw: dict[str, Any], token: Path, **more: object) -> dict[str, Any]:
 
 
 def test_a_token_whose_scopes_cover_the_reads_passes(raw: dict[str, Any], make: Any, tmp_path: Path) -> None:
-    c = make(guarded(raw, token_file(tmp_path, "storage.read:/data storage.create:/data/new")))
+    c = make(guarded(raw, token_file(tmp_path, "storage.read:/data storage.create:/data")))
     assert credentials.check(c, now=NOW) == []
 
 
@@ -59,7 +59,7 @@ def test_an_expired_token_is_refused_with_its_time(raw: dict[str, Any], make: An
 
 
 def test_a_token_expiring_within_the_margin_warns(raw: dict[str, Any], make: Any, tmp_path: Path) -> None:
-    path = token_file(tmp_path, "storage.read:/", exp=NOW + 100)
+    path = token_file(tmp_path, "storage.read:/ storage.create:/", exp=NOW + 100)
     [warning] = credentials.check(make(guarded(raw, path, expiry_margin=300)), now=NOW)
     assert "in 100 s (within expiry_margin 300 s)" in warning
     assert path.read_text() not in warning  # never the secret
@@ -89,7 +89,7 @@ def test_a_guarded_storage_at_a_site_without_shared_files_is_checked_like_any(
     """Its jobs take the credential along by HTCondor file transfer (test_job.py, in_sandbox)."""
     raw["sites"]["here"].update(shared_fs=False, executor="htcondor")
     raw["image"] = {"sif": "oras://registry.example/afkit/bench:1"}
-    assert credentials.check(make(guarded(raw, token_file(tmp_path, "storage.read:/"))), now=NOW) == []
+    assert credentials.check(make(guarded(raw, token_file(tmp_path, "storage.read:/ storage.create:/"))), now=NOW) == []
 
 
 def test_token_and_proxy_together_are_refused(raw: dict[str, Any], make: Any, tmp_path: Path) -> None:
@@ -233,3 +233,13 @@ def test_the_pull_uses_the_login_file() -> None:
     cmd = apptainer.pull_command("oras://r:5000/a/b:1", Path("/s/x.sif"), binary="apptainer",
                                  authfile=Path("/h/login.json"))  # fmt: skip
     assert cmd == ["apptainer", "pull", "--authfile", "/h/login.json", "/s/x.sif", "oras://r:5000/a/b:1"]
+
+
+def test_a_token_that_cannot_create_the_generated_files_is_refused(
+    raw: dict[str, Any], make: Any, tmp_path: Path
+) -> None:
+    """The dataset rule writes a guarded storage's generated files through its door, with the token."""
+    path = token_file(tmp_path, "storage.read:/ storage.create:/data/other")
+    with pytest.raises(PrereqError, match="does not allow writing /data/afkit-gen-0000.dat") as err:
+        credentials.check(make(guarded(raw, path)), now=NOW)
+    assert err.value.hint.startswith("get a token with storage.create:/data")

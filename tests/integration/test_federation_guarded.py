@@ -326,3 +326,28 @@ def test_no_program_the_run_started_got_the_token_in_its_arguments_or_environmen
     assert trace.count(b"execve(") > 20 and b"sbatch" in trace and b"apptainer" in trace
     assert str(tok).encode() in trace  # the path travels (BEARER_TOKEN_FILE of the checks)
     assert not any(s in trace for s in _secrets(tok))
+
+
+def test_a_study_runs_on_the_guarded_federation_with_a_token(
+    state: dict[str, Any], tokens: Path, bench_sif: Path
+) -> None:
+    """The GSI trains study in the box, guarded: its campaign names the token as every storage's
+    credential (--token), generates its data through the doors and judges every claim."""
+    work = Path(tempfile.mkdtemp(prefix="afkit-guarded-study-", dir="/tmp"))
+    (work / "build").mkdir()
+    (work / "build" / "bench.sif").symlink_to(bench_sif)
+    tok = token(tokens, "storage.read:/", "storage.create:/")
+    try:
+        line = f"afkit study run gsi-trains --scale 0.25 --set repetitions=1 --token {tok}"
+        proc = itsupport.sh(line, cwd=work, timeout=900)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        page = work / proc.stdout.strip().splitlines()[-1]
+        claims = json.loads((page.parent / "verdicts.json").read_text())["claims"]
+        assert {c["id"]: c["status"] for c in claims}["server-knee"] in ("pass", "fail")
+        assert all(c["measured"] for c in claims)
+        made = yaml.safe_load((work / "studies" / "gsi-trains" / "campaign.yaml").read_text())
+        assert {s["credential"]["token"] for s in made["storage"].values()} == {str(tok)}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        for site in SITES:
+            shutil.rmtree(Path(state["sites"][site]["data"]) / "afkit" / "study", ignore_errors=True)

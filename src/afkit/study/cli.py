@@ -82,7 +82,7 @@ def facility(args: argparse.Namespace, study: model.Study) -> recipe.Facility:
         fac = recipe.from_sites_file(study, args.sites)
     else:
         image = args.image or Path(str(study.box.get("image", DEFAULT_IMAGE)))
-        fac = recipe.from_federation(study, recipe.federation_urls(), image)
+        fac = recipe.from_federation(study, recipe.federation_urls(), image, args.token)
     if args.scale != 1.0:
         fac.params = _scaled(fac.params, args.scale)
         fac.facts["scale"] = args.scale
@@ -205,6 +205,13 @@ def _where_args(p: argparse.ArgumentParser) -> None:
         metavar="SIF",
         help="in the box: the image the jobs run in (default: the study's, build/bench.sif or "
         "build/alice-root.sif, which make demo links)",
+    )
+    p.add_argument(
+        "--token",
+        type=Path,
+        metavar="FILE",
+        help="in the box, when the federation is guarded: your WLCG token file of its issuer (mode "
+        "0600; read and create scopes for the study's data), named as every storage's credential",
     )
     p.add_argument(
         "--set",

@@ -143,8 +143,12 @@ def federation_urls() -> dict[str, object]:
         raise InvalidError(f"afkit federation urls printed no JSON: {err}") from err
 
 
-def from_federation(study: Study, urls: dict[str, object], image: Path) -> Facility:
-    """The facility of the federation in the box (URLS: ``afkit federation urls``), scaled."""
+def from_federation(
+    study: Study, urls: dict[str, object], image: Path, token: Path | None = None
+) -> Facility:
+    """The facility of the federation in the box (URLS: ``afkit federation urls``), scaled; a
+    guarded federation's storages with the credential TOKEN (a token file of its issuer) and its
+    CA bundle."""
     if not image.is_file():
         raise NotFoundError(
             f"no image at {image}",
@@ -154,6 +158,14 @@ def from_federation(study: Study, urls: dict[str, object], image: Path) -> Facil
     storage: dict[str, dict[str, object]] = {
         name: {"url": s["storage_url"], "path": s["data"]} for name, s in fsites.items()
     }
+    guard = cast("dict[str, str] | None", urls.get("guard"))
+    if guard is not None and token is None:
+        hint = ("give --token FILE, a token of its issuer (as root in the testbed: afkit federation "
+                "token --scope storage.read:/ --scope storage.create:/ -o FILE)")  # fmt: skip
+        raise UsageError("the federation in the box is guarded: its storage wants a WLCG token", hint=hint)
+    if guard is not None and token is not None:
+        for store in storage.values():
+            store["credential"] = {"token": str(token.absolute()), "ca": guard["ca_bundle"]}
     for s in fsites.values():  # a site's caches stand in front of the storage of its cache_origin
         origin = s.get("cache_origin")
         if origin in storage and s.get("caches"):

@@ -8,6 +8,7 @@ import pytest
 
 from afkit.campaign import config
 from afkit.campaign.rows import JobRow
+from afkit.errors import UsageError
 from afkit.study import model, recipe, trains
 
 MB = 1e6
@@ -129,3 +130,40 @@ def test_box_campaign_is_a_valid_campaign(study: model.Study, tmp_path: Path) ->
     assert benches["all"]["spread"] is True
     assert benches["all"]["datasets"] == ["data-gsi", "data-frankfurt", "data-alpes"]
     assert fac.facts["server_capacity"] == "25 MB/s"
+
+
+def _guarded_urls() -> dict[str, object]:
+    return {
+        "sites": {
+            s: {
+                "storage_url": f"roots://10.77.{i}.1:1094",
+                "data": f"/srv/federation/{s}/data",
+                "rate_mbit": 200.0,
+            }
+            for i, s in enumerate(("gsi", "frankfurt", "alpes"), 1)
+        },
+        "guard": {
+            "issuer": "https://10.77.0.10:8443",
+            "ca_bundle": "/srv/federation/guard/pki/ca-bundle.pem",
+        },
+    }
+
+
+def test_a_guarded_box_names_the_token_as_every_storages_credential(
+    study: model.Study, tmp_path: Path
+) -> None:
+    sif = tmp_path / "bench.sif"
+    sif.write_bytes(b"x")
+    fac = recipe.from_federation(study, _guarded_urls(), sif, tmp_path / "t.token")
+    expected = {"token": str(tmp_path / "t.token"), "ca": "/srv/federation/guard/pki/ca-bundle.pem"}
+    assert {n: s["credential"] for n, s in fac.storage.items()} == dict.fromkeys(
+        ("gsi", "frankfurt", "alpes"), expected
+    )  # type: ignore[index]
+
+
+def test_a_guarded_box_without_a_token_says_how_to_get_one(study: model.Study, tmp_path: Path) -> None:
+    sif = tmp_path / "bench.sif"
+    sif.write_bytes(b"x")
+    with pytest.raises(UsageError, match="the federation in the box is guarded") as err:
+        recipe.from_federation(study, _guarded_urls(), sif)
+    assert "--token FILE" in err.value.hint and "afkit federation token" in err.value.hint

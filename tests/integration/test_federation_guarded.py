@@ -324,7 +324,6 @@ def test_no_program_the_run_started_got_the_token_in_its_arguments_or_environmen
     _, _, tok = campaign
     trace = TRACE.read_bytes()
     assert trace.count(b"execve(") > 20 and b"sbatch" in trace and b"apptainer" in trace
-    assert str(tok).encode() in trace  # the path travels (BEARER_TOKEN_FILE of the checks)
     assert not any(s in trace for s in _secrets(tok))
 
 
@@ -338,13 +337,18 @@ def test_a_study_runs_on_the_guarded_federation_with_a_token(
     (work / "build" / "bench.sif").symlink_to(bench_sif)
     tok = token(tokens, "storage.read:/", "storage.create:/")
     try:
-        line = f"afkit study run gsi-trains --scale 0.25 --set repetitions=1 --token {tok}"
+        # tiny (test_study.py runs it larger on the open federation): the claims are evaluated,
+        # whatever they say at this scale
+        line = f"afkit study run gsi-trains --scale 0.1 --set repetitions=1 --token {tok}"
         proc = itsupport.sh(line, cwd=work, timeout=900)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         page = work / proc.stdout.strip().splitlines()[-1]
         claims = json.loads((page.parent / "verdicts.json").read_text())["claims"]
-        assert {c["id"]: c["status"] for c in claims}["server-knee"] in ("pass", "fail")
-        assert all(c["measured"] for c in claims)
+        assert claims and all(
+            c["status"] in ("pass", "fail", "not judgeable") and c["measured"] for c in claims
+        )
+        rows = (page.parent.parent / "aggregate" / "jobs.csv").read_text().splitlines()
+        assert len(rows) > 3 and all(",ok," in r for r in rows[1:]), rows[:5]
         made = yaml.safe_load((work / "studies" / "gsi-trains" / "campaign.yaml").read_text())
         assert {s["credential"]["token"] for s in made["storage"].values()} == {str(tok)}
     finally:

@@ -262,6 +262,7 @@ def test_a_create_token_generates_the_dataset_through_the_door_and_the_job_reads
     assert proc.returncode == 0, proc.stderr[-3000:] + guarded.log_tail()
     made = guarded.data / "gen" / "made-0000.dat"
     assert made.stat().st_size == 1_000_000 and made.owner() == "xrootd"  # written by the server
+    assert made.stat().st_mode & 0o777 == 0o644  # the site's own jobs read it (storage.path), as xrdcp writes
     [jobs_csv] = (tmp_path / "results").glob("*/aggregate/jobs.csv")
     [row] = list(csv.DictReader(jobs_csv.open()))
     assert row["status"] == "ok" and int(row["bytes"]) >= 1_000_000, row["error"]

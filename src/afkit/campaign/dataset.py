@@ -59,7 +59,7 @@ def _generate_through(door: Door, name: str, size: int) -> None:
     from afkit.bench.sources import import_xrootd_client
 
     client = import_xrootd_client()
-    from XRootD.client.flags import OpenFlags
+    from XRootD.client.flags import AccessMode, OpenFlags
 
     path = posixpath.normpath(posixpath.join("/", door.export, name))
     status, info = client.FileSystem(door.url).stat(path)
@@ -69,7 +69,9 @@ def _generate_through(door: Door, name: str, size: int) -> None:
     handle = client.File()
     # a new file (storage.create), or one of another size written over (storage.modify)
     flags = (OpenFlags.DELETE if status.ok else OpenFlags.NEW) | OpenFlags.MAKEPATH
-    status, _ = handle.open(url, flags)
+    # readable by all, as xrdcp writes (the storage's own site reads its disk: storage.path)
+    mode = AccessMode.UR | AccessMode.UW | AccessMode.GR | AccessMode.OR
+    status, _ = handle.open(url, flags, mode)
     if not status.ok:
         scope = "storage.modify" if flags & OpenFlags.DELETE else "storage.create"
         raise PrereqError(f"the storage refused writing {path} ({door.url}): {status.message.strip()}",

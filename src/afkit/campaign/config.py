@@ -451,7 +451,9 @@ def _check_references(cfg: CampaignConfig) -> list[str]:
     """Cross-references the schema cannot express: names that must exist."""
     problems: list[str] = _check_sites(cfg)
     if "login" in cfg["image"] and not str(cfg["image"].get("sif", "")).startswith("oras://"):
-        problems.append("image.login: a registry login is for an oras:// image (image.sif: oras://HOST/PATH:TAG)")
+        problems.append(
+            "image.login: a registry login is for an oras:// image (image.sif: oras://HOST/PATH:TAG)"
+        )
     for name, endpoint in cfg["storage"].items():
         cred = endpoint.get("credential")
         if cred is not None and ("token" in cred) == ("proxy" in cred):

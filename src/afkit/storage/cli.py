@@ -154,8 +154,11 @@ def register(sub: Any) -> None:
         )
 
     def config(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--origin", help="host:port the caches fetch from (default from $AFKIT_XROOTD_URL); "
-                       "roots://HOST:PORT for a guarded origin (TLS)")
+        p.add_argument(
+            "--origin",
+            help="host:port the caches fetch from (default from $AFKIT_XROOTD_URL); "
+            "roots://HOST:PORT for a guarded origin (TLS)",
+        )
         p.add_argument("--data", help="directory the 'origin' scenario exports (default $AFKIT_XROOTD_DATA)")
         p.add_argument("--ram", default="1g", help="pfc.ram of the caches (>= 1g; default 1g)")
         p.add_argument(

@@ -89,7 +89,8 @@ def test_a_guarded_storage_at_a_site_without_shared_files_is_checked_like_any(
     """Its jobs take the credential along by HTCondor file transfer (test_job.py, in_sandbox)."""
     raw["sites"]["here"].update(shared_fs=False, executor="htcondor")
     raw["image"] = {"sif": "oras://registry.example/afkit/bench:1"}
-    assert credentials.check(make(guarded(raw, token_file(tmp_path, "storage.read:/ storage.create:/"))), now=NOW) == []
+    token = token_file(tmp_path, "storage.read:/ storage.create:/")
+    assert credentials.check(make(guarded(raw, token)), now=NOW) == []
 
 
 def test_token_and_proxy_together_are_refused(raw: dict[str, Any], make: Any, tmp_path: Path) -> None:
@@ -240,6 +241,6 @@ def test_a_token_that_cannot_create_the_generated_files_is_refused(
 ) -> None:
     """The dataset rule writes a guarded storage's generated files through its door, with the token."""
     path = token_file(tmp_path, "storage.read:/ storage.create:/data/other")
-    with pytest.raises(PrereqError, match="does not allow writing /data/afkit-gen-0000.dat") as err:
+    with pytest.raises(PrereqError, match=r"does not allow writing /data/afkit-gen-0000\.dat") as err:
         credentials.check(make(guarded(raw, path)), now=NOW)
     assert err.value.hint.startswith("get a token with storage.create:/data")

@@ -26,7 +26,7 @@ SHARED_GROUPS = {
     "test_federation": "federation",
     "test_federation_faults": "federation",
     "test_federation_nodes": "federation",
-    "test_federation_guarded": "federation",  # takes the federation down and up guarded, then open
+    "test_federation_guarded": "federation",  # switches the federation to guarded, then back to open
 }
 
 

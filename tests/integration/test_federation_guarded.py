@@ -7,8 +7,8 @@ per path, serve a read token at every origin and through every cache, and that a
 the token along by HTCondor file transfer) reads every site's data with a token file only, which
 no file the campaign writes contains.
 
-The module takes the federation down and up guarded, and afterwards down and up open again (the
-other federation tests use the open one): it runs with them, alone (tests/integration/conftest.py).
+The module switches the running federation to guarded, and afterwards back to open (the other
+federation tests use the open one): it runs with them, alone (tests/integration/conftest.py).
 """
 
 from __future__ import annotations
@@ -50,15 +50,21 @@ LOGIN = (
 
 @pytest.fixture(scope="module")
 def state() -> Iterator[dict[str, Any]]:
-    """The federation, guarded, for this module (docs/federation.md, "Guarded federation", as
-    written); open again afterwards."""
-    itsupport.sh("afkit federation down", timeout=300)
+    """The running federation switched to guarded for this module (docs/federation.md, "Guarded
+    federation", as written: its storage and registry, its batch workers kept); open again
+    afterwards. The switch is checked: the same execute nodes before and after."""
+    before = _execute_nodes()
     try:
         data: dict[str, Any] = json.loads(ok(itsupport.sh("afkit federation up --guarded", timeout=600)))
+        assert _execute_nodes() == before  # the batch workers kept running
         yield data
     finally:
-        itsupport.sh("afkit federation down", timeout=300)
         ok(itsupport.sh("afkit federation up", timeout=600))
+
+
+def _execute_nodes() -> list[str]:
+    """The pids of the sites' HTCondor masters (afkit_testbed.federation.batch)."""
+    return [(Path("/srv/federation") / s / "condor" / "master.pid").read_text().strip() for s in SITES]
 
 
 @pytest.fixture(scope="module")

@@ -351,6 +351,10 @@ def registry_up(root: Path, guard: RegistryGuard | None = None) -> None:
         )
 
 
+def registry_down(root: Path) -> None:
+    dmn.stop(_registry_files(root))
+
+
 # ---------------------------------------------------------------- all of it
 
 
@@ -407,7 +411,7 @@ def down(fed: Federation, root: Path) -> None:
     for site in fed.sites.values():
         condor_down(root, site)
     pool_down()
-    dmn.stop(_registry_files(root))
+    registry_down(root)
 
 
 def status(fed: Federation) -> dict[str, WorkerStatus]:

@@ -169,22 +169,54 @@ def storage_up_cmds(fed: Federation, site: Site, guarded: bool = False) -> list[
 
 
 def _prepare_dirs(fed: Federation) -> None:
-    import shutil
-
     root = root_dir()
     root.mkdir(parents=True, exist_ok=True)
     root.chmod(0o755)
     for site in fed.sites:
-        # the daemons' state and caches start empty on every 'up' (a cold cache is cold); data stays
-        if (storage_dir(site) / "origin" / ".afkit-storage").is_file():
-            shutil.rmtree(storage_dir(site))
-        for d in (data_dir(site), storage_dir(site)):
-            d.mkdir(parents=True, exist_ok=True)
-        data_dir(site).chmod(0o2775)
-        storage_dir(site).chmod(0o755)
-        if os.geteuid() == 0:
-            shutil.chown(data_dir(site), "xrootd", "xrootd")
+        _fresh_storage(site)
     (root / "toxiproxy").mkdir(exist_ok=True)
+
+
+def _fresh_storage(site: str) -> None:
+    """SITE's data folder (kept) and its daemons' state folder, empty: the daemons' state and caches
+    start empty on every 'up' (a cold cache is cold)."""
+    import shutil
+
+    if (storage_dir(site) / "origin" / ".afkit-storage").is_file():
+        shutil.rmtree(storage_dir(site))
+    for d in (data_dir(site), storage_dir(site)):
+        d.mkdir(parents=True, exist_ok=True)
+    data_dir(site).chmod(0o2775)
+    storage_dir(site).chmod(0o755)
+    if os.geteuid() == 0:
+        shutil.chown(data_dir(site), "xrootd", "xrootd")
+
+
+def switch(fed: Federation, guarded: bool, log: batch.Log = print) -> State:
+    """A running federation made GUARDED (or open): its storage daemons and registry restarted as
+    asked (caches empty), the guard made (or taken away); its namespaces, links, toxiproxy and
+    batch workers kept (the execute nodes take half a minute to join their pool again)."""
+    root = root_dir()
+    for site in fed.sites.values():
+        net.run(storage_cmd(fed, site, "down", "all"))
+        _fresh_storage(site.name)
+    batch.registry_down(root)
+    if guarded:
+        locks, registry = guard.up(fed, root)
+    else:
+        guard.down(root)
+        locks, registry = None, None
+    for site in fed.sites.values():
+        for cmd in storage_up_cmds(fed, site, guarded):
+            net.run(cmd)
+    batch.registry_up(root, registry)
+    made = State(**describe(fed, guarded), **batch.describe(fed))  # type: ignore[typeddict-item]  # guard: below
+    if locks:
+        made["guard"] = locks
+    write_atomic(state_file(), json.dumps(made, indent=1))
+    log(f"afkit federation: switched to {'guarded' if guarded else 'open'} storage and registry "
+        "(namespaces, links and batch workers kept)")  # fmt: skip
+    return made
 
 
 def _toxiproxy_files() -> dmn.DaemonFiles:
@@ -223,9 +255,7 @@ def up(fed: Federation, log: batch.Log = print, guarded: bool = False) -> State:
                 hint="take it down first (afkit federation down), then up with the new link file",
             )
         if is_guarded(state) != guarded:
-            now, asked = ("guarded", "open") if is_guarded(state) else ("open", "guarded")
-            hint = "take it down first (afkit federation down), then up as you want it"
-            raise UnsafeError(f"the federation is up {now}, not {asked}", hint=hint)
+            return switch(fed, guarded, log)
         log(f"afkit federation: already up ({state_file()})")
         return state
     _prepare_dirs(fed)

@@ -36,3 +36,16 @@ def test_up_with_another_link_file_is_refused_rather_than_ignored(running: Path,
     with pytest.raises(UnsafeError, match=r"is up with .*links\.yaml, not .*slow\.yaml") as err:
         control.up(links.load(other), log=lambda _msg: None)
     assert "afkit federation down" in (err.value.hint or "")
+
+
+def test_up_guarded_on_an_open_federation_switches_it_in_place(
+    running: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its storage and registry restarted guarded, its namespaces and batch workers kept (control.switch)."""
+    calls: list[bool] = []
+    monkeypatch.setattr(control, "switch", lambda fed, guarded, log: calls.append(guarded) or {"switched": 1})
+    assert control.up(links.load(), log=lambda _msg: None, guarded=True) == {"switched": 1}
+    assert calls == [True]
+    assert control.up(links.load(), log=lambda _msg: None) == json.loads(
+        running.read_text()
+    )  # open: as it is

@@ -115,7 +115,14 @@ def _allows(granted: list[tuple[str, str]], op: str, path: str) -> bool:
     )
 
 
-def _check_token(cred: Credential, paths: set[str], now: float) -> list[str]:
+def _scopes_text(granted: list[tuple[str, str]]) -> str:
+    return " ".join(f"{o}:{p}" for o, p in granted) or "none"
+
+
+def _check_token(cred: Credential, paths: set[str], made: set[str], now: float) -> list[str]:
+    """The token of CRED: not expired (a warning within its margin), its scopes let the benchmarks
+    read PATHS and the dataset rule create MADE (the generated files, written through the door;
+    writing one again takes storage.modify, which the server checks when it comes to that)."""
     data = claims(cred.path)
     exp = data.get("exp")
     if isinstance(exp, int | float):
@@ -134,11 +141,16 @@ def _check_token(cred: Credential, paths: set[str], now: float) -> list[str]:
     granted = scopes(data)
     denied = sorted(p for p in paths if not _allows(granted, "storage.read", p))
     if denied:
-        have = " ".join(f"{o}:{p}" for o, p in granted) or "none"
         raise PrereqError(f"storage {cred.storage}: the token in {cred.path} does not allow reading "
                           f"{denied[0]}" + (f" (and {len(denied) - 1} more)" if len(denied) > 1 else "")
-                          + f"; its scopes: {have}",
+                          + f"; its scopes: {_scopes_text(granted)}",
                           hint=f"get a token with storage.read:{posixpath.commonpath(denied)}")  # fmt: skip
+    denied = sorted(p for p in made if not _allows(granted, "storage.create", p))
+    if denied:
+        raise PrereqError(f"storage {cred.storage}: the token in {cred.path} does not allow writing "
+                          f"{denied[0]}, a file of a generated dataset; its scopes: {_scopes_text(granted)}",
+                          hint=f"get a token with storage.create:{posixpath.dirname(denied[0])}, or list "
+                          "existing files instead of generate")  # fmt: skip
     return warnings
 
 
@@ -160,6 +172,7 @@ def check(campaign: Campaign, now: float | None = None) -> list[str]:
     now = time.time() if now is None else now
     check_login(campaign)
     creds = of(campaign)
+    generated = _generated(campaign)
     warnings: list[str] = []
     for storage, paths in _used(campaign).items():
         cred = creds.get(storage)
@@ -167,8 +180,7 @@ def check(campaign: Campaign, now: float | None = None) -> list[str]:
             continue
         _owner_only(cred)
         if cred.kind == TOKEN:
-            warnings += _check_token(cred, paths, now)
-            _may_create(cred, _generated(campaign).get(storage, set()))
+            warnings += _check_token(cred, paths, generated.get(storage, set()), now)
     return warnings
 
 
@@ -187,16 +199,3 @@ def _generated(campaign: Campaign) -> dict[str, set[str]]:
         export = cfg["storage"][store]["export"]
         out.setdefault(store, set()).update(posixpath.join("/", export, f) for f in generated_files(gen))
     return out
-
-
-def _may_create(cred: Credential, paths: set[str]) -> None:
-    """The token lets the dataset rule write the generated files (storage.create; writing one again
-    takes storage.modify, which the server checks when it comes to that)."""
-    granted = scopes(claims(cred.path))
-    denied = sorted(p for p in paths if not _allows(granted, "storage.create", p))
-    if denied:
-        have = " ".join(f"{o}:{p}" for o, p in granted) or "none"
-        raise PrereqError(f"storage {cred.storage}: the token in {cred.path} does not allow writing "
-                          f"{denied[0]}, a file of a generated dataset; its scopes: {have}",
-                          hint=f"get a token with storage.create:{posixpath.dirname(denied[0])}, or list "
-                          "existing files instead of generate")  # fmt: skip

@@ -88,17 +88,17 @@ def credential_files(job: SnakemakeJob) -> list[str]:
     adds them to the job's transfer_input_files, HTCondor puts them at the top of the job's sandbox
     (afkit.campaign.job.in_sandbox) and removes them with it. Not inputs of the rule: a renewed
     token (a newer file) must not make snakemake rerun finished jobs. None for any other job."""
-    import json
+    from afkit.campaign.contract import JobSpec
 
-    spec = getattr(job.input, "spec", None) if not job.is_group() and job.name == JOB_RULE else None
-    if not spec:
+    given = getattr(job.input, "spec", None) if not job.is_group() and job.name == JOB_RULE else None
+    if not given:
         return []
-    data = json.loads(Path(str(spec)).read_text(encoding="utf-8"))
-    cred = data.get("credential") or {}
-    if data.get("site", {}).get("shared_fs", True):
+    spec = JobSpec.read(Path(str(given)))
+    if spec.site.shared_fs:
         return []
-    files = [str(cred[k]) for k in ("path", "ca") if cred.get("kind") and cred.get(k)]
-    return files + ([str(data["registry_login"])] if data.get("registry_login") else [])
+    cred = spec.credential
+    files = [f for f in (cred.path, cred.ca) if cred.kind and f]
+    return files + ([spec.registry_login] if spec.registry_login else [])
 
 
 def core_files(pkg: Path) -> list[Path]:

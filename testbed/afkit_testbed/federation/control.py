@@ -210,10 +210,7 @@ def switch(fed: Federation, guarded: bool, log: batch.Log = print) -> State:
         for cmd in storage_up_cmds(fed, site, guarded):
             net.run(cmd)
     batch.registry_up(root, registry)
-    made = State(**describe(fed, guarded), **batch.describe(fed))  # type: ignore[typeddict-item]  # guard: below
-    if locks:
-        made["guard"] = locks
-    write_atomic(state_file(), json.dumps(made, indent=1))
+    made = _record(fed, guarded, batch.describe(fed), locks)
     log(f"afkit federation: switched to {'guarded' if guarded else 'open'} storage and registry "
         "(namespaces, links and batch workers kept)")  # fmt: skip
     return made
@@ -278,6 +275,11 @@ def up(fed: Federation, log: batch.Log = print, guarded: bool = False) -> State:
     except BaseException:
         down(fed, log=lambda *_: None)
         raise
+    return _record(fed, guarded, workers, locks)
+
+
+def _record(fed: Federation, guarded: bool, workers: batch.Workers, locks: guard.GuardState | None) -> State:
+    """state.json of the federation as it now runs (written atomically), and returned."""
     made = State(**describe(fed, guarded), **workers)  # type: ignore[typeddict-item]  # guard: below
     if locks:
         made["guard"] = locks

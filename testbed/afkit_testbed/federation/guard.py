@@ -38,6 +38,7 @@ ISSUER_PORT = 8443
 SERVICE_LIFETIME = 7 * 24 * 3600  # the caches' own tokens: as long as a federation stays up
 DEFAULT_LIFETIME = 3600
 SCOPES = ("storage.read", "storage.create", "storage.modify")
+SWITCH_HINT = "afkit federation up --guarded (it switches a running federation)"
 
 
 REGISTRY_USER = "afkit"  # the registry's one account (the testbed's user)
@@ -206,9 +207,13 @@ def give_password(root: Path, out: Path, owner: str | None) -> Path:
     given = password_file(root)
     if not given.is_file():
         raise PrereqError("the federation's registry has no login (it is not guarded)",
-                          hint="afkit federation down; afkit federation up --guarded")  # fmt: skip
-    ids = _owner(owner)
-    write_atomic(out, given.read_bytes(), mode=0o600)
+                          hint=SWITCH_HINT)  # fmt: skip
+    return _hand_out(out, given.read_bytes(), _owner(owner))
+
+
+def _hand_out(out: Path, secret: bytes | str, ids: tuple[int, int] | None) -> Path:
+    """SECRET into OUT, mode 0600 from the start, then given to IDS (uid, gid) when given."""
+    write_atomic(out, secret, mode=0o600)
     if ids is not None:
         os.chown(out, *ids)
     return out
@@ -220,7 +225,7 @@ def issue_token(root: Path, scopes: list[str], out: Path, lifetime: int, owner: 
     key_file = guard_dir(root) / "issuer.key"
     if not key_file.is_file():
         raise PrereqError("the federation is not guarded (no token issuer)",
-                          hint="afkit federation down; afkit federation up --guarded")  # fmt: skip
+                          hint=SWITCH_HINT)  # fmt: skip
     for scope in scopes:
         op, sep, path = scope.partition(":")
         if op not in SCOPES or not sep or not path.startswith("/"):
@@ -230,7 +235,4 @@ def issue_token(root: Path, scopes: list[str], out: Path, lifetime: int, owner: 
         raise UsageError(f"--lifetime {lifetime}: must be a positive number of seconds")
     ids = _owner(owner)
     grant = issuer.Grant(tuple(scopes), AUDIENCE, subject=owner or "afkit-user", lifetime=lifetime)
-    write_atomic(out, issuer.issue(issuer.ensure_key(key_file), issuer_url(), grant), mode=0o600)
-    if ids is not None:
-        os.chown(out, *ids)
-    return out
+    return _hand_out(out, issuer.issue(issuer.ensure_key(key_file), issuer_url(), grant), ids)

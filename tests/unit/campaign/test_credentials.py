@@ -157,21 +157,27 @@ def test_a_credential_that_did_not_reach_the_sandbox_names_the_file(tmp_path: Pa
         job.in_sandbox(CredentialSpec("token", "/run/user/1000/bt_u1000"), tmp_path)
 
 
-def test_a_job_of_a_site_without_shared_files_takes_its_credential_along(tmp_path: Path) -> None:
+def test_a_job_of_a_site_without_shared_files_takes_its_credential_along(
+    raw: dict[str, Any], make: Any, tmp_path: Path
+) -> None:
+    import dataclasses
     from types import SimpleNamespace
 
     from afkit.campaign import jobcore
 
-    spec = tmp_path / "spec.json"
+    c = make(raw)
+    planned = plan.specs(c, plan.expand(c))[0]
+    path = tmp_path / "spec.json"
 
-    def batch_job(shared_fs: bool, cred: dict[str, str]) -> Any:
-        spec.write_text(json.dumps({"site": {"shared_fs": shared_fs}, "credential": cred}))
-        return SimpleNamespace(name="job", input=SimpleNamespace(spec=str(spec)), is_group=lambda: False)
+    def batch_job(shared_fs: bool, cred: CredentialSpec) -> Any:
+        site = dataclasses.replace(planned.site, shared_fs=shared_fs)
+        path.write_text(dataclasses.replace(planned, site=site, credential=cred).to_json())
+        return SimpleNamespace(name="job", input=SimpleNamespace(spec=str(path)), is_group=lambda: False)
 
-    cred = {"kind": "token", "path": "/run/user/1000/bt_u1000", "ca": "/etc/fed/ca.pem"}
+    cred = CredentialSpec("token", "/run/user/1000/bt_u1000", "/etc/fed/ca.pem")
     assert jobcore.credential_files(batch_job(False, cred)) == ["/run/user/1000/bt_u1000", "/etc/fed/ca.pem"]
     assert jobcore.credential_files(batch_job(True, cred)) == []  # the worker reads the submit host's file
-    assert jobcore.credential_files(batch_job(False, {})) == []  # an open storage
+    assert jobcore.credential_files(batch_job(False, CredentialSpec())) == []  # an open storage
 
 
 # ---------------------------------------------------------------- the registry login (image.login)

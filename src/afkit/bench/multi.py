@@ -15,7 +15,8 @@ import multiprocessing
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_all
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -30,6 +31,9 @@ if TYPE_CHECKING:
     from afkit.bench.rootread import RootReadConfig
 
 BARRIER_TIMEOUT = 120.0
+# On Ctrl-C, how long run_threads waits for its clients to end (a client opening its file takes up
+# to sources.OPEN_TIMEOUT) before it lets the interrupt go on to take the servers away
+STOP_GRACE_S = 20.0
 
 # A client's summary: the read benchmark's, or the analysis benchmark's (untyped in analysis.py)
 ClientSummary = ReadSummary | Record
@@ -166,8 +170,17 @@ def run_threads(
             raise
         return summary
 
-    with ThreadPoolExecutor(max_workers=len(configs)) as pool:
-        futures = [pool.submit(client, i) for i in range(len(configs))]
+    pool = ThreadPoolExecutor(max_workers=len(configs))
+    futures: list[Future[ClientSummary]] = []
+    try:
+        futures.extend(pool.submit(client, i) for i in range(len(configs)))
+        while wait_all(futures, timeout=1.0).not_done:
+            pass  # a timed wait: a Ctrl-C that came just as this thread went to sleep is seen within 1 s
+    except BaseException:
+        _stop_clients(configs, barrier, futures)
+        raise
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
     errors = [err for err in (f.exception() for f in futures) if err is not None]
     if errors:
         raise next((e for e in errors if not isinstance(e, threading.BrokenBarrierError)), errors[0])
@@ -176,6 +189,22 @@ def run_threads(
     if failed is not None:
         raise ReadError(str(failed.get("error", "a client failed")))
     return summaries
+
+
+def _stop_clients(
+    configs: Sequence[ReadConfig | AnalysisConfig | RootReadConfig],
+    barrier: threading.Barrier,
+    futures: Sequence[Future[ClientSummary]],
+) -> None:
+    """An interrupt in the main thread: no client waits at the barrier for clients that will never
+    come (it would for BARRIER_TIMEOUT), every reader stops at its next request, and they end (up to
+    STOP_GRACE_S) while the servers they read from are still there."""
+    barrier.abort()
+    for cfg in configs:
+        stop = getattr(cfg, "stop", None)
+        if stop is not None:
+            stop.set()
+    wait_all(futures, timeout=STOP_GRACE_S)
 
 
 def _in_threads(

@@ -126,3 +126,50 @@ def test_thread_clients_report_the_real_failure_not_the_broken_barrier(
     gone = ReadConfig([str(tmp_path / "gone.bin")], BlockPlan(block=65536))
     with pytest.raises(NotFoundError, match=r"gone\.bin"):
         run_threads([good, gone], tmp_path / "failed")
+
+
+def test_a_ctrl_c_while_clients_still_open_frees_the_ones_at_the_barrier(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C while one client still opens its file: the client waiting at the barrier is let go at
+    once (not after BARRIER_TIMEOUT), and the interrupt reaches the caller."""
+    import signal
+    import threading
+
+    from afkit.bench import multi
+    from afkit.bench.offsets import BlockPlan
+    from afkit.bench.readbench import ReadConfig
+
+    at_barrier, freed, opening, release = (threading.Event() for _ in range(4))
+    outcome: list[str] = []
+    main = threading.main_thread().ident
+    assert main is not None
+
+    def fake_client(cfg: ReadConfig, writer: object, wait: object) -> dict[str, object]:
+        if cfg.urls == ["first"]:
+            at_barrier.set()
+            try:
+                wait()  # type: ignore[operator]
+            except threading.BrokenBarrierError:
+                outcome.append("broken")
+                freed.set()
+                raise
+            outcome.append("released")
+            return {"type": "summary", "status": "ok"}
+        opening.set()
+        at_barrier.wait()
+        signal.pthread_kill(main, signal.SIGINT)  # the terminal's Ctrl-C, as Linux delivers it
+        release.wait(60)  # still opening its file
+        return {"type": "summary", "status": "ok"}
+
+    monkeypatch.setattr(multi, "run_client", fake_client)
+    monkeypatch.setattr(multi, "STOP_GRACE_S", 0.1, raising=False)
+    plan = BlockPlan(block=65536)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            multi.run_threads([ReadConfig(["first"], plan), ReadConfig(["second"], plan)], tmp_path / "run")
+        assert freed.wait(10), "the client at the barrier was not let go"
+        assert outcome == ["broken"]
+        assert not release.is_set() and opening.is_set()  # the interrupt did not wait for the opener
+    finally:
+        release.set()

@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from afkit.bench.sources import is_xrootd_url
+from afkit.bench.sources import for_root, is_xrootd_url
 
 FORCE_REMOTE_RC = "TFile.ForceRemote: 1\n"
 VERDICTS = {
@@ -155,7 +155,8 @@ def run(
     """Run rootreadspeed in a scratch working directory (with the ``.rootrc`` that forces root://
     URLs through XRootD when there are any); (result, standard output). ReadSpeedError on failure,
     naming rootreadspeed's own message."""
-    files = [f if is_xrootd_url(f) else os.path.abspath(f) for f in files]  # it runs in a scratch cwd
+    # ROOT's form of a URL; a path made absolute: it runs in a scratch cwd
+    files = [for_root(f) if is_xrootd_url(f) else os.path.abspath(f) for f in files]
     cmd = command(files, tree, branches, threads, exe, extra_trees)
     with tempfile.TemporaryDirectory(prefix="afkit-readspeed-") as cwd:
         if any(is_xrootd_url(f) for f in files):

@@ -28,6 +28,7 @@ from typing import IO, Any
 
 from afkit.bench.intervals import IntervalCounter, Record
 from afkit.bench.records import JsonlWriter, utc_iso
+from afkit.bench.sources import for_root
 from afkit.bench.trace import write_trace
 from afkit.bench.units import mbit_per_s
 from afkit.errors import AfkitError, ExitCode, PrereqError, UsageError, ended
@@ -89,7 +90,7 @@ def check_config(cfg: RootReadConfig) -> None:
 
 def config_text(cfg: RootReadConfig, *, wait: bool) -> str:
     """The macro's configuration: ``key value`` lines (afkit_read.C)."""
-    lines = [f"file {f}" for f in cfg.files]
+    lines = [f"file {for_root(f)}" for f in cfg.files]
     lines += [f"tree {cfg.tree}"] if cfg.tree else []
     lines += [f"branch {b}" for b in cfg.branches]
     lines += [f"reader {cfg.reader}", f"work {cfg.work}", f"width {cfg.interval!r}"]

@@ -62,6 +62,23 @@ def is_xrootd_url(url: str) -> bool:
     return url.startswith(("root://", "roots://", "xroot://", "xroots://"))
 
 
+def for_root(url: str) -> str:
+    """URL as ROOT must be given it: ``roots://`` (``xroots://``) as ``root://`` (``xroot://``).
+
+    ROOT's plugin table sends only ``^[x]?root:`` to its XRootD client, TNetXNGFile
+    (root-project/root etc/plugins/TFile/P100_TXNetFile.C); ``roots:`` goes to the removed rootd
+    client, ROOT::Deprecated::TNetFile (P120_TNetFile.C: "method ... not found", the file not
+    opened). A guarded server requires TLS (``xrootd.tls all``, afkit's templates/xrootd
+    common.cfg.j2) and says so in its kXR_protocol reply (kXR_gotoTLS, xrootd
+    src/XProtocol/XProtocol.hh), on which XRootD's client turns the root:// connection into TLS
+    before it logs in (src/XrdCl/XrdClXRootDTransport.cc): the reads stay encrypted and ztn, which
+    needs TLS, still authenticates them. Other URLs and paths unchanged."""
+    for tls, plain in (("roots://", "root://"), ("xroots://", "xroot://")):
+        if url.startswith(tls):
+            return plain + url[len(tls) :]
+    return url
+
+
 def open_source(url: str) -> Source:
     if is_xrootd_url(url):
         return XRootDSource(url)

@@ -529,3 +529,14 @@ def test_a_root_job_runs_with_the_standard_library_alone(
     ours = {"afkit", "__main__", "__mp_main__"}
     assert not {m.split(".")[0] for m in modules} - set(sys.stdlib_module_names) - ours
     assert "afkit.bench.analysis" not in modules  # the uproot engine is not even imported
+
+
+def test_a_tls_url_is_given_to_root_as_root_url() -> None:
+    """ROOT sends only [x]root: to its XRootD client (roots: to the removed rootd one); the guarded
+    server's TLS demand upgrades the root:// connection (afkit.bench.sources.for_root)."""
+    from afkit.bench.rootread import RootReadConfig, config_text
+
+    files = ["roots://h:1094//d/a.root", "xroots://h:1094//d/b.root", "/d/c.root"]
+    cfg = RootReadConfig(files=files, branches=[], tree="t")
+    text = config_text(cfg, wait=False)
+    assert "file root://h:1094//d/a.root\nfile xroot://h:1094//d/b.root\nfile /d/c.root\n" in text

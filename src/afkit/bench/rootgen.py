@@ -127,10 +127,13 @@ def write(
     force: bool,
     progress: Callable[[int, int, int], None] | None = None,
     macro: str = str(MACRO),
+    kept_at: str | None = None,
+    kept_bytes: int = 0,
 ) -> dict[str, Any]:
     """One file of EVENTS events, written by ROOT_CMD (``[root.exe]``, or an ``apptainer exec
     IMAGE root.exe`` that sees DEST's directory at the same path and MACRO); its record. Kept as
-    is when it holds the same parameters."""
+    is when it holds the same parameters: DEST, or the file KEPT_AT (another path or a URL ROOT
+    reads; "": none, write) of KEPT_BYTES bytes, DEST then not written."""
     params = json.dumps(
         {
             "kind": shape.name,
@@ -152,7 +155,7 @@ def write(
 
     try:
         with atomic_path(dest, mode=0o644) as tmp:
-            final = "" if force else str(dest.absolute())
+            final = "" if force else str(dest.absolute()) if kept_at is None else kept_at
             where = f"{_c_string(str(tmp.absolute()))}, {_c_string(final)}"
             call = (
                 f"{macro}({_c_string(shape.name)}, {where}, {events}, "
@@ -194,7 +197,7 @@ def write(
                 )
     except _Kept:
         pass
-    size = dest.stat().st_size
+    size = dest.stat().st_size if not kept or kept_at is None else kept_bytes
     return {
         "type": "generated",
         "kind": shape.name,

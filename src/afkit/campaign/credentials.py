@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from afkit.campaign.config import Campaign
-from afkit.campaign.contract import CREDENTIAL_ENV
+from afkit.campaign.contract import CREDENTIAL_ENV, CredentialSpec
 from afkit.campaign.tokens import claims, expiry_text, scopes
 from afkit.errors import NotFoundError, PrereqError, UnsafeError
 
@@ -52,6 +52,10 @@ class Credential:
         if self.ca is not None:
             env[CA_ENV] = str(self.ca)
         return env
+
+    def spec(self) -> CredentialSpec:
+        """The files as a job's (or the dataset step's container's) spec names them."""
+        return CredentialSpec(self.kind, str(self.path), str(self.ca) if self.ca else "")
 
 
 def of(campaign: Campaign) -> dict[str, Credential]:
@@ -185,15 +189,15 @@ def check(campaign: Campaign, now: float | None = None) -> list[str]:
 
 
 def _generated(campaign: Campaign) -> dict[str, set[str]]:
-    """Storage name → the namespace paths of the random files the benchmarks' generated datasets
-    write there (through the storage's door when it is guarded: afkit.campaign.dataset.Door)."""
+    """Storage name → the namespace paths of the files the benchmarks' generated datasets write
+    there (through the storage's door when it is guarded: afkit.campaign.dataset.Door)."""
     from afkit.campaign.dataset import generated_files
 
     cfg = campaign.config
     out: dict[str, set[str]] = {}
     for name in sorted({ds for b in cfg["benchmarks"] for ds in b["datasets"]}):
         gen = cfg["datasets"][name].get("generate")
-        if gen is None or gen.get("kind", "random") != "random":
+        if gen is None:
             continue
         store = cfg["datasets"][name]["storage"]
         export = cfg["storage"][store]["export"]

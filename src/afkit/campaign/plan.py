@@ -165,8 +165,7 @@ def specs(campaign: Campaign, jobs: list[Job], results: str | None = None) -> li
     # payload root: how its ROOT reads (the benchmark's root key, schema defaults filled in)
     roots = {b["name"]: RootOptions.from_dict(b.get("root", {})) for b in cfg["benchmarks"]
              if b["payload"] == "root"}  # fmt: skip
-    creds = {name: CredentialSpec(c.kind, str(c.path), str(c.ca) if c.ca else "")
-             for name, c in credentials.of(campaign).items()}  # fmt: skip
+    creds = {name: c.spec() for name, c in credentials.of(campaign).items()}
     login = str(credentials.registry_login(campaign) or "")
     out = []
     for j in jobs:

@@ -163,7 +163,7 @@ def _door(campaign: Campaign, storage: str) -> Door | None:
         return None
     os.environ.update(cred.client_env())
     store = campaign.config["storage"][storage]
-    return Door(store["url"], store["export"])
+    return Door(store["url"], store["export"], cred.spec())
 
 
 def jobcore(output: Path, log: Path | None) -> Path:

@@ -178,3 +178,26 @@ def test_the_root_reader_reads_a_split_trees_members_when_no_branch_is_named(
     summary = [json.loads(line) for line in out.read_text().splitlines()][-1]
     assert summary["status"] == "ok" and summary["events"] == 3
     assert summary["root"]["bytes_read"] > 0.9 * data.stat().st_size, summary["root"]
+
+
+def test_a_file_elsewhere_with_the_same_parameters_keeps_it_and_writes_nothing(
+    root_dir: Path, tmp_path: Path
+) -> None:
+    """kept_at (a guarded storage's file, which ROOT reads through its door): the same parameters
+    keep it, and nothing is written here; other parameters are refused as for a local file."""
+    from afkit.errors import UnsafeError
+
+    cmd, shape = [str(root_dir / "bin" / "root.exe")], rootgen.SHAPES["ao2d"]
+    there = tmp_path / "there.root"
+    args: dict[str, Any] = {"compression": 505, "df_events": 5, "force": False}
+    first = rootgen.write(cmd, shape, there, 20, seed=1, **args)
+    assert first["kept"] is False
+    here = tmp_path / "stage" / "0000.root"
+    here.parent.mkdir()
+    rec = rootgen.write(cmd, shape, here, 20, seed=1, kept_at=str(there), kept_bytes=123, **args)
+    assert rec["kept"] is True and rec["bytes"] == 123
+    assert not here.exists() and list(here.parent.iterdir()) == []
+    with pytest.raises(UnsafeError):
+        rootgen.write(cmd, shape, here, 20, seed=2, kept_at=str(there), kept_bytes=123, **args)
+    rec = rootgen.write(cmd, shape, here, 20, seed=1, kept_at="", **args)  # nothing there: written
+    assert rec["kept"] is False and here.stat().st_size == rec["bytes"] > 0

@@ -250,3 +250,30 @@ def test_a_token_that_cannot_create_the_generated_files_is_refused(
     with pytest.raises(PrereqError, match=r"does not allow writing /data/afkit-gen-0000\.dat") as err:
         credentials.check(make(guarded(raw, path)), now=NOW)
     assert err.value.hint.startswith("get a token with storage.create:/data")
+
+
+def test_a_token_that_cannot_create_the_generated_ao2d_files_is_refused(
+    raw: dict[str, Any], make: Any, tmp_path: Path
+) -> None:
+    """The image's ROOT writes generated AO2D through the door too (afkit.campaign.dataset): its
+    files need storage.create as random ones do."""
+    raw["datasets"]["gen"]["generate"] = {"kind": "ao2d", "count": 1, "size_mb": 1, "prefix": "ao2d/f"}
+    path = token_file(tmp_path, "storage.read:/ storage.create:/data/other")
+    with pytest.raises(PrereqError, match=r"does not allow writing /data/ao2d/f-0000\.root"):
+        credentials.check(make(guarded(raw, path)), now=NOW)
+
+
+def test_the_image_root_of_a_guarded_dataset_gets_the_tokens_path_not_the_token(tmp_path: Path) -> None:
+    """ROOT in the image reads the server's file with the token: bound read-only, its path (never
+    its text) in the container's environment, as a job's payload gets it."""
+    from afkit.campaign.dataset import image_root_command
+
+    info = tmp_path / "image.json"
+    info.write_text(json.dumps({"path": str(tmp_path / "x.sif"), "sha256": "0" * 64}))
+    cred = CredentialSpec("token", "/home/u/federation.token", "/srv/ca.pem")
+    cmd, _ = image_root_command(str(info), tmp_path / "stage", ["--userns"], cred)
+    assert "/home/u/federation.token:/afkit-credentials/token:ro" in cmd
+    assert "/srv/ca.pem:/afkit-credentials/ca.pem:ro" in cmd
+    assert "--env=BEARER_TOKEN_FILE=/afkit-credentials/token" in cmd
+    assert "--env=X509_CERT_FILE=/afkit-credentials/ca.pem" in cmd
+    assert f"{tmp_path / 'stage'}:{tmp_path / 'stage'}" in cmd

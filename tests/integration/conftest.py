@@ -42,7 +42,6 @@ LONGEST_FIRST = (
     "test_campaign_mixed",
     "test_campaign_executors",
     "test_federation_campaign",
-    "test_federation_workers",
     "test_package_install",
     "test_campaign_watchdog",
     "test_image_build",

@@ -7,6 +7,12 @@ per path, serve a read token at every origin and through every cache, and that a
 the token along by HTCondor file transfer) reads every site's data with a token file only, which
 no file the campaign writes contains.
 
+It runs the lines of docs/federation.md's walkthrough, "A 3-site campaign from the start", as
+written: the campaign workflows/config/federation-workers.yaml of the demo's image (the ALICE tag
+with the real ROOT), its AO2D dataset written by that ROOT through gsi's door, on the sites' own
+batch workers (alpes's jobs: files by HTCondor file transfer, the image pulled at the site into
+its node's image cache), and checks its jobs and that nothing it wrote or started holds the token.
+
 The module switches the running federation to guarded, and afterwards back to open (the other
 federation tests use the open one): it runs with them, alone (tests/integration/conftest.py).
 """
@@ -183,10 +189,33 @@ def test_token_refuses_a_scope_it_does_not_know(state: dict[str, Any], tokens: P
     assert not (tokens / "x").exists()
 
 
-# ----------------------------------------------------------------------------- a 3-site campaign
+# ---------------------------------------------------- the 3-site campaign of the walkthrough
 
 
 PASSWORD = Path("/srv/federation/guard/registry.password")  # the guarded registry's (root's copy)
+# docs/federation.md, "A 3-site campaign from the start": the admin's lines, as root in the
+# testbed, after `afkit federation up --guarded` (the module's state)
+ADMIN_LINES = (TOKEN_LINE, "afkit federation password --owner afkit -o /home/afkit/registry.password")
+# then the user's, as user afkit from the repository (here a copy of it under /tmp)
+USER_LINES = (
+    LOGIN,
+    "apptainer push build/alice-root.sif oras://10.77.0.10:5000/afkit/alice-root:federation",
+    "afkit federation urls",
+    "mkdir -p ~/federation && cp workflows/config/federation-workers.yaml ~/federation/C.yaml",
+    "cd ~/federation && afkit campaign run C.yaml",
+)
+EXAMPLE = REPO / "workflows" / "config" / "federation-workers.yaml"
+WORK = Path("/home/afkit/federation")  # ~/federation of the documented lines
+TOKEN = Path("/home/afkit/federation.token")
+LOGIN_FILE = Path("/home/afkit/.docker/config.json")  # apptainer registry login's
+EXECUTOR = {"gsi": "slurm", "frankfurt": "htcondor", "alpes": "htcondor"}
+# the node-local image cache of alpes's jobs (afkit.campaign.imagecache: the default directory of
+# the jobs' account, under /var/tmp, which alpes's mount namespace shares with the testbed)
+IMAGE_CACHE = Path("/var/tmp/afkit-afkit/images")
+# what an afkit checkout holds that afkit reads: the package (with its data, src/afkit/data) and the
+# links to the data folders that the documented lines use (workflows/config/...)
+CHECKOUT_PARTS = ("src",)
+CHECKOUT_LINKS = ("workflows", "templates", "images")
 
 
 def _secrets(path: Path) -> list[bytes]:
@@ -199,102 +228,176 @@ def _secrets(path: Path) -> list[bytes]:
 
 
 @pytest.fixture(scope="module")
-def campaign(state: dict[str, Any], bench_sif: Path, tokens: Path) -> Iterator[tuple[Path, Path, Path]]:
-    """workflows/config/federation-workers.yaml with the bench image (pushed under a tag of this
-    module), one small random dataset at gsi, the storages' roots:// URLs and a token (read,
-    create) owned by user afkit under /home/afkit (which alpes's workers do not see): run as afkit.
-    Yields (campaign file, results, token)."""
-    tag = f"oras://{state['registry']}/afkit/bench:guarded-{uuid.uuid4().hex[:8]}"
-    env = {**os.environ, "HOME": "/home/afkit", "USER": "afkit", "LOGNAME": "afkit"}
-    Path("/home/afkit/.docker/config.json").unlink(missing_ok=True)  # a login of before
-    # docs/federation.md, "Guarded federation": the admin gives user afkit the registry's password,
-    # who logs in with apptainer (the login in ~/.docker/config.json) and pushes
-    ok(itsupport.sh("afkit federation password --owner afkit -o /home/afkit/registry.password"))
-    for line in (LOGIN, f"apptainer push {bench_sif} {tag}"):
-        ok(subprocess.run([*AS_AFKIT, "bash", "-c", line], cwd="/home/afkit", env=env, capture_output=True,
-                          text=True, check=False, timeout=300))  # fmt: skip
-    work = Path(tempfile.mkdtemp(prefix="afkit-guarded-", dir="/home/afkit"))
-    prefix = f"guarded-{uuid.uuid4().hex[:8]}"
-    # docs/federation.md, "Guarded federation": the admin gives user afkit a token (read; create:
-    # the campaign generates its dataset through gsi's door)
-    ok(itsupport.sh(TOKEN_LINE))
-    tok = Path("/home/afkit/federation.token")
-    raw: dict[str, Any] = yaml.safe_load((REPO / "workflows/config/federation-workers.yaml").read_text())
-    raw["name"] = "guarded"
-    raw["image"] = {"sif": tag, "login": "/home/afkit/.docker/config.json"}
-    del raw["sites"]["alpes"]["env"]  # no AFKIT_REGISTRY_INSECURE: the registry speaks HTTPS
-    for site, store in raw["storage"].items():
-        store["url"] = state["sites"][site]["storage_url"]
-        store["credential"] = {"token": str(tok), "ca": state["guard"]["ca_bundle"]}
-    raw["datasets"] = {
-        "gsi-data": {"storage": "gsi", "generate": {"count": 1, "size_mb": 4, "prefix": f"{prefix}/blob"}}
-    }
-    raw["benchmarks"] = [{"name": "steps", "type": "steps", "sites": list(SITES), "datasets": ["gsi-data"]}]
-    cfile = work / "C.yaml"
-    cfile.write_text(yaml.safe_dump(raw), encoding="utf-8")
-    subprocess.run(["chown", "-R", "afkit:afkit", str(work)], check=True)
+def checkout(alice_root_sif: Path) -> Iterator[Path]:
+    """afkit as a checkout under /tmp, which alpes's workers do not see (issue 21: a clone under
+    /tmp once made every alpes job fail with "No module named 'afkit'"), with the demo's image
+    (the ALICE tag with the real ROOT) as build/alice-root.sif, as `make demo` leaves it."""
+    root = Path(tempfile.mkdtemp(prefix="afkit-checkout-", dir="/tmp"))
+    for part in CHECKOUT_PARTS:
+        shutil.copytree(REPO / part, root / part, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for link in CHECKOUT_LINKS:
+        (root / link).symlink_to(os.readlink(REPO / link))
+    (root / "build").mkdir()
+    (root / "build" / "alice-root.sif").symlink_to(alice_root_sif.resolve())
+    for d in (root, root / "build"):
+        os.chmod(d, 0o755)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)  # the directory this fixture created
+
+
+@pytest.fixture(scope="module")
+def campaign(state: dict[str, Any], checkout: Path) -> Iterator[tuple[list[dict[str, str]], Path, list[str]]]:
+    """The walkthrough's lines as written: the admin's as root, the user's as user afkit with afkit
+    from the checkout under /tmp, the campaign in ~/federation (under /home, which alpes's workers
+    do not see); its run under strace (every program it started, with its arguments and
+    environment, TRACE). Yields (rows of jobs.csv, results directory, the user's lines' stdouts)."""
+    assert state["registry"] == "10.77.0.10:5000"  # the registry the documented lines name
+    raw: dict[str, Any] = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
+    env = {**os.environ, "HOME": "/home/afkit", "USER": "afkit", "LOGNAME": "afkit",
+           "PYTHONPATH": str(checkout / "src")}  # fmt: skip
+    shutil.rmtree(WORK, ignore_errors=True)  # a fresh directory, as a newcomer's
+    shutil.rmtree(IMAGE_CACHE, ignore_errors=True)  # alpes's node has not pulled the image yet
+    LOGIN_FILE.unlink(missing_ok=True)  # a login of before
+    traced = ["strace", "-f", "-qq", "-v", "-s", "1000000", "-e", "trace=execve", "-o", str(TRACE)]
     try:
-        # every program the run starts, with its arguments and environment (strace -v: whole)
-        traced = ["strace", "-f", "-qq", "-v", "-s", "1000000", "-e", "trace=execve", "-o", str(TRACE)]
-        proc = subprocess.run([*AS_AFKIT, *traced, "afkit", "campaign", "run", "C.yaml"], cwd=work, env=env,
-                              capture_output=True, text=True, check=False, timeout=900)  # fmt: skip
-        assert proc.returncode == 0, proc.stderr[-4000:]
-        [results] = (work / "results").iterdir()
-        yield cfile, results, tok
+        for line in ADMIN_LINES:
+            ok(itsupport.sh(line))
+        outs = []
+        for line in USER_LINES:
+            cmd = [*AS_AFKIT, *(traced if "campaign run" in line else []), "bash", "-c", line]
+            proc = subprocess.run(cmd, cwd=checkout, env=env, capture_output=True, text=True, check=False,
+                                  timeout=900)  # fmt: skip
+            assert proc.returncode == 0, f"{line}: exit {proc.returncode}: {proc.stderr[-4000:]}"
+            outs.append(proc.stdout)
+        # the checkout under /tmp ran it (its package's workflow)
+        assert f"-s {checkout}/src/afkit/data/workflows/Snakefile" in proc.stderr
+        [results] = (WORK / "results").iterdir()
+        with (results / "aggregate" / "jobs.csv").open(encoding="utf-8") as fh:
+            rows = list(csv.DictReader(fh))
+        yield rows, results, outs
     finally:
-        for site in SITES:
-            shutil.rmtree(Path(state["sites"][site]["data"]) / prefix, ignore_errors=True)
-        shutil.rmtree(work, ignore_errors=True)
+        for ds in raw["datasets"].values():
+            store = raw["storage"][ds["storage"]]
+            prefix = Path(ds["generate"]["prefix"]).parent
+            shutil.rmtree(Path(store["path"]) / prefix, ignore_errors=True)  # the data made here
+        shutil.rmtree(WORK, ignore_errors=True)  # the directory the documented lines made
         subprocess.run([*AS_AFKIT, "apptainer", "registry", "logout", f"oras://{state['registry']}"], env=env,
                        capture_output=True, check=False, timeout=60)  # fmt: skip
-        for secret in (
-            TRACE,
-            tok,
-            Path("/home/afkit/registry.password"),
-            Path("/home/afkit/.docker/config.json"),
-        ):
+        for secret in (TRACE, TOKEN, Path("/home/afkit/registry.password"), LOGIN_FILE):
             secret.unlink(missing_ok=True)
 
 
-def test_a_three_site_campaign_reads_guarded_storage_with_a_token_file(
-    campaign: tuple[Path, Path, Path],
-) -> None:
-    _, results, _ = campaign
-    with (results / "aggregate" / "jobs.csv").open(encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh))
-    assert sorted(r["site"] for r in rows) == sorted(SITES)
+Run = tuple[list[dict[str, str]], Path, list[str]]
+
+
+def test_every_job_succeeds(campaign: Run) -> None:
+    rows, _, _ = campaign
+    assert len(rows) == 9  # steps: 3 sites x 2 datasets; analysis: 3 sites x the AO2D dataset
     assert {r["status"] for r in rows} == {"ok"}, [(r["id"], r["error"]) for r in rows]
+
+
+def test_the_walkthroughs_urls_are_the_guarded_ones(campaign: Run) -> None:
+    """`afkit federation urls` (the user's third line) names the roots:// caches the walkthrough's
+    table gives, and every job read a roots:// URL or its site's own disk."""
+    rows, _, outs = campaign
+    printed = json.loads(outs[2])
+    assert printed["sites"]["frankfurt"]["caches"]["xcache"] == "roots://10.77.2.10:1095"
+    assert printed["guard"]["ca_bundle"] == "/srv/federation/guard/pki/ca-bundle.pem"
     assert all(r["url"].startswith(("roots://", "/srv/federation/")) for r in rows), [r["url"] for r in rows]
+    assert any(r["url"].startswith("roots://") for r in rows)
+
+
+def test_the_analysis_reads_ao2d_that_the_images_root_wrote_through_the_door(campaign: Run) -> None:
+    """gsi-ao2d was written by the ROOT of the campaign's image (its dataset log's records) and
+    copied through gsi's guarded door (the server wrote the file: it is the xrootd user's); every
+    site's analysis job read the O2track trees of every time frame with that ROOT."""
+    rows, results, _ = campaign
+    log = (results / "dataset" / "gsi-ao2d.log").read_text(encoding="utf-8").splitlines()
+    records = [json.loads(line) for line in log if line.startswith("{")]
+    assert [(r["kind"], r["root_version"], r["kept"]) for r in records] == [("ao2d", "6.40.00", False)]
+    assert records[0]["file"].startswith("roots://10.77.1.1:1094//"), records[0]["file"]
+    written = Path("/srv/federation/gsi/data/workers/ao2d-0000.root")
+    assert written.stat().st_size == records[0]["bytes"] > 0
+    assert pwd.getpwuid(written.stat().st_uid).pw_name == "xrootd"
+    assert [p.name for p in (results / "dataset").iterdir() if p.name.startswith(".")] == []  # no stage left
+    analysis = [r for r in rows if r["type"] == "analysis"]
+    assert sorted(r["site"] for r in analysis) == ["alpes", "frankfurt", "gsi"]
+    for r in analysis:  # read by the image's ROOT (payload: root): its read counts are there
+        assert int(r["events"]) > 0 and float(r["throughput_MBps"]) > 0, r["id"]
+        assert int(r["root_bytes_read"]) > 0 and int(r["root_read_calls"]) > 0, r["id"]
+
+
+def test_the_dataset_step_again_keeps_the_servers_ao2d_file(campaign: Run, checkout: Path) -> None:
+    """The dataset step run again (by hand, into a manifest of its own): the image's ROOT reads the
+    server's file through the door with the token, finds the same parameters and keeps it; nothing
+    is written to the server, nothing staged is left."""
+    _, results, _ = campaign
+    written = Path("/srv/federation/gsi/data/workers/ao2d-0000.root")
+    before = written.stat().st_mtime_ns
+    env = {**os.environ, "HOME": "/home/afkit", "USER": "afkit", "LOGNAME": "afkit",
+           "PYTHONPATH": str(checkout / "src")}  # fmt: skip
+    out = results / "dataset" / "again.json"
+    cmd = [*AS_AFKIT, "afkit", "campaign", "dataset", "C.yaml", "gsi-ao2d", "-o", str(out)]
+    proc = subprocess.run(cmd, cwd=WORK, env=env, capture_output=True, text=True, check=False, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = out.with_suffix(".log").read_text().splitlines()
+    [rec] = [json.loads(line) for line in lines if line.startswith("{")]
+    assert rec["kept"] is True and rec["file"].startswith("roots://10.77.1.1:1094//"), rec
+    assert written.stat().st_mtime_ns == before
+    assert [p.name for p in (results / "dataset").iterdir() if p.name.startswith(".")] == []
+
+
+def test_each_job_ran_on_its_sites_worker(campaign: Run, state: dict[str, Any]) -> None:
+    rows, _, _ = campaign
+    for r in rows:
+        site = r["site"]
+        assert r["executor"] == EXECUTOR[site], r["id"]
+        assert r["batch_job_id"], r["id"]
+        assert r["wn_site"] == site, r["id"]  # AFKIT_SITE of the machine ad / the SLURM partition
+        assert r["wn_address"] == state["sites"][site]["address"], r["id"]
+
+
+def test_alpes_jobs_transfer_their_files_and_pull_the_image(campaign: Run) -> None:
+    rows, results, _ = campaign
+    for r in rows:
+        if r["site"] == "alpes":
+            assert r["submit_files"] == "transferred", r["id"]  # the token came by file transfer
+            assert float(r["image_pull_s"]) >= 0, r["id"]
+            # the image the job ran: alpes's node-local image cache, not the submit host's copy
+            assert r["image_path"] == f"{IMAGE_CACHE}/{r['image_sha256']}.sif", r["image_path"]
+        else:
+            assert r["submit_files"] == "shared", r["id"]
+            assert r["image_pull_s"] == "", r["id"]
+            assert r["image_path"].startswith(str(results)), r["image_path"]
+    assert len({r["image_sha256"] for r in rows}) == 1  # the pulls matched the campaign's image
+    # one pull per node and image: alpes's first job pulled it, the others (waiting for that pull
+    # when they ran beside it) found it in the cache
     alpes = [r for r in rows if r["site"] == "alpes"]
-    assert [r["submit_files"] for r in alpes] == ["transferred"]  # its token came by file transfer
+    assert sorted(r["image_cache"] for r in alpes) == ["hit"] * (len(alpes) - 1) + ["miss"]
+    assert len(sorted((results / "job").glob("*/alpes.*.json"))) == 3  # transferred back
 
 
-def test_the_token_file_is_the_users_and_readable_by_them_only(campaign: tuple[Path, Path, Path]) -> None:
-    _, _, tok = campaign
-    info = tok.stat()
+def test_the_token_file_is_the_users_and_readable_by_them_only(campaign: Run) -> None:
+    info = TOKEN.stat()
     assert (info.st_uid, info.st_mode & 0o777) == (pwd.getpwnam("afkit").pw_uid, 0o600)
 
 
-def test_no_file_the_guarded_campaign_wrote_holds_the_token(campaign: tuple[Path, Path, Path]) -> None:
-    cfile, _, tok = campaign
-    secrets = _secrets(tok)
-    written = [p for p in cfile.parent.rglob("*") if p.is_file()]
+def test_no_file_the_guarded_campaign_wrote_holds_the_token(campaign: Run) -> None:
+    secrets = _secrets(TOKEN)
+    written = [p for p in WORK.rglob("*") if p.is_file()]
     assert any(p.name == "jobs.csv" for p in written) and len(written) > 20
     for path in written:
         data = path.read_bytes()
         assert not any(s in data for s in secrets), f"{path} holds the token"
 
 
-def test_the_batch_systems_records_hold_the_tokens_path_not_the_token(
-    campaign: tuple[Path, Path, Path],
-) -> None:
+def test_the_batch_systems_records_hold_the_tokens_path_not_the_token(campaign: Run) -> None:
     """HTCondor's job ads (condor_history -l: the arguments, environment and transfer lists of the
     campaign's jobs) and SLURM's (scontrol show job) name the token's file, never its text."""
-    _, _, tok = campaign
-    secrets = _secrets(tok)
+    secrets = _secrets(TOKEN)
     ads = subprocess.run(["condor_history", "-l", "afkit", "-limit", "50"], capture_output=True, text=True,
                          check=False, timeout=60).stdout  # fmt: skip
-    assert str(tok) in ads  # alpes's job took the file along (transfer_input_files)
+    assert str(TOKEN) in ads  # alpes's jobs took the file along (transfer_input_files)
     slurm = subprocess.run(["scontrol", "show", "job"], capture_output=True, text=True, check=False,
                            timeout=60).stdout  # fmt: skip
     for text in (ads, slurm):
@@ -311,26 +414,44 @@ def test_the_registry_refuses_a_pull_without_its_login(state: dict[str, Any], tm
     assert "401" in proc.stderr or "unauthorized" in proc.stderr.lower(), proc.stderr[-2000:]
 
 
-def test_the_jobs_registry_login_came_with_them_and_went_with_them(campaign: tuple[Path, Path, Path]) -> None:
-    """alpes's job pulled the image with the login it took along (no AFKIT_REGISTRY_INSECURE, a
-    registry that wants a login); the login file was named in its spec, by path."""
+def test_the_jobs_registry_login_came_with_them(campaign: Run) -> None:
+    """alpes's jobs pulled the image with the login they took along (no AFKIT_REGISTRY_INSECURE, a
+    registry that wants a login); the login file was named in their specs, by path."""
     _, results, _ = campaign
-    [spec] = (results / "jobspec" / "steps").glob("alpes.*.json")
-    assert json.loads(spec.read_text())["registry_login"] == "/home/afkit/.docker/config.json"
-    with (results / "aggregate" / "jobs.csv").open(encoding="utf-8") as fh:
-        [alpes] = [r for r in csv.DictReader(fh) if r["site"] == "alpes"]
-    assert alpes["image_cache"] in ("hit", "miss") and alpes["status"] == "ok"
+    specs = sorted(results.glob("jobspec/*/alpes.*.json"))
+    assert len(specs) == 3
+    assert {json.loads(p.read_text())["registry_login"] for p in specs} == {"/home/afkit/.docker/config.json"}
 
 
-def test_no_program_the_run_started_got_the_token_in_its_arguments_or_environment(
-    campaign: tuple[Path, Path, Path],
-) -> None:
-    """strace of the run (afkit, snakemake, the submissions, the pulls): each program's command
-    line and environment hold the token's path at most."""
-    _, _, tok = campaign
+def test_no_program_the_run_started_got_the_token_in_its_arguments_or_environment(campaign: Run) -> None:
+    """strace of the run (afkit, snakemake, the submissions, the image's ROOT writing the AO2D
+    file, the pulls): each program's command line and environment hold the token's path at most."""
     trace = TRACE.read_bytes()
-    assert trace.count(b"execve(") > 20 and b"sbatch" in trace and b"apptainer" in trace
-    assert not any(s in trace for s in _secrets(tok))
+    assert trace.count(b"execve(") > 20 and b"sbatch" in trace and b"root.exe" in trace
+    assert b"BEARER_TOKEN_FILE=/afkit-credentials/token" in trace  # ROOT's, in its container
+    assert not any(s in trace for s in _secrets(TOKEN))
+
+
+def _sees(site: str, path: Path) -> bool:
+    """Whether the processes of SITE's HTCondor execute node see PATH (in their mount namespace)."""
+    pid = (Path("/srv/federation") / site / "condor" / "master.pid").read_text().strip()
+    cmd = ["nsenter", f"--target={pid}", "--mount", "--", "test", "-e", str(path)]
+    return subprocess.run(cmd, check=False).returncode == 0
+
+
+def test_alpes_workers_do_not_see_the_submit_hosts_files(state: dict[str, Any]) -> None:
+    """alpes's execute node has empty /tmp and /home of its own; frankfurt's sees the submit host's."""
+    home = Path("/home/afkit")
+    with (
+        tempfile.TemporaryDirectory(prefix="afkit-submit-", dir="/tmp") as in_tmp,
+        tempfile.TemporaryDirectory(prefix="afkit-submit-", dir=home) as in_home,
+    ):
+        for submit in (Path(in_tmp), Path(in_home)):
+            marker = submit / "C.yaml"
+            marker.write_text("name: x\n", encoding="utf-8")
+            assert _sees("frankfurt", marker)
+            assert not _sees("alpes", marker)
+    assert _sees("alpes", home)  # the user's home made again, empty
 
 
 def test_a_study_runs_on_the_guarded_federation_with_a_token(

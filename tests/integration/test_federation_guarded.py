@@ -20,6 +20,7 @@ federation tests use the open one): it runs with them, alone (tests/integration/
 from __future__ import annotations
 
 import base64
+import contextlib
 import csv
 import json
 import os
@@ -28,6 +29,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -264,9 +266,11 @@ def campaign(state: dict[str, Any], checkout: Path) -> Iterator[tuple[list[dict[
             ok(itsupport.sh(line))
         outs = []
         for line in USER_LINES:
-            cmd = [*AS_AFKIT, *(traced if "campaign run" in line else []), "bash", "-c", line]
-            proc = subprocess.run(cmd, cwd=checkout, env=env, capture_output=True, text=True, check=False,
-                                  timeout=900)  # fmt: skip
+            run = "campaign run" in line
+            cmd = [*AS_AFKIT, *(traced if run else []), "bash", "-c", line]
+            with _batch_records_meanwhile() if run else contextlib.nullcontext():
+                proc = subprocess.run(cmd, cwd=checkout, env=env, capture_output=True, text=True, check=False,
+                                      timeout=900)  # fmt: skip
             assert proc.returncode == 0, f"{line}: exit {proc.returncode}: {proc.stderr[-4000:]}"
             outs.append(proc.stdout)
         # the checkout under /tmp ran it (its package's workflow)
@@ -288,6 +292,32 @@ def campaign(state: dict[str, Any], checkout: Path) -> Iterator[tuple[list[dict[
 
 
 Run = tuple[list[dict[str, str]], Path, list[str]]
+# what the batch systems showed of the campaign's jobs while they were queued and running
+# (condor_q -l: the job ads, their arguments, environment and transfer lists; scontrol show job),
+# one snapshot after the other, filled by _batch_records_meanwhile
+LIVE: list[str] = []
+
+
+@contextlib.contextmanager
+def _batch_records_meanwhile() -> Iterator[None]:
+    """condor_q -l and scontrol show job, again and again while the block runs, into LIVE."""
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            for cmd in (["condor_q", "-l", "afkit"], ["scontrol", "show", "job"]):
+                out = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=60).stdout
+                if "afkit" in out:
+                    LIVE.append(out)
+            done.wait(0.5)
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
 
 
 def test_every_job_succeeds(campaign: Run) -> None:
@@ -401,6 +431,17 @@ def test_the_batch_systems_records_hold_the_tokens_path_not_the_token(campaign: 
     slurm = subprocess.run(["scontrol", "show", "job"], capture_output=True, text=True, check=False,
                            timeout=60).stdout  # fmt: skip
     for text in (ads, slurm):
+        assert not any(s.decode() in text for s in secrets)
+
+
+def test_the_running_jobs_records_hold_the_tokens_path_not_the_token(campaign: Run) -> None:
+    """condor_q -l and scontrol show job while the campaign's jobs were queued and running: the
+    token's path (alpes's transfer lists), never its text."""
+    secrets = _secrets(TOKEN)
+    assert any("AFKIT_SITE" in t or "transfer_input_files" in t.lower() for t in LIVE)  # condor_q saw jobs
+    assert any("JobId=" in t for t in LIVE)  # scontrol saw gsi's jobs
+    assert any(str(TOKEN) in t for t in LIVE)
+    for text in LIVE:
         assert not any(s.decode() in text for s in secrets)
 
 

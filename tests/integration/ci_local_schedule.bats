@@ -3,8 +3,11 @@
 # --schedule): build, validate, publish (signed with the ci-local test key) and the functional job
 # (ci/functional.sh: pull, verify the signature, the functional campaign, compare with the
 # baseline, store the baseline) against a local docker-registry and a storage endpoint of its own
-# (an XRootD origin on 127.0.0.1:12194, clear of test_storage_xrootd.py's 12094). Three runs, as
-# three nights:
+# (an XRootD origin on 127.0.0.1:12194, clear of test_storage_xrootd.py's 12094), guarded as a
+# real site's is (TLS with a CA of the test's own, WLCG tokens of an issuer of its own on
+# 127.0.0.1:12197): the site's functional campaign names the runner's token file, which afkit
+# checks and hands to the jobs; no file of the pipelines' runs holds the token or the registry's
+# password. Three runs, as three nights:
 #   1. the first schedule: every job passes, the run becomes the baseline;
 #   2. the next schedule, with the storage endpoint made slow on purpose (afkit storage up origin
 #      --throttle: XRootD's throttle plugin): the functional job fails and names the regressed
@@ -19,6 +22,8 @@ GOOD=AliPhysics/vAN-20201018_ROOT6-1
 SFX=alice:AliPhysics:vAN-20201018_ROOT6-1
 PORT=5119
 STORAGE_BASE=12194
+ISSUER_PORT=12197
+AUD=https://afkit.example/functional
 CELLS=("read local blobs origin direct 1cl" "read local blobs origin direct 2cl")
 
 # ci_local RUN ARGS... : scripts/ci-local into OUT/RUN with the shared stores; records its exit code.
@@ -31,10 +36,46 @@ ci_local() {
   echo "# $run: rc $rc in $((SECONDS - start)) s" >&3
 }
 
-# storage_up [ARGS...] : (re)start the test's origin on 127.0.0.1:STORAGE_BASE serving OUT/data.
+# storage_up [ARGS...] : (re)start the test's guarded origin on 127.0.0.1:STORAGE_BASE serving OUT/data.
 storage_up() {
+  local g=$OUT/guard
   AFKIT_STORAGE_BASE_PORT=$STORAGE_BASE python3 -m afkit storage down origin --state-dir "$OUT/storage" 2>/dev/null || true
-  AFKIT_STORAGE_BASE_PORT=$STORAGE_BASE python3 -m afkit storage up origin --data "$OUT/data" --state-dir "$OUT/storage" "$@" >/dev/null
+  AFKIT_STORAGE_BASE_PORT=$STORAGE_BASE python3 -m afkit storage up origin --data "$OUT/data" --state-dir "$OUT/storage" \
+    --tls-cert "$g/pki/origin.pem" --tls-key "$g/pki/origin.key" --tls-ca "$g/pki/ca-bundle.pem" \
+    --token-issuer "https://127.0.0.1:$ISSUER_PORT" --token-audience "$AUD" "$@" >/dev/null
+}
+
+# guard_up : OUT/guard: a CA, the origin's and the issuer's certificates, the issuer (a daemon on
+# 127.0.0.1:ISSUER_PORT, afkit_testbed.issuer) and the runner's token for the functional jobs
+# (read and create: they generate their dataset through the door), OUT/guard/functional.token, 0600.
+guard_up() {
+  local g=$OUT/guard
+  mkdir -m 755 "$g"
+  python3 - "$g" <<'PY'
+import sys
+from pathlib import Path
+from afkit_testbed import issuer, pki
+g = Path(sys.argv[1])
+ca = pki.ensure_ca(g / "pki")
+pki.trust_bundle(ca, g / "pki")
+pki.server_certificate(ca, g / "pki", "origin", ["127.0.0.1", "localhost"])
+pki.server_certificate(ca, g / "pki", "issuer", ["127.0.0.1"])
+issuer.ensure_key(g / "issuer.key")
+PY
+  python3 -m afkit_testbed.issuer --key "$g/issuer.key" --cert "$g/pki/issuer.pem" --cert-key "$g/pki/issuer.key" \
+    --host 127.0.0.1 --port "$ISSUER_PORT" >"$g/issuer.log" 2>&1 &
+  printf '%s\n' "$!" >"$g/issuer.pid"
+  wait_until 30 grep -q "serving https://127.0.0.1:$ISSUER_PORT" "$g/issuer.log"
+  python3 - "$g" "https://127.0.0.1:$ISSUER_PORT" "$AUD" <<'PY'
+import os, sys
+from pathlib import Path
+from afkit_testbed import issuer
+g, url, aud = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+grant = issuer.Grant(("storage.read:/", "storage.create:/"), aud, lifetime=7200)
+fd = os.open(g / "functional.token", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+with os.fdopen(fd, "w") as fh:
+    fh.write(issuer.issue(issuer.ensure_key(g / "issuer.key"), url, grant))
+PY
 }
 
 # port_closed PORT : does nothing answer on 127.0.0.1:PORT?
@@ -78,13 +119,17 @@ setup_file() {
   export OUT
   chmod 755 "$OUT"
   mkdir -m 755 "$OUT/data"
+  chown xrootd:xrootd "$OUT/data" # the functional jobs' dataset is written through the door
+  guard_up
   storage_up
-  # the functional campaign of the repository, reading from this test's own endpoint
-  python3 - "$REPO/workflows/config/functional.yaml" "$OUT/functional.yaml" "$STORAGE_BASE" "$OUT/data" <<'PY'
+  # the functional campaign of the repository, reading from this test's own guarded endpoint with
+  # the runner's token (docs/campaigns.md, "Guarded storage")
+  python3 - "$REPO/workflows/config/functional.yaml" "$OUT/functional.yaml" "$STORAGE_BASE" "$OUT/data" "$OUT/guard" <<'PY'
 import sys, yaml
-src, dest, port, data = sys.argv[1:]
+src, dest, port, data, guard = sys.argv[1:]
 cfg = yaml.safe_load(open(src, encoding="utf-8"))
-cfg["storage"]["origin"].update(url=f"root://127.0.0.1:{port}", path=data)
+cfg["storage"]["origin"].update(url=f"roots://127.0.0.1:{port}", path=data,
+                                credential={"token": f"{guard}/functional.token", "ca": f"{guard}/pki/ca-bundle.pem"})
 yaml.safe_dump(cfg, open(dest, "w", encoding="utf-8"), sort_keys=False)
 PY
   # night 1: the first scheduled pipeline makes the baseline
@@ -108,6 +153,7 @@ teardown_file() {
     if [[ -f $OUT/$run/registry/pid ]]; then kill "$(cat "$OUT/$run/registry/pid")" 2>/dev/null || true; fi
   done
   AFKIT_STORAGE_BASE_PORT=$STORAGE_BASE python3 -m afkit storage down origin --state-dir "$OUT/storage" 2>/dev/null || true
+  if [[ -f $OUT/guard/issuer.pid ]]; then kill "$(cat "$OUT/guard/issuer.pid")" 2>/dev/null || true; fi
   rm -rf -- "$OUT"
 }
 
@@ -211,4 +257,43 @@ PY
   # no campaign ran, the baseline is the first night's
   refute [ -d "$(dirname "$(functional_json run3)")/results" ]
   assert_equal "$(readlink -f "$OUT/baselines/functional/alice/aliphysics/baseline")" "$(cat "$OUT/baseline-after-run1")"
+}
+
+@test "the functional job read the guarded storage with the runner's token file" {
+  local base
+  base=$(cat "$OUT/baseline-after-run1")
+  run python3 - "$base/jobs.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1], encoding="utf-8")))
+assert rows and all(r["status"] == "ok" and r["url"].startswith("roots://127.0.0.1:12194/") for r in rows), rows[:2]
+PY
+  assert_success
+  # the blobs were written through the door (by the server, as the xrootd user), not on its disk
+  assert_equal "$(stat -c %U "$OUT/data/afkit-functional/blob-0000.dat")" xrootd
+}
+
+@test "no file of the three nights' pipelines holds the storage token or the registry's password" {
+  local secrets=$OUT/secrets run
+  python3 - "$OUT/guard/functional.token" "$(registry_creds run1)" "$(registry_creds run2)" "$(registry_creds run3)" >"$secrets" <<'PY'
+import base64, sys
+token = open(sys.argv[1], encoding="utf-8").read().strip()
+out = {token, base64.b64encode(token.encode()).decode(), *token.split(".")}
+for creds in sys.argv[2:]:
+    user, _, password = creds.partition(":")
+    out |= {password, base64.b64encode(f"{user}:{password}".encode()).decode()}
+print("\n".join(sorted(s for s in out if len(s) >= 8)))
+PY
+  [ "$(wc -l <"$secrets")" -ge 6 ]
+  # the search would find them: the token's file and the variables file the pipelines were given
+  grep -q -F -f "$secrets" "$OUT/guard/functional.token"
+  grep -q -F -f "$secrets" "$OUT/run1/project/.gitlab-ci-local-variables.yml"
+  for run in run1 run2 run3; do
+    # every file of the run (gitlab-ci-local's project copy, job logs, artifacts with the JUnit
+    # reports, the campaigns' results), but the variables file the pipeline was given
+    run grep -r -l -F -f "$secrets" --exclude=.gitlab-ci-local-variables.yml -- "$OUT/$run"
+    assert_failure 1
+    assert_output ""
+  done
+  run grep -l -F -f "$secrets" -r "$OUT/baselines" "$OUT"/run*.out
+  assert_failure 1
 }

@@ -495,20 +495,33 @@ def test_alpes_workers_do_not_see_the_submit_hosts_files(state: dict[str, Any]) 
     assert _sees("alpes", home)  # the user's home made again, empty
 
 
+# the federation's studies in the box, tiny (test_study.py runs them larger on the open
+# federation): (study, its arguments, the image it needs as build/NAME). gsi-trains generates
+# random data through the doors; dcotf-xcache has the image's ROOT write AOD and ESD through them
+# and reads them through frankfurt's caches (xcache, xcache-dca, dcotf), which fetch from gsi with
+# their own service tokens
+GUARDED_STUDIES = {
+    "gsi-trains": ("--scale 0.1 --set repetitions=1", "bench.sif"),
+    "dcotf-xcache": ("--set nodes=[1] --set repetitions=1 --set micro_duration=1 --set micro_file_mb=4 "
+                     "--set micro_files=1 --set analysis_clients=[1] --set aod_mb=4 --set esd_mb=4",
+                     "alice-root.sif"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("study", GUARDED_STUDIES)
 def test_a_study_runs_on_the_guarded_federation_with_a_token(
-    state: dict[str, Any], tokens: Path, bench_sif: Path
+    state: dict[str, Any], tokens: Path, bench_sif: Path, alice_root_sif: Path, study: str
 ) -> None:
-    """The GSI trains study in the box, guarded: its campaign names the token as every storage's
-    credential (--token), generates its data through the doors and judges every claim."""
+    """A federation study in the box, guarded: its campaign names the token as every storage's
+    credential (--token), generates its data through the doors, every job succeeds and every
+    claim is evaluated (whatever it says at this scale)."""
+    args, image = GUARDED_STUDIES[study]
     work = Path(tempfile.mkdtemp(prefix="afkit-guarded-study-", dir="/tmp"))
     (work / "build").mkdir()
-    (work / "build" / "bench.sif").symlink_to(bench_sif)
+    (work / "build" / image).symlink_to(bench_sif if image == "bench.sif" else alice_root_sif)
     tok = token(tokens, "storage.read:/", "storage.create:/")
     try:
-        # tiny (test_study.py runs it larger on the open federation): the claims are evaluated,
-        # whatever they say at this scale
-        line = f"afkit study run gsi-trains --scale 0.1 --set repetitions=1 --token {tok}"
-        proc = itsupport.sh(line, cwd=work, timeout=900)
+        proc = itsupport.sh(f"afkit study run {study} {args} --token {tok}", cwd=work, timeout=900)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         page = work / proc.stdout.strip().splitlines()[-1]
         claims = json.loads((page.parent / "verdicts.json").read_text())["claims"]
@@ -517,7 +530,7 @@ def test_a_study_runs_on_the_guarded_federation_with_a_token(
         )
         rows = (page.parent.parent / "aggregate" / "jobs.csv").read_text().splitlines()
         assert len(rows) > 3 and all(",ok," in r for r in rows[1:]), rows[:5]
-        made = yaml.safe_load((work / "studies" / "gsi-trains" / "campaign.yaml").read_text())
+        made = yaml.safe_load((work / "studies" / study / "campaign.yaml").read_text())
         assert {s["credential"]["token"] for s in made["storage"].values()} == {str(tok)}
     finally:
         shutil.rmtree(work, ignore_errors=True)

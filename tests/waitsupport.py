@@ -74,6 +74,12 @@ def running(pid: int) -> bool:
     return state != "Z"
 
 
+def _default_sigint() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def ctrl_c_when(argv: list[str], cwd: Path, log: Path, marker: str, what: str) -> int:
     """Run ARGV in CWD in a session of its own (its stderr in LOG), wait until LOG holds MARKER
     (WHAT: for the timeout's message), then send SIGINT to its process group as a terminal's
@@ -82,7 +88,11 @@ def ctrl_c_when(argv: list[str], cwd: Path, log: Path, marker: str, what: str) -
     import signal
 
     with log.open("w") as err:
-        proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+        # the program gets Ctrl-C as a terminal's foreground job does, with SIGINT's default
+        # disposition, whatever this test run inherited (a run started with '&' by a script ignores
+        # SIGINT, and so would every program it starts)
+        proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
+                                preexec_fn=_default_sigint)  # fmt: skip
         try:
             wait_until(lambda: marker in log.read_text(), 300, what=what, proc=proc)
             os.killpg(proc.pid, signal.SIGINT)

@@ -164,6 +164,9 @@ def test_a_ctrl_c_while_clients_still_open_frees_the_ones_at_the_barrier(
 
     monkeypatch.setattr(multi, "run_client", fake_client)
     monkeypatch.setattr(multi, "STOP_GRACE_S", 0.1, raising=False)
+    # Python's own Ctrl-C handler, whatever the test run inherited (started with '&' by a script,
+    # SIGINT is ignored, and Python then installs no handler)
+    old_handler = signal.signal(signal.SIGINT, signal.default_int_handler)
     plan = BlockPlan(block=65536)
     try:
         with pytest.raises(KeyboardInterrupt):
@@ -173,3 +176,4 @@ def test_a_ctrl_c_while_clients_still_open_frees_the_ones_at_the_barrier(
         assert not release.is_set() and opening.is_set()  # the interrupt did not wait for the opener
     finally:
         release.set()
+        signal.signal(signal.SIGINT, old_handler)

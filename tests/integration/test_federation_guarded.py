@@ -322,7 +322,8 @@ def _batch_records_meanwhile() -> Iterator[None]:
 
 def test_every_job_succeeds(campaign: Run) -> None:
     rows, _, _ = campaign
-    assert len(rows) == 9  # steps: 3 sites x 2 datasets; analysis: 3 sites x the AO2D dataset
+    # steps: 3 sites x 2 datasets; cached: 2 reads at frankfurt; analysis: 3 sites x the AO2D dataset
+    assert len(rows) == 11
     assert {r["status"] for r in rows} == {"ok"}, [(r["id"], r["error"]) for r in rows]
 
 
@@ -335,6 +336,18 @@ def test_the_walkthroughs_urls_are_the_guarded_ones(campaign: Run) -> None:
     assert printed["guard"]["ca_bundle"] == "/srv/federation/guard/pki/ca-bundle.pem"
     assert all(r["url"].startswith(("roots://", "/srv/federation/")) for r in rows), [r["url"] for r in rows]
     assert any(r["url"].startswith("roots://") for r in rows)
+
+
+def test_frankfurts_jobs_read_gsis_data_through_its_guarded_cache(campaign: Run) -> None:
+    """The two reads of benchmark 'cached' at frankfurt went through frankfurt's XCache (roots://,
+    the job's token; the cache fetched from gsi with its own) and read the whole file."""
+    rows, _, _ = campaign
+    cached = [r for r in rows if r["bench"] == "cached"]
+    assert len(cached) == 2
+    for r in cached:
+        assert r["url"].startswith("roots://10.77.2.10:1095/"), r["url"]
+        assert r["scenario"] == "xcache" and r["site"] == "frankfurt" and r["status"] == "ok", r["id"]
+        assert int(r["bytes"]) >= 4_000_000, r["id"]
 
 
 def test_the_analysis_reads_ao2d_that_the_images_root_wrote_through_the_door(campaign: Run) -> None:

@@ -67,14 +67,13 @@ PY
   printf '%s\n' "$!" >"$g/issuer.pid"
   wait_until 30 grep -q "serving https://127.0.0.1:$ISSUER_PORT" "$g/issuer.log"
   python3 - "$g" "https://127.0.0.1:$ISSUER_PORT" "$AUD" <<'PY'
-import os, sys
+import sys
 from pathlib import Path
+from afkit.atomic import write_atomic
 from afkit_testbed import issuer
 g, url, aud = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
 grant = issuer.Grant(("storage.read:/", "storage.create:/"), aud, lifetime=7200)
-fd = os.open(g / "functional.token", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-with os.fdopen(fd, "w") as fh:
-    fh.write(issuer.issue(issuer.ensure_key(g / "issuer.key"), url, grant))
+write_atomic(g / "functional.token", issuer.issue(issuer.ensure_key(g / "issuer.key"), url, grant), mode=0o600)
 PY
 }
 

@@ -247,6 +247,12 @@ def checkout(alice_root_sif: Path) -> Iterator[Path]:
     shutil.rmtree(root, ignore_errors=True)  # the directory this fixture created
 
 
+def _afkit_env(checkout: Path) -> dict[str, str]:
+    """User afkit's environment, afkit taken from CHECKOUT."""
+    return {**os.environ, "HOME": "/home/afkit", "USER": "afkit", "LOGNAME": "afkit",
+            "PYTHONPATH": str(checkout / "src")}  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def campaign(state: dict[str, Any], checkout: Path) -> Iterator[tuple[list[dict[str, str]], Path, list[str]]]:
     """The walkthrough's lines as written: the admin's as root, the user's as user afkit with afkit
@@ -255,8 +261,7 @@ def campaign(state: dict[str, Any], checkout: Path) -> Iterator[tuple[list[dict[
     environment, TRACE). Yields (rows of jobs.csv, results directory, the user's lines' stdouts)."""
     assert state["registry"] == "10.77.0.10:5000"  # the registry the documented lines name
     raw: dict[str, Any] = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
-    env = {**os.environ, "HOME": "/home/afkit", "USER": "afkit", "LOGNAME": "afkit",
-           "PYTHONPATH": str(checkout / "src")}  # fmt: skip
+    env = _afkit_env(checkout)
     shutil.rmtree(WORK, ignore_errors=True)  # a fresh directory, as a newcomer's
     shutil.rmtree(IMAGE_CACHE, ignore_errors=True)  # alpes's node has not pulled the image yet
     LOGIN_FILE.unlink(missing_ok=True)  # a login of before
@@ -377,8 +382,7 @@ def test_the_dataset_step_again_keeps_the_servers_ao2d_file(campaign: Run, check
     _, results, _ = campaign
     written = Path("/srv/federation/gsi/data/workers/ao2d-0000.root")
     before = written.stat().st_mtime_ns
-    env = {**os.environ, "HOME": "/home/afkit", "USER": "afkit", "LOGNAME": "afkit",
-           "PYTHONPATH": str(checkout / "src")}  # fmt: skip
+    env = _afkit_env(checkout)
     out = results / "dataset" / "again.json"
     cmd = [*AS_AFKIT, "afkit", "campaign", "dataset", "C.yaml", "gsi-ao2d", "-o", str(out)]
     proc = subprocess.run(cmd, cwd=WORK, env=env, capture_output=True, text=True, check=False, timeout=300)

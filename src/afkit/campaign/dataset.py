@@ -25,7 +25,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import BinaryIO, NamedTuple, TypedDict
+from typing import Any, BinaryIO, NamedTuple, TypedDict
 
 from afkit.atomic import atomic_path, write_atomic
 from afkit.bench import rootgen
@@ -152,30 +152,44 @@ def apptainer_args_for(cfg: CampaignConfig, dataset: str) -> list[str]:
     return list((near or sites)[0].get("apptainer_args", [])) if sites else []
 
 
-def _generate_root(
-    name: str, gen: Generate, root: Path, files: list[str], image_json: str | None, args: list[str]
-) -> list[Mapping[str, object]]:
+def _root_writer(
+    name: str, gen: Generate, image_json: str | None, storage_dir: Path, args: list[str],
+    credential: CredentialSpec | None = None,
+) -> Callable[..., dict[str, Any]]:  # fmt: skip
+    """write(DEST, SEED, LABEL, kept_at=..., kept_bytes=...): one file of the dataset by the image's
+    ROOT (seeing STORAGE_DIR, with CREDENTIAL's files when given), its record; kept when it holds
+    these parameters, written again when it is the campaign's own with other ones."""
     if not image_json:
         raise InvalidError(f"datasets.{name}.generate: kind {gen['kind']} needs the campaign's image")
     shape = rootgen.SHAPES[gen["kind"]]
     events = rootgen.events_per_file(int(gen["size_mb"] * 1e6), 1, shape.event_bytes, gen["kind"])
     setting = rootgen.parse_compression(str(gen.get("compression", "default")))
+    cmd, macro = image_root_command(image_json, storage_dir, args, credential=credential)
+
+    def write(
+        dest: Path, seed: int, label: str, kept_at: str | None = None, kept_bytes: int = 0
+    ) -> dict[str, Any]:
+        one = functools.partial(rootgen.write, cmd, shape, dest, events, compression=setting, seed=seed,
+                                df_events=max(1, rootgen.DF_BYTES // shape.event_bytes),
+                                progress=rootgen.progress_printer(label), macro=macro, kept_at=kept_at,
+                                kept_bytes=kept_bytes)  # fmt: skip
+        try:  # kept when written with these parameters
+            return one(force=False)
+        except UnsafeError:  # the campaign's own file, written with other parameters: rewritten
+            return one(force=True)
+
+    return write
+
+
+def _generate_root(
+    name: str, gen: Generate, root: Path, files: list[str], image_json: str | None, args: list[str]
+) -> list[Mapping[str, object]]:
+    write = _root_writer(name, gen, image_json, root, args)
     (root / files[0]).parent.mkdir(parents=True, exist_ok=True)
-    cmd, macro = image_root_command(image_json, root, args)
     records: list[Mapping[str, object]] = []
     for i, f in enumerate(files):
-
-        def write(force: bool, seed: int = 1 + i, name: str = f) -> Mapping[str, object]:
-            return rootgen.write(cmd, shape, root / name, events, compression=setting, seed=seed,
-                                 df_events=max(1, rootgen.DF_BYTES // shape.event_bytes), force=force,
-                                 progress=rootgen.progress_printer(name), macro=macro)  # fmt: skip
-
-        try:  # kept when written with these parameters
-            rec = write(force=False)
-        except UnsafeError:  # the campaign's own file, written with other parameters: rewritten
-            rec = write(force=True)
-        records.append(rec)
-        print(json.dumps(rec), file=sys.stderr)
+        records.append(write(root / f, 1 + i, f))
+        print(json.dumps(records[-1]), file=sys.stderr)
     return records
 
 
@@ -186,25 +200,13 @@ def _generate_root_through(
     """FILES of a ROOT kind through DOOR: each written by the image's ROOT into STAGE, then copied
     through the door and removed from STAGE; kept when the server's file holds the same parameters
     (ROOT reads it there, with the door's credential)."""
-    if not image_json:
-        raise InvalidError(f"datasets.{name}.generate: kind {gen['kind']} needs the campaign's image")
-    shape = rootgen.SHAPES[gen["kind"]]
-    events = rootgen.events_per_file(int(gen["size_mb"] * 1e6), 1, shape.event_bytes, gen["kind"])
-    setting = rootgen.parse_compression(str(gen.get("compression", "default")))
-    cmd, macro = image_root_command(image_json, stage, args, door.credential)
+    write = _root_writer(name, gen, image_json, stage, args, door.credential)
     records: list[Mapping[str, object]] = []
     for i, f in enumerate(files):
         path, local = door.path(f), stage / f"{i:04d}.root"
         have = _size_through(door, path)
-        write = functools.partial(rootgen.write, cmd, shape, local, events, compression=setting, seed=1 + i,
-                                  df_events=max(1, rootgen.DF_BYTES // shape.event_bytes),
-                                  progress=rootgen.progress_printer(f), macro=macro,
-                                  kept_at="" if have is None else for_root(door.url_of(path)),
-                                  kept_bytes=have or 0)  # fmt: skip
-        try:  # kept when written with these parameters
-            rec = write(force=False)
-        except UnsafeError:  # the campaign's own file, written with other parameters: rewritten
-            rec = write(force=True)
+        rec = write(local, 1 + i, f, kept_at="" if have is None else for_root(door.url_of(path)),
+                    kept_bytes=have or 0)  # fmt: skip
         if not rec["kept"]:
             with local.open("rb") as fh:
 

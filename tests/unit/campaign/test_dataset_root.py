@@ -21,7 +21,9 @@ def test_ao2d_dataset_written_by_the_images_root(
 
     seen: list[tuple[str, list[str]]] = []
 
-    def root_in_image(image_json: str, storage_dir: Path, args: list[str]) -> tuple[list[str], str]:
+    def root_in_image(
+        image_json: str, storage_dir: Path, args: list[str], credential: object = None
+    ) -> tuple[list[str], str]:
         seen.append((image_json, args))
         return [str(root_dir / "bin" / "root.exe")], str(rootgen.MACRO)
 

@@ -12,8 +12,12 @@ bundle by ``X509_CERT_FILE``): the variables hold paths, never the secret
 (afkit.campaign.job.credential_binds).
 
 A token's claims are read without checking its signature (afkit.campaign.tokens): the storage checks that;
-afkit only reads what the token says it allows and until when. The secret is never printed:
-messages name the file, its scopes and its expiry.
+afkit only reads what the token says it allows and until when. A proxy is checked for its expiry
+(afkit.campaign.proxies; what it may do is the storage's grid-mapfile's and authorisation
+database's, not written in it); its server is checked against a folder of CAs by subject hash
+(XRootD's gsi reads no bundle: ``ca`` names a folder, default :data:`GRID_CERTS`, given to the job
+as ``X509_CERT_DIR``). The secret is never printed: messages name the file, its scopes and its
+expiry.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from afkit.campaign import proxies
 from afkit.campaign.config import Campaign
 from afkit.campaign.contract import CREDENTIAL_ENV, CredentialSpec
 from afkit.campaign.tokens import claims, expiry_text, scopes
@@ -34,6 +39,9 @@ TOKEN, PROXY = "token", "proxy"
 # afkit.campaign.job.credential_binds)
 ENV = CREDENTIAL_ENV
 CA_ENV = "X509_CERT_FILE"
+CA_DIR_ENV = "X509_CERT_DIR"
+# where grid hosts keep the CAs they trust, by subject hash (XRootD's gsi's default folder)
+GRID_CERTS = Path("/etc/grid-security/certificates")
 
 
 @dataclass(frozen=True)
@@ -50,7 +58,7 @@ class Credential:
         """The environment an XRootD client on this host reads it from (paths only)."""
         env = {ENV[self.kind]: str(self.path)}
         if self.ca is not None:
-            env[CA_ENV] = str(self.ca)
+            env[CA_DIR_ENV if self.ca.is_dir() else CA_ENV] = str(self.ca)
         return env
 
     def spec(self) -> CredentialSpec:
@@ -67,8 +75,9 @@ def of(campaign: Campaign) -> dict[str, Credential]:
             continue
         kind = TOKEN if "token" in cred else PROXY
         ca = cred.get("ca")
-        out[name] = Credential(name, kind, campaign.resolve(str(cred.get(kind))),
-                               campaign.resolve(ca) if ca else None, cred["expiry_margin"])  # fmt: skip
+        folder = campaign.resolve(ca) if ca else (GRID_CERTS if kind == PROXY else None)
+        out[name] = Credential(name, kind, campaign.resolve(str(cred.get(kind))), folder,
+                               cred["expiry_margin"])  # fmt: skip
     return out
 
 
@@ -107,9 +116,14 @@ def private_file(path: Path, what: str, key: str, refuses: str) -> None:
 def _owner_only(cred: Credential) -> None:
     private_file(cred.path, f"storage {cred.storage}: {cred.kind} file",
                  f"storage.{cred.storage}.credential.{cred.kind}", "XRootD refuses it too")  # fmt: skip
-    if cred.ca is not None and not cred.ca.is_file():
-        raise NotFoundError(f"storage {cred.storage}: no CA bundle {cred.ca}",
-                            hint=f"fix storage.{cred.storage}.credential.ca")  # fmt: skip
+    key = f"storage.{cred.storage}.credential.ca"
+    if cred.kind == PROXY and not (cred.ca is not None and cred.ca.is_dir()):
+        raise NotFoundError(f"storage {cred.storage}: no folder of CAs {cred.ca} for its X.509 proxy",
+                            hint=f"name in {key} the folder of CAs by subject hash the storage's certificate "
+                            "is checked against (XRootD's gsi reads no bundle), as /etc/grid-security/"
+                            "certificates")  # fmt: skip
+    if cred.ca is not None and not (cred.ca.is_file() or cred.ca.is_dir()):
+        raise NotFoundError(f"storage {cred.storage}: no CA bundle {cred.ca}", hint=f"fix {key}")
 
 
 def _allows(granted: list[tuple[str, str]], op: str, path: str) -> bool:
@@ -123,6 +137,24 @@ def _scopes_text(granted: list[tuple[str, str]]) -> str:
     return " ".join(f"{o}:{p}" for o, p in granted) or "none"
 
 
+def _expiry(cred: Credential, exp: float, now: float) -> list[str]:
+    """CRED ending at EXP: an error when it has (checked at NOW), a warning within its margin."""
+    at = expiry_text(exp)
+    what = f"storage {cred.storage}: the {cred.kind} in {cred.path}"
+    if exp <= now:
+        renew = proxies.HINT if cred.kind == PROXY else "renew it (the same file), then run again"
+        raise PrereqError(f"{what} expired at {at}", hint=renew)
+    if exp - now < cred.margin:
+        return [f"afkit: warning: {what} expires at {at}, in {exp - now:.0f} s (within expiry_margin "
+                f"{cred.margin} s): renew it before its jobs run out"]  # fmt: skip
+    return []
+
+
+def _check_proxy(cred: Credential, now: float) -> list[str]:
+    """The proxy of CRED: not expired (a warning within its margin)."""
+    return _expiry(cred, proxies.not_after(cred.path), now)
+
+
 def _check_token(cred: Credential, paths: set[str], made: set[str], now: float) -> list[str]:
     """The token of CRED: not expired (a warning within its margin), its scopes let the benchmarks
     read PATHS and the dataset rule create MADE (the generated files, written through the door;
@@ -130,16 +162,7 @@ def _check_token(cred: Credential, paths: set[str], made: set[str], now: float) 
     data = claims(cred.path)
     exp = data.get("exp")
     if isinstance(exp, int | float):
-        at = expiry_text(exp)
-        if exp <= now:
-            raise PrereqError(f"storage {cred.storage}: the token in {cred.path} expired at {at}",
-                              hint="renew it (the same file), then run again")  # fmt: skip
-        if exp - now < cred.margin:
-            warnings = [f"afkit: warning: storage {cred.storage}: the token in {cred.path} expires at {at}, "
-                        f"in {exp - now:.0f} s (within expiry_margin {cred.margin} s): renew it before "
-                        "its jobs run out"]  # fmt: skip
-        else:
-            warnings = []
+        warnings = _expiry(cred, exp, now)
     else:
         warnings = [f"afkit: warning: storage {cred.storage}: the token in {cred.path} has no expiry (exp)"]
     granted = scopes(data)
@@ -185,6 +208,8 @@ def check(campaign: Campaign, now: float | None = None) -> list[str]:
         _owner_only(cred)
         if cred.kind == TOKEN:
             warnings += _check_token(cred, paths, generated.get(storage, set()), now)
+        else:
+            warnings += _check_proxy(cred, now)
     return warnings
 
 

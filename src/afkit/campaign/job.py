@@ -95,19 +95,22 @@ def credential_binds(cred: CredentialSpec) -> tuple[list[str], dict[str, str]]:
         return [], {}
     inside = f"{CREDENTIALS_DIR}/{cred.kind}"
     binds, env = [f"{cred.path}:{inside}:ro"], {CREDENTIAL_ENV[cred.kind]: inside}
-    if cred.ca:
+    if cred.ca and Path(cred.ca).is_dir():  # the CAs by subject hash (an X.509 proxy's server)
+        binds.append(f"{cred.ca}:{CREDENTIALS_DIR}/certificates:ro")
+        env["X509_CERT_DIR"] = f"{CREDENTIALS_DIR}/certificates"
+    elif cred.ca:
         binds.append(f"{cred.ca}:{CREDENTIALS_DIR}/ca.pem:ro")
         env["X509_CERT_FILE"] = f"{CREDENTIALS_DIR}/ca.pem"
     return binds, env
 
 
-def arrived(given: str, sandbox: Path, what: str) -> Path:
-    """The file GIVEN (a submit host's path) as HTCondor's file transfer placed it in the job's
-    SANDBOX (a site without the submit host's files): by its name at the sandbox's top
-    (snakemake_executor_plugin_afkit_htcondor lists such files as transfer_input_files). Raises
-    NotFoundError naming WHAT when it did not arrive."""
+def arrived(given: str, sandbox: Path, what: str, folder: bool = False) -> Path:
+    """The file GIVEN (a submit host's path; a folder too when FOLDER) as HTCondor's file transfer
+    placed it in the job's SANDBOX (a site without the submit host's files): by its name at the
+    sandbox's top (snakemake_executor_plugin_afkit_htcondor lists such files as
+    transfer_input_files). Raises NotFoundError naming WHAT when it did not arrive."""
     here = sandbox / Path(given).name
-    if not here.is_file():
+    if not (here.is_file() or (folder and here.is_dir())):
         hint = "HTCondor transfers it with the job: check its transfer_input_files (condor_q -l)"
         where = f"the job's sandbox {sandbox}"
         raise NotFoundError(f"the {what} file {Path(given).name} did not reach {where}", hint=hint)
@@ -121,19 +124,23 @@ def in_sandbox(cred: CredentialSpec, sandbox: Path) -> CredentialSpec:
         return cred
     path = arrived(cred.path, sandbox, cred.kind)
     path.chmod(0o600)
-    ca = str(arrived(cred.ca, sandbox, "CA bundle")) if cred.ca else ""
+    ca = str(arrived(cred.ca, sandbox, "CA", folder=True)) if cred.ca else ""
     return CredentialSpec(kind=cred.kind, path=str(path), ca=ca)
 
 
-def token_expired(cred: CredentialSpec, when: float) -> str:
-    """ "token expired at T (FILE): " when the job's token had expired by WHEN (its failure is then
-    the expiry's, not the network's: renew the file and retry), else ""."""
-    if cred.kind != "token":
-        return ""
-    from afkit.campaign.tokens import expired_by, expiry_text
+def credential_expired(cred: CredentialSpec, when: float) -> str:
+    """ "token expired at T (FILE; ...): " (or "proxy expired at ...") when the job's credential had
+    expired by WHEN (its failure is then the expiry's, not the network's: renew the file and
+    retry), else ""."""
+    from afkit.campaign import proxies, tokens
 
+    if cred.kind not in CREDENTIAL_ENV:
+        return ""
+    expired_by = tokens.expired_by if cred.kind == "token" else proxies.expired_by
     exp = expired_by(Path(cred.path), when)
-    return "" if exp is None else f"token expired at {expiry_text(exp)} ({cred.path}; renew it, then retry): "
+    if exp is None:
+        return ""
+    return f"{cred.kind} expired at {tokens.expiry_text(exp)} ({cred.path}; renew it, then retry): "
 
 
 # exit statuses of a payload cut off by a signal: killed (negative) or a shell's 128 + signal
@@ -377,7 +384,7 @@ def run(spec: JobSpec, *, output: Path | None = None, log: Path | None = None) -
             record.status = "failed"
             record.error = f"payload exited {proc.returncode}: {one_line(proc.stderr)}"
         if record.status != "ok":
-            expired = token_expired(cred, time.time())
+            expired = credential_expired(cred, time.time())
             record.error = expired + (record.error or "")
         record.bottleneck, record.bottleneck_reason = job_bottleneck(record, scratch / "monitor.jsonl", site)
     finally:

@@ -13,7 +13,7 @@ from typing import Any
 from afkit.cli import usage_handler
 from afkit.errors import ExitCode, UsageError
 from afkit.storage import manager
-from afkit.storage.render import Guard, Settings, render
+from afkit.storage.render import X509, Guard, Settings, render
 from afkit.storage.scenarios import HOST, SCENARIOS, default_origin, get_scenario, url
 
 
@@ -42,9 +42,14 @@ def _guard(args: argparse.Namespace) -> Guard | None:
     """The guard the options ask for (all of them, or none: an open server)."""
     given = {k: getattr(args, k, None) for k in GUARD_OPTIONS}
     if not any(given.values()):
-        if getattr(args, "origin_token", None):
-            raise UsageError("--origin-token is for a guarded cache",
-                             hint="give " + ", ".join(GUARD_OPTIONS.values()) + " too")  # fmt: skip
+        for option, what in (
+            ("origin_token", "cache"),
+            ("x509_certdir", "server"),
+            ("x509_gridmap", "server"),
+        ):
+            if getattr(args, option, None):
+                raise UsageError(f"--{option.replace('_', '-')} is for a guarded {what}",
+                                 hint="give " + ", ".join(GUARD_OPTIONS.values()) + " too")  # fmt: skip
         return None
     missing = [GUARD_OPTIONS[k] for k, v in given.items() if not v]
     if missing:
@@ -62,7 +67,19 @@ def _guard(args: argparse.Namespace) -> Guard | None:
     return Guard(cert=Path(args.tls_cert).absolute(), key=Path(args.tls_key).absolute(),
                  cafile=Path(args.tls_ca).absolute(), issuer=args.token_issuer,
                  audience=args.token_audience, base_path=args.token_base_path,
-                 origin_token=Path(token).absolute() if token else None)  # fmt: skip
+                 origin_token=Path(token).absolute() if token else None,
+                 x509=_x509(args))  # fmt: skip
+
+
+def _x509(args: argparse.Namespace) -> X509 | None:
+    """X.509 proxies accepted too: --x509-certdir and --x509-gridmap (both or neither)."""
+    certdir, gridmap = getattr(args, "x509_certdir", None), getattr(args, "x509_gridmap", None)
+    if not certdir and not gridmap:
+        return None
+    if not (certdir and gridmap):
+        raise UsageError("X.509 proxies need --x509-certdir and --x509-gridmap together",
+                         hint="the CAs of its users' certificates and the users it accepts")  # fmt: skip
+    return X509(certdir=Path(certdir).absolute(), gridmap=Path(gridmap).absolute())
 
 
 def _redirect_host(args: argparse.Namespace, scenario: str) -> str:
@@ -194,6 +211,12 @@ def register(sub: Any) -> None:
         g.add_argument("--origin-token", metavar="FILE",
                        help="a cache's own WLCG token for its guarded origin (with --origin "
                        "roots://HOST:PORT; xrootd gets a copy only it can read)")  # fmt: skip
+        g.add_argument("--x509-certdir", metavar="DIR",
+                       help="accept X.509 proxies too (XRootD's gsi), of users of the CAs in DIR "
+                       "(hashed, as /etc/grid-security/certificates); the server's key is RSA")  # fmt: skip
+        g.add_argument("--x509-gridmap", metavar="FILE",
+                       help='with --x509-certdir: the users it accepts, a grid-mapfile ("DN" account '
+                       "lines); each may read and write under the token base path")  # fmt: skip
         p.add_argument(
             "--throttle",
             metavar="RATE",

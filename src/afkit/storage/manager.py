@@ -12,7 +12,10 @@ from afkit.storage import daemon as dmn
 from afkit.storage.render import (
     Guard,
     Settings,
+    authdb_text,
     daemon_dirs,
+    gridmap_entries,
+    gridmap_text,
     render,
     scitokens_config,
     shared_cache_dir,
@@ -122,6 +125,8 @@ def _guarded(guard: Guard, dirs: dict[str, Path]) -> dict[str, str]:
         hint = "give the CA bundle the server trusts (PEM)"
         raise NotFoundError(f"CA file not found: {guard.cafile}", hint=hint)
     write_atomic(dirs["scitokens_cfg"], scitokens_config(guard), mode=0o644)
+    if guard.x509 is not None:
+        _x509_files(guard, dirs)
     dirs["keycache"].mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "XDG_CACHE_HOME": str(dirs["keycache"])}
     if guard.origin_token is not None:
@@ -136,6 +141,22 @@ def _guarded(guard: Guard, dirs: dict[str, Path]) -> dict[str, str]:
     else:
         dirs["origin_token"].unlink(missing_ok=True)
     return env
+
+
+def _x509_files(guard: Guard, dirs: dict[str, Path]) -> None:
+    """An X.509-accepting daemon's grid-mapfile (the given one's DNs, each mapped to the one X.509
+    account) and the authorisation database that grants that account the base path."""
+    assert guard.x509 is not None
+    if not guard.x509.certdir.is_dir():
+        hint = "give the folder of the CAs whose users it accepts, as /etc/grid-security/certificates"
+        raise NotFoundError(f"CA folder not found: {guard.x509.certdir}", hint=hint)
+    try:
+        text = guard.x509.gridmap.read_text()
+    except OSError as err:
+        hint = 'give a grid-mapfile: a line "DN" account per user it accepts'
+        raise NotFoundError(f"grid-mapfile {guard.x509.gridmap}: {err.strerror}", hint=hint) from err
+    write_atomic(dirs["gridmap"], gridmap_text(gridmap_entries(text)), mode=0o644)
+    write_atomic(dirs["authdb"], authdb_text(guard), mode=0o644)
 
 
 def _guard_files(dirs: dict[str, Path]) -> list[Path]:

@@ -11,6 +11,24 @@ from afkit.atomic import write_atomic
 from afkit.errors import UsageError
 from afkit.storage.scenarios import HOST, Daemon, Scenario, port_of
 
+# the one local account every X.509 user of a guarded server is mapped to (its grid-mapfile's
+# names are replaced by it: XRootD's authorisation database grants it the base path). The ':'
+# is in no Unix user name, so no WLCG token issued for a user of a host has it as its subject:
+# a token whose scopes do not allow a request falls through to that database under its subject
+# (xrootd src/XrdSciTokens/XrdSciTokensAccess.cc, onmissing = passthrough) and finds nothing
+X509_ACCOUNT = "x509:users"
+
+
+@dataclass(frozen=True)
+class X509:
+    """What a guarded server accepts X.509 proxies by (XRootD's ``gsi``, xrootd
+    src/XrdSecgsi/XrdSecProtocolgsi.cc): the CAs of CERTDIR (hashed, as
+    /etc/grid-security/certificates holds them) and the users of GRIDMAP (a grid-mapfile:
+    ``"DN" account`` lines; a DN not in it is refused). docs/storage.md, "X.509 proxies"."""
+
+    certdir: Path
+    gridmap: Path
+
 
 @dataclass(frozen=True)
 class Guard:
@@ -29,6 +47,8 @@ class Guard:
     # a cache's own WLCG token (a file), presented to its guarded origin, which it reaches over
     # TLS (--origin roots://HOST:PORT); None for an origin
     origin_token: Path | None = None
+    # X.509 proxies accepted too (an origin: --x509-certdir, --x509-gridmap); None: tokens only
+    x509: X509 | None = None
 
 
 @dataclass(frozen=True)
@@ -79,6 +99,9 @@ def daemon_dirs(settings: Settings, daemon: Daemon) -> dict[str, Path]:
         "keycache": base / "keycache",
         # a guarded cache's copy of its service token (the service user's, mode 0600, as ztn wants)
         "origin_token": base / "tls" / "origin.token",
+        # an X.509-accepting server's copy of the grid-mapfile and its authorisation database
+        "gridmap": base / "grid-mapfile",
+        "authdb": base / "authdb",
     }
 
 
@@ -117,6 +140,8 @@ def render(scenario: Scenario, daemon: Daemon, settings: Settings) -> str:
         "tls_cert": dirs["tls_cert"],
         "tls_key": dirs["tls_key"],
         "scitokens_cfg": dirs["scitokens_cfg"],
+        "gridmap": dirs["gridmap"],
+        "authdb": dirs["authdb"],
     }
     return env.get_template(daemon.template).render(**values)
 
@@ -129,7 +154,9 @@ def scitokens_config(guard: Guard) -> str:
         "# Rendered by 'afkit storage'; do not edit, re-render.\n"
         "[Global]\n"
         f"audience = {guard.audience}\n"
-        "onmissing = deny\n\n"
+        # with X.509 users too, a request no token allows goes on to the authorisation database
+        # (the X.509 account's grants only); else it is denied here
+        f"onmissing = {'passthrough' if guard.x509 else 'deny'}\n\n"
         "[Issuer afkit]\n"
         f"issuer = {guard.issuer}\n"
         f"base_path = {guard.base_path}\n"
@@ -138,3 +165,33 @@ def scitokens_config(guard: Guard) -> str:
 
 def write_config(path: Path, text: str) -> None:
     write_atomic(path, text)
+
+
+def gridmap_entries(text: str) -> list[str]:
+    """The DNs of a grid-mapfile's lines (``"DN" account[,account...]``; # comments), as XRootD
+    reads them (xrootd src/XrdOuc/XrdOucGMap.cc); raises UsageError naming a line it cannot read."""
+    dns: list[str] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        dn, sep, rest = line[1:].partition('"') if line.startswith('"') else ("", "", "")
+        if not sep or not dn or not rest.strip():
+            raise UsageError(f"grid-mapfile line {number}: expected '\"DN\" account', got {line!r}",
+                             hint='e.g. "/O=afkit federation/OU=users/CN=alice" alice')  # fmt: skip
+        dns.append(dn)
+    return dns
+
+
+def gridmap_text(dns: list[str]) -> str:
+    """The server's grid-mapfile: each DN mapped to :data:`X509_ACCOUNT`."""
+    head = "# Rendered by 'afkit storage' from the given grid-mapfile; every user is one account.\n"
+    return head + "".join(f'"{dn}" {X509_ACCOUNT}\n' for dn in dns)
+
+
+def authdb_text(guard: Guard) -> str:
+    """XRootD's authorisation database of an X.509-accepting server (xrootd src/XrdAcc): the X.509
+    account may do everything under the base path; nobody else anything (tokens are the SciTokens
+    plugin's)."""
+    return ("# Rendered by 'afkit storage'; do not edit, re-render.\n"
+            f"u {X509_ACCOUNT} {guard.base_path} a\n")  # fmt: skip

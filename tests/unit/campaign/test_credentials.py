@@ -137,10 +137,119 @@ def test_the_submit_hosts_client_uses_the_credential(tmp_path: Path) -> None:
 
 def test_a_failed_job_whose_token_expired_says_so(tmp_path: Path) -> None:
     path = token_file(tmp_path, "storage.read:/", exp=NOW - 30)
-    said = job.token_expired(CredentialSpec("token", str(path)), when=NOW)
+    said = job.credential_expired(CredentialSpec("token", str(path)), when=NOW)
     assert said == f"token expired at 2027-01-15 07:59:30 UTC ({path}; renew it, then retry): "
-    assert job.token_expired(CredentialSpec("token", str(path)), when=NOW - 60) == ""  # not yet then
-    assert job.token_expired(CredentialSpec(), when=NOW) == ""
+    assert job.credential_expired(CredentialSpec("token", str(path)), when=NOW - 60) == ""  # not yet then
+    assert job.credential_expired(CredentialSpec(), when=NOW) == ""
+
+
+def proxy_file(folder: Path, end: float, mode: int = 0o600) -> Path:
+    """A PEM certificate (valid until END) and its key, as a proxy file holds them."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.x509.oid import NameOID
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    name = x509.Name(
+        [x509.NameAttribute(NameOID.COMMON_NAME, "alice"), x509.NameAttribute(NameOID.COMMON_NAME, "1")]
+    )
+    at = datetime.datetime.fromtimestamp(end, datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(1).not_valid_before(at - datetime.timedelta(hours=12)).not_valid_after(at)
+            .sign(key, hashes.SHA256()))  # fmt: skip
+    path = folder / "x509up_u1000"
+    pem = serialization.Encoding.PEM
+    plain = serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+    path.write_bytes(cert.public_bytes(pem) + key.private_bytes(pem, *plain))
+    path.chmod(mode)
+    return path
+
+
+def with_proxy(raw: dict[str, Any], proxy: Path, **more: object) -> dict[str, Any]:
+    raw["storage"]["disk"]["credential"] = {"proxy": str(proxy), **more}
+    return raw
+
+
+def test_a_valid_proxy_with_its_ca_folder_passes(raw: dict[str, Any], make: Any, tmp_path: Path) -> None:
+    c = make(with_proxy(raw, proxy_file(tmp_path, NOW + 3600), ca=str(tmp_path)))
+    assert credentials.check(c, now=NOW) == []
+
+
+def test_an_expired_proxy_is_refused_with_its_time_and_how_to_make_one(
+    raw: dict[str, Any], make: Any, tmp_path: Path
+) -> None:
+    c = make(with_proxy(raw, proxy_file(tmp_path, NOW - 1), ca=str(tmp_path)))
+    with pytest.raises(
+        PrereqError, match=r"storage disk: the proxy in .*x509up_u1000 expired at 2027-01-15 07:59:59 UTC"
+    ) as err:
+        credentials.check(c, now=NOW)
+    assert "xrdgsiproxy init" in str(err.value.hint)
+
+
+def test_a_proxy_expiring_within_the_margin_warns(raw: dict[str, Any], make: Any, tmp_path: Path) -> None:
+    c = make(with_proxy(raw, proxy_file(tmp_path, NOW + 60), ca=str(tmp_path)))
+    [warning] = credentials.check(c, now=NOW)
+    assert warning.startswith("afkit: warning: storage disk: the proxy in ") and "in 60 s" in warning
+
+
+def test_a_proxy_others_can_read_is_refused(raw: dict[str, Any], make: Any, tmp_path: Path) -> None:
+    c = make(with_proxy(raw, proxy_file(tmp_path, NOW + 3600, mode=0o640), ca=str(tmp_path)))
+    with pytest.raises(UnsafeError, match=r"proxy file .* can be read by others"):
+        credentials.check(c, now=NOW)
+
+
+def test_a_file_that_is_no_proxy_is_exit_6(raw: dict[str, Any], make: Any, tmp_path: Path) -> None:
+    path = tmp_path / "x509up"
+    path.write_text("not a certificate\n")
+    path.chmod(0o600)
+    with pytest.raises(InvalidError, match=r"not an X\.509 proxy"):
+        credentials.check(make(with_proxy(raw, path, ca=str(tmp_path))), now=NOW)
+
+
+@pytest.mark.parametrize("ca", ["bundle", "default"])
+def test_a_proxy_needs_a_folder_of_cas(
+    ca: str, raw: dict[str, Any], make: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """XRootD's gsi checks the server against CAs by subject hash: a bundle does not do; without
+    ``ca``, /etc/grid-security/certificates (here absent)."""
+    monkeypatch.setattr(credentials, "GRID_CERTS", tmp_path / "no-grid-security")
+    (tmp_path / "ca.pem").write_text("c")
+    more = {"ca": str(tmp_path / "ca.pem")} if ca == "bundle" else {}
+    c = make(with_proxy(raw, proxy_file(tmp_path, NOW + 3600), **more))
+    with pytest.raises(NotFoundError, match=r"no folder of CAs .* for its X\.509 proxy") as err:
+        credentials.check(c, now=NOW)
+    assert "storage.disk.credential.ca" in str(err.value.hint)
+
+
+def test_a_failed_job_whose_proxy_expired_says_so(tmp_path: Path) -> None:
+    path = proxy_file(tmp_path, NOW - 30)
+    said = job.credential_expired(CredentialSpec("proxy", str(path)), when=NOW)
+    assert said == f"proxy expired at 2027-01-15 07:59:30 UTC ({path}; renew it, then retry): "
+    assert job.credential_expired(CredentialSpec("proxy", str(path)), when=NOW - 60) == ""
+
+
+def test_a_proxy_job_gets_the_ca_folder_as_x509_cert_dir(tmp_path: Path) -> None:
+    binds, env = job.credential_binds(CredentialSpec("proxy", "/tmp/x509up_u1000", str(tmp_path)))
+    assert binds == [
+        "/tmp/x509up_u1000:/afkit-credentials/proxy:ro",
+        f"{tmp_path}:/afkit-credentials/certificates:ro",
+    ]
+    assert env == {
+        "X509_USER_PROXY": "/afkit-credentials/proxy",
+        "X509_CERT_DIR": "/afkit-credentials/certificates",
+    }
+
+
+def test_a_transferred_ca_folder_is_found_in_the_sandbox(tmp_path: Path) -> None:
+    (tmp_path / "x509up_u1000").write_text("p")
+    (tmp_path / "certificates").mkdir()
+    moved = job.in_sandbox(
+        CredentialSpec("proxy", "/tmp/x509up_u1000", "/etc/grid-security/certificates"), tmp_path
+    )
+    assert moved == CredentialSpec("proxy", str(tmp_path / "x509up_u1000"), str(tmp_path / "certificates"))
 
 
 def test_a_transferred_credential_is_found_at_the_top_of_the_sandbox_owner_only(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from pathlib import Path
@@ -11,7 +12,16 @@ import pytest
 from afkit import cli
 from afkit.errors import ExitCode, NotFoundError, UnsafeError, UsageError
 from afkit.storage import manager
-from afkit.storage.render import Guard, Settings, daemon_dirs, render, scitokens_config
+from afkit.storage.render import (
+    X509,
+    Guard,
+    Settings,
+    authdb_text,
+    daemon_dirs,
+    gridmap_entries,
+    render,
+    scitokens_config,
+)
 from afkit.storage.scenarios import SCENARIOS, default_origin, get_scenario, url
 
 
@@ -328,3 +338,59 @@ def test_a_guarded_cache_gets_its_token_as_a_file_only_it_can_read(tmp_path: Pat
     assert dirs["origin_token"].read_text() == "header.claims.signature"
     assert dirs["origin_token"].stat().st_mode & 0o777 == 0o600
     assert "header.claims.signature" not in "".join(env.values())
+
+
+GRID = Path("/etc/grid-security")
+X509_GUARD = dataclasses.replace(
+    GUARD, x509=X509(certdir=GRID / "certificates", gridmap=GRID / "grid-mapfile")
+)
+
+
+def test_a_server_that_accepts_proxies_offers_gsi_after_ztn_and_chains_the_token_plugin(
+    tmp_path: Path,
+) -> None:
+    [text] = _configs("origin", tmp_path, guard=X509_GUARD).values()
+    lines = _directives(text)
+    daemon = tmp_path / "origin" / "origin"
+    [gsi] = [ln for ln in lines if ln.startswith("sec.protocol gsi")]
+    assert "-certdir:/etc/grid-security/certificates" in gsi and "-gmapopt:2" in gsi
+    assert f"-gridmap:{daemon}/grid-mapfile" in gsi and f"-key:{daemon}/tls/key.pem" in gsi
+    assert "sec.protbind * only ztn gsi" in lines and f"acc.authdb {daemon}/authdb" in lines
+    assert f"ofs.authlib ++ libXrdAccSciTokens.so config={daemon}/scitokens.cfg" in lines
+
+
+def test_with_proxies_a_request_no_token_allows_goes_on_to_the_x509_accounts_grants() -> None:
+    assert "onmissing = passthrough" in scitokens_config(X509_GUARD)
+    assert authdb_text(X509_GUARD).splitlines()[1:] == ["u x509:users / a"]
+
+
+def test_the_servers_gridmap_maps_every_given_dn_to_the_one_x509_account(tmp_path: Path) -> None:
+    for name in ("c.pem", "k.pem", "ca.pem"):
+        (tmp_path / name).write_text(name)
+    given = tmp_path / "grid-mapfile"
+    given.write_text('# users\n"/O=afkit federation/OU=users/CN=alice" alice\n"^/O=grid/OU=ops/" ops,ops2\n')
+    guard = Guard(cert=tmp_path / "c.pem", key=tmp_path / "k.pem", cafile=tmp_path / "ca.pem", issuer="https://i",
+                  audience="a", x509=X509(certdir=tmp_path, gridmap=given))  # fmt: skip
+    dirs = daemon_dirs(Settings(tmp_path / "origin", guard=guard), get_scenario("origin").daemons[0])
+    manager._guarded(guard, dirs)
+    assert dirs["gridmap"].read_text().splitlines()[1:] == [
+        '"/O=afkit federation/OU=users/CN=alice" x509:users', '"^/O=grid/OU=ops/" x509:users']  # fmt: skip
+
+
+def test_a_gridmap_line_without_a_quoted_dn_is_refused_naming_the_line() -> None:
+    with pytest.raises(UsageError, match="grid-mapfile line 2: expected"):
+        gridmap_entries('"/CN=a" a\n/CN=b b\n')
+
+
+@pytest.mark.parametrize(
+    "given", [["--x509-certdir", "/etc/grid-security/certificates"], ["--x509-gridmap", "g"]]
+)
+def test_x509_options_go_together_and_with_the_guard(
+    given: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["storage", "render", "origin", "--state-dir", str(tmp_path), *GUARD_ARGS, *given]
+    assert cli.main(argv) == ExitCode.USAGE
+    assert "X.509 proxies need --x509-certdir and --x509-gridmap together" in capsys.readouterr().err
+    open_argv = ["storage", "render", "origin", "--state-dir", str(tmp_path), *given]
+    assert cli.main(open_argv) == ExitCode.USAGE
+    assert "is for a guarded server" in capsys.readouterr().err

@@ -553,3 +553,90 @@ def test_a_study_runs_on_the_guarded_federation_with_a_token(
         shutil.rmtree(work, ignore_errors=True)
         for site in SITES:
             shutil.rmtree(Path(state["sites"][site]["data"]) / "afkit" / "study", ignore_errors=True)
+
+
+# docs/federation.md, "X.509 proxies": the admin's line (root), then the user's (user afkit, from
+# the repository), after the walkthrough (its image pushed, its registry login)
+USERCERT_LINE = "afkit federation usercert --owner afkit -o /home/afkit/.globus"
+X509_USER_LINES = (
+    "xrdgsiproxy init -valid 12:00 -out ~/x509up",
+    "mkdir -p ~/federation-x509 && cp workflows/config/federation-x509.yaml ~/federation-x509/C.yaml",
+    "cd ~/federation-x509 && afkit campaign run C.yaml",
+)
+PROXY = Path("/home/afkit/x509up")
+X509_WORK = Path("/home/afkit/federation-x509")
+ALPES_LOG = Path("/srv/federation/alpes/storage/origin/origin/xrootd.log")  # its origin's
+GSI_LOGIN = "login as x509:users"  # xrootd's login line of a proxy's user (afkit.storage.render)
+
+
+def _proxy_key(path: Path) -> list[str]:
+    """The base64 lines of the private key in the proxy file PATH (what a leak would show)."""
+    lines = path.read_text().splitlines()
+    start, end = lines.index("-----BEGIN PRIVATE KEY-----"), lines.index("-----END PRIVATE KEY-----")
+    return lines[start + 1 : end]
+
+
+@pytest.fixture(scope="module")
+def x509(campaign: Run, checkout: Path) -> Iterator[tuple[list[dict[str, str]], Path, int, list[str]]]:
+    """The X.509 lines as written. Yields (rows of jobs.csv, results, the gsi logins alpes's origin
+    logged during the run, the proxy key's lines)."""
+    env = _afkit_env(checkout)
+    shutil.rmtree(X509_WORK, ignore_errors=True)
+    try:
+        ok(itsupport.sh(USERCERT_LINE))
+        before = ALPES_LOG.read_text(errors="replace").count(GSI_LOGIN)
+        for line in X509_USER_LINES:
+            proc = subprocess.run([*AS_AFKIT, "bash", "-c", line], cwd=checkout, env=env, capture_output=True,
+                                  text=True, check=False, timeout=900)  # fmt: skip
+            assert proc.returncode == 0, f"{line}: exit {proc.returncode}: {proc.stderr[-4000:]}"
+        logins = ALPES_LOG.read_text(errors="replace").count(GSI_LOGIN) - before
+        [results] = (X509_WORK / "results").iterdir()
+        with (results / "aggregate" / "jobs.csv").open(encoding="utf-8") as fh:
+            rows = list(csv.DictReader(fh))
+        yield rows, results, logins, _proxy_key(PROXY)
+    finally:
+        shutil.rmtree(Path("/srv/federation/alpes/data/x509"), ignore_errors=True)  # the data made here
+        shutil.rmtree(X509_WORK, ignore_errors=True)
+        shutil.rmtree(Path("/home/afkit/.globus"), ignore_errors=True)
+        PROXY.unlink(missing_ok=True)
+
+
+X509Run = tuple[list[dict[str, str]], Path, int, list[str]]
+
+
+def test_every_sites_job_reads_alpes_data_with_the_x509_proxy(x509: X509Run) -> None:
+    rows, _, logins, _ = x509
+    assert sorted(r["site"] for r in rows) == ["alpes", "frankfurt", "gsi"]
+    for r in rows:
+        assert r["status"] == "ok", f"{r['id']}: {r['error']}"
+        assert r["url"].startswith("roots://10.77.3.1:1094/"), r["url"]
+        assert int(r["bytes"]) >= 4_000_000, r["id"]
+    assert logins >= len(rows)  # alpes's origin logged each job's (and the door's) gsi login
+
+
+def test_alpes_job_took_the_proxy_and_the_ca_folder_along(x509: X509Run) -> None:
+    rows, results, _, _ = x509
+    [alpes] = [r for r in rows if r["site"] == "alpes"]
+    assert alpes["submit_files"] == "transferred"
+    [spec] = results.glob("jobspec/*/alpes.*.json")
+    cred = json.loads(spec.read_text())["credential"]
+    assert cred == {"kind": "proxy", "path": str(PROXY), "ca": "/srv/federation/guard/pki/certificates"}
+
+
+def test_no_file_the_x509_campaign_wrote_holds_the_proxys_key(x509: X509Run) -> None:
+    _, _, _, key = x509
+    written = [p for p in X509_WORK.rglob("*") if p.is_file()]
+    assert any(p.name == "jobs.csv" for p in written)
+    for path in written:
+        text = path.read_text(errors="replace")
+        assert not any(line in text for line in key), f"{path} holds the proxy's key"
+
+
+def test_a_proxy_is_refused_where_the_origin_takes_tokens_only(x509: X509Run, state: dict[str, Any]) -> None:
+    """gsi's origin offers ztn only: the proxy that reads at alpes gets nothing there."""
+    src = state["sites"]["gsi"]["storage_url"] + "//" + "x.bin"
+    line = f"X509_USER_PROXY={PROXY} xrdcp -f {src} /dev/null"
+    env = {"PATH": os.environ["PATH"], "HOME": "/home/afkit"}
+    proc = subprocess.run([*AS_AFKIT, "bash", "-c", line], env=env, capture_output=True, text=True,
+                          check=False, timeout=120)  # fmt: skip
+    assert proc.returncode != 0 and "no protocols left to try" in proc.stderr.lower(), proc.stderr

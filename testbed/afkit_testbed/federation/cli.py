@@ -127,6 +127,14 @@ def cmd_token(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def cmd_usercert(args: argparse.Namespace) -> int:
+    from afkit_testbed.federation import guard
+
+    control.load_state()
+    print(guard.issue_usercert(control.root_dir(), Path(args.output), args.owner))
+    return ExitCode.OK
+
+
 def cmd_password(args: argparse.Namespace) -> int:
     from afkit_testbed.federation import guard
 
@@ -223,6 +231,12 @@ def register(sub: Any) -> None:
     p.add_argument("--owner", metavar="USER", help="the user the file is given to (default: yours)")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="the token file to write")
     p.set_defaults(func=cmd_token)
+    p = fs.add_parser("usercert", help="a grid certificate of the guarded federation's CA into a "
+                      "folder, as ~/.globus holds one (usercert.pem, userkey.pem mode 0600): for "
+                      "xrdgsiproxy init")  # fmt: skip
+    p.add_argument("--owner", metavar="USER", help="the user it is for and given to (default: you)")
+    p.add_argument("-o", "--output", required=True, metavar="DIR", help="the folder to write, e.g. ~/.globus")
+    p.set_defaults(func=cmd_usercert)
     p = fs.add_parser("password", help="the guarded federation's registry password into a file (mode "
                       "0600), for apptainer registry login --password-stdin")  # fmt: skip
     p.add_argument("--owner", metavar="USER", help="the user the file is given to (default: yours)")

@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import pwd
 import secrets
-import subprocess
 import sys
 from pathlib import Path
 from typing import TypedDict
@@ -57,7 +56,15 @@ class GuardState(TypedDict):
     issuer: str
     audience: str
     ca_bundle: str
+    # the federation's CA by subject hash: an X.509 proxy's X509_CERT_DIR (XRootD's gsi)
+    ca_dir: str
+    # the sites whose origin also accepts X.509 proxies of the federation's users
+    x509_sites: list[str]
     registry_user: str
+
+
+# every user certificate the federation's CA issues (pki.user_certificate) is one of its users
+GRIDMAP = f'"^{pki.user_subject("")[: -len("CN=")]}" users\n'
 
 
 def guard_dir(root: Path) -> Path:
@@ -92,6 +99,14 @@ def bundle(root: Path) -> Path:
     return guard_dir(root) / "pki" / "ca-bundle.pem"
 
 
+def ca_folder(root: Path) -> Path:
+    return guard_dir(root) / "pki" / "certificates"
+
+
+def gridmap(root: Path) -> Path:
+    return guard_dir(root) / "grid-mapfile"
+
+
 def service_token(root: Path, site: Site) -> Path:
     return guard_dir(root) / "service" / f"{site.name}.token"
 
@@ -104,6 +119,8 @@ def up(fed: Federation, root: Path) -> tuple[GuardState, batch.RegistryGuard]:
     d.chmod(0o755)  # the bundle and certificates are read by the xrootd user and every client
     ca = _ca(root)
     pki.trust_bundle(ca, ca.cert.parent)
+    pki.ca_dir(ca, ca_folder(root))
+    write_atomic(gridmap(root), GRIDMAP, mode=0o644)
     trust(ca)
     key = issuer.ensure_key(d / "issuer.key")
     _start_issuer(root, ca)
@@ -114,7 +131,9 @@ def up(fed: Federation, root: Path) -> tuple[GuardState, batch.RegistryGuard]:
             path = service_token(root, site)
             path.parent.mkdir(mode=0o700, exist_ok=True)
             write_atomic(path, issuer.issue(key, issuer_url(), grant), mode=0o600)
+    x509_sites = [s.name for s in fed.sites.values() if s.x509]
     state: GuardState = {"issuer": issuer_url(), "audience": AUDIENCE, "ca_bundle": str(bundle(root)),
+                         "ca_dir": str(ca_folder(root)), "x509_sites": x509_sites,
                          "registry_user": REGISTRY_USER}  # fmt: skip
     return state, _registry(root, ca)
 
@@ -140,8 +159,7 @@ def password_file(root: Path) -> Path:
 def trust(ca: pki.Pair) -> None:
     """The federation's CA trusted by the testbed's clients (TRUST_DIRS): the certificate, and a
     link by its subject hash (as c_rehash makes them)."""
-    digest = subprocess.run(["openssl", "x509", "-subject_hash", "-noout", "-in", str(ca.cert)],
-                            capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    digest = pki.subject_hash(ca.cert)
     for folder in TRUST_DIRS:
         folder.mkdir(parents=True, exist_ok=True)
         write_atomic(folder / TRUST_NAME, ca.cert.read_bytes(), mode=0o644)
@@ -182,10 +200,13 @@ def down(root: Path) -> None:
 def storage_args(root: Path, site: Site, scenario: str, origin: str) -> list[str]:
     """The options of ``afkit storage up`` for SITE's SCENARIO daemon, guarded (ORIGIN: a cache's
     upstream, host:port)."""
+    x509 = site.x509 and scenario == "origin"
     pair = pki.server_certificate(_ca(root), guard_dir(root) / "pki", f"{site.name}-{scenario}",
-                                  server_names(site))  # fmt: skip
+                                  server_names(site), kind="rsa" if x509 else "ec")  # fmt: skip
     args = ["--tls-cert", str(pair.cert), "--tls-key", str(pair.key), "--tls-ca", str(bundle(root)),
             "--token-issuer", issuer_url(), "--token-audience", AUDIENCE]  # fmt: skip
+    if x509:
+        args += ["--x509-certdir", str(ca_folder(root)), "--x509-gridmap", str(gridmap(root))]
     if scenario != "origin":
         args += ["--origin", f"roots://{origin}", "--origin-token", str(service_token(root, site))]
     return args
@@ -236,3 +257,20 @@ def issue_token(root: Path, scopes: list[str], out: Path, lifetime: int, owner: 
     ids = _owner(owner)
     grant = issuer.Grant(tuple(scopes), AUDIENCE, subject=owner or "afkit-user", lifetime=lifetime)
     return _hand_out(out, issuer.issue(issuer.ensure_key(key_file), issuer_url(), grant), ids)
+
+
+def issue_usercert(root: Path, out: Path, owner: str | None) -> Path:
+    """A grid certificate of the federation's CA for OWNER (default: the caller) into folder OUT,
+    as ``~/.globus`` holds one (usercert.pem, userkey.pem mode 0600; the folder 0700, all owned by
+    OWNER when given): what a grid CA gives its users. Its DN is one of the federation's users,
+    whom every X.509-accepting origin maps (:data:`GRIDMAP`)."""
+    if not (guard_dir(root) / "issuer.key").is_file():
+        raise PrereqError("the federation is not guarded (no CA for its users)", hint=SWITCH_HINT)
+    ids = _owner(owner)
+    user = owner or pwd.getpwuid(os.getuid()).pw_name
+    out.mkdir(mode=0o700, parents=True, exist_ok=True)
+    pair = pki.user_certificate(_ca(root), out, user)
+    if ids is not None:
+        for path in (out, pair.cert, pair.key):
+            os.chown(path, *ids)
+    return out

@@ -94,6 +94,8 @@ class Site:
     caches: tuple[str, ...] = ()
     shared_fs: bool = True  # false: the site's batch workers are another file-system domain
     nodes: tuple[Node, ...] = ()  # client nodes of the site (links.yaml sites.NAME.nodes)
+    # guarded: its origin also accepts X.509 proxies of the federation's users (XRootD's gsi)
+    x509: bool = False
 
     @property
     def address(self) -> str:
@@ -187,14 +189,17 @@ def _site(name: str, raw: Any, defaults: Link) -> Site:
             f"{where}: site names are 1-12 lower-case letters or digits, starting with a letter, not 'wan'"
         )
     if not isinstance(raw, dict):
-        raise InvalidError(f"{where}: must be a mapping (index, optional wan, caches, shared_fs and nodes)")
-    extra = set(raw) - {"index", "wan", "caches", "shared_fs", "nodes"}
+        raise InvalidError(
+            f"{where}: must be a mapping (index, optional wan, caches, shared_fs, nodes, x509)"
+        )
+    extra = set(raw) - {"index", "wan", "caches", "shared_fs", "nodes", "x509"}
     if extra:
-        allowed = "index, wan, caches, shared_fs, nodes"
+        allowed = "index, wan, caches, shared_fs, nodes, x509"
         raise InvalidError(f"{where}: unknown key(s) {', '.join(sorted(extra))}; allowed: {allowed}")
-    shared_fs = raw.get("shared_fs", True)
-    if not isinstance(shared_fs, bool):
-        raise InvalidError(f"{where}.shared_fs: {shared_fs!r} is not true or false")
+    shared_fs, x509 = raw.get("shared_fs", True), raw.get("x509", False)
+    for key, value in (("shared_fs", shared_fs), ("x509", x509)):
+        if not isinstance(value, bool):
+            raise InvalidError(f"{where}.{key}: {value!r} is not true or false")
     index = raw.get("index")
     if not isinstance(index, int) or isinstance(index, bool) or not 1 <= index <= 254:
         raise InvalidError(f"{where}.index: {index!r} is not an integer in 1..254 (the subnet 10.77.INDEX)")
@@ -206,7 +211,7 @@ def _site(name: str, raw: Any, defaults: Link) -> Site:
             f"{where}.caches: give 'origin' (a site name) and 'scenarios' (of {', '.join(CACHE_SCENARIOS)})"
         )
     link = _link(raw.get("wan"), defaults, f"{where}.wan")
-    return Site(name, index, link, origin, scenarios, shared_fs, _nodes(name, index, raw.get("nodes")))
+    return Site(name, index, link, origin, scenarios, shared_fs, _nodes(name, index, raw.get("nodes")), x509)
 
 
 def parse(raw: Any, source: Path) -> Federation:

@@ -67,3 +67,12 @@ def test_partition_takes_the_wan_end_down_and_up() -> None:
     site = fed(BASE).site("gsi")
     assert net.partition(site, True)[-1] == "down"
     assert net.partition(site, False)[-1] == "up"
+
+
+def test_the_default_file_has_alpes_take_x509_proxies_only() -> None:
+    assert [s.name for s in links.load().sites.values() if s.x509] == ["alpes"]
+
+
+def test_x509_must_be_true_or_false() -> None:
+    with pytest.raises(InvalidError, match=r"sites\.gsi\.x509: 'yes' is not true or false"):
+        fed({**BASE, "sites": {"gsi": {"index": 1, "x509": "yes"}}})

@@ -17,6 +17,7 @@ import yaml
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from afkit_testbed import issuer, pki
+from afkit_testbed.federation import links
 
 AUD = "https://afkit.example"
 
@@ -116,3 +117,51 @@ def test_the_guarded_registry_serves_https_and_wants_a_login(tmp_path: Path) -> 
     assert guarded["auth"]["htpasswd"]["path"] == str(tmp_path / "htpasswd")
     plain = yaml.safe_load(batch.registry_config(tmp_path / "store", None))
     assert "tls" not in plain["http"] and "auth" not in plain
+
+
+def _key(path: Path) -> object:
+    from cryptography.hazmat.primitives import serialization
+
+    return serialization.load_pem_private_key(path.read_bytes(), password=None)
+
+
+def test_an_x509_sites_origin_gets_an_rsa_certificate_and_the_proxy_options(tmp_path: Path) -> None:
+    """gsi signs with RSA only; the site's caches (tokens only) keep EC keys."""
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    from afkit_testbed.federation import guard
+
+    x509_site = links.Site("alpes", 3, links.Link(200_000_000, 0), x509=True)
+    args = guard.storage_args(tmp_path, x509_site, "origin", "")
+    opts = dict(zip(args[::2], args[1::2], strict=True))
+    assert opts["--x509-certdir"] == str(tmp_path / "guard" / "pki" / "certificates")
+    assert opts["--x509-gridmap"] == str(tmp_path / "guard" / "grid-mapfile")
+    assert isinstance(_key(Path(opts["--tls-key"])), rsa.RSAPrivateKey)
+    plain = guard.storage_args(tmp_path, links.Site("gsi", 1, links.Link(200_000_000, 0)), "origin", "")
+    assert "--x509-certdir" not in plain
+    assert isinstance(_key(Path(plain[plain.index("--tls-key") + 1])), ec.EllipticCurvePrivateKey)
+
+
+def test_a_user_certificate_is_an_rsa_grid_certificate_under_the_federations_users(tmp_path: Path) -> None:
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    from afkit_testbed.federation import guard
+
+    ca = pki.ensure_ca(tmp_path / "pki")
+    (tmp_path / "globus").mkdir()
+    pair = pki.user_certificate(ca, tmp_path / "globus", "alice")
+    cert = x509.load_pem_x509_certificate(pair.cert.read_bytes())
+    assert cert.subject.rfc4514_string() == "CN=alice,OU=users,O=afkit federation"
+    assert pki.user_subject("alice") == "/O=afkit federation/OU=users/CN=alice"
+    assert guard.GRIDMAP == '"^/O=afkit federation/OU=users/" users\n'  # every such DN, a prefix
+    assert isinstance(_key(pair.key), rsa.RSAPrivateKey)
+    assert stat.S_IMODE(pair.key.stat().st_mode) == 0o600
+
+
+def test_usercert_refuses_an_open_federation(tmp_path: Path) -> None:
+    from afkit.errors import PrereqError
+    from afkit_testbed.federation import guard
+
+    with pytest.raises(PrereqError, match="not guarded"):
+        guard.issue_usercert(tmp_path, tmp_path / "globus", None)

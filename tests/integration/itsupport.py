@@ -301,3 +301,10 @@ def processes_in(directory: Path) -> list[str]:
         if str(directory) in cmdline or cwd == str(directory) or cwd.startswith(f"{directory}/"):
             found.append(f"{p.info['pid']}: {cmdline}")
     return found
+
+
+def proxy_key(path: Path) -> list[str]:
+    """The base64 lines of the private key in the X.509 proxy file PATH (what a leak would show)."""
+    lines = path.read_text().splitlines()
+    start, end = lines.index("-----BEGIN PRIVATE KEY-----"), lines.index("-----END PRIVATE KEY-----")
+    return lines[start + 1 : end]

@@ -569,13 +569,6 @@ ALPES_LOG = Path("/srv/federation/alpes/storage/origin/origin/xrootd.log")  # it
 GSI_LOGIN = "login as x509:users"  # xrootd's login line of a proxy's user (afkit.storage.render)
 
 
-def _proxy_key(path: Path) -> list[str]:
-    """The base64 lines of the private key in the proxy file PATH (what a leak would show)."""
-    lines = path.read_text().splitlines()
-    start, end = lines.index("-----BEGIN PRIVATE KEY-----"), lines.index("-----END PRIVATE KEY-----")
-    return lines[start + 1 : end]
-
-
 @pytest.fixture(scope="module")
 def x509(campaign: Run, checkout: Path) -> Iterator[tuple[list[dict[str, str]], Path, int, list[str]]]:
     """The X.509 lines as written. Yields (rows of jobs.csv, results, the gsi logins alpes's origin
@@ -593,7 +586,7 @@ def x509(campaign: Run, checkout: Path) -> Iterator[tuple[list[dict[str, str]], 
         [results] = (X509_WORK / "results").iterdir()
         with (results / "aggregate" / "jobs.csv").open(encoding="utf-8") as fh:
             rows = list(csv.DictReader(fh))
-        yield rows, results, logins, _proxy_key(PROXY)
+        yield rows, results, logins, itsupport.proxy_key(PROXY)
     finally:
         shutil.rmtree(Path("/srv/federation/alpes/data/x509"), ignore_errors=True)  # the data made here
         shutil.rmtree(X509_WORK, ignore_errors=True)

@@ -305,34 +305,9 @@ def test_a_campaign_reads_with_an_x509_proxy_and_its_ca_folder(
     [row] = list(csv.DictReader(jobs_csv.open()))
     assert row["status"] == "ok" and int(row["bytes"]) >= len(CONTENT), row["error"]
     assert "login as x509:users" in guarded.log.read_text()  # xrootd's login line: gsi, mapped
-    key = [ln for ln in proxy.read_text().splitlines() if ln and not ln.startswith("-----")][-1]
-    written = [p for p in tmp_path.rglob("*") if p.is_file()]
-    assert [p for p in written if key in p.read_text(errors="replace")] == []
-
-
-def test_a_job_whose_proxy_expired_records_it_and_retry_after_renewal_completes_it(
-    guarded: Guarded, bench_sif: Path, tmp_path: Path
-) -> None:
-    """As the token's below: the proxy file ends after the campaign was planned (xrdgsiproxy
-    init -valid 0:00 into the same file); the job fails naming its end, not the network; a new
-    proxy in the same file and `afkit campaign retry --failed` complete it."""
-    proxy = guarded.proxy(MAPPED, out=tmp_path / "x509up")
-    cred = {"proxy": str(proxy), "ca": str(guarded.certdir)}
-    assert run_campaign(guarded, bench_sif, tmp_path, proxy, credential=cred).returncode == 0
-    [spec] = (tmp_path / "results").glob("*/jobspec/read/*.json")
-    record = Path(str(spec).replace("/jobspec/", "/job/"))
-    expired(guarded.proxy(MAPPED, valid="0:00", out=proxy))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("BEARER_TOKEN", "X509_"))}
-    by_hand = [sys.executable, "-m", "afkit", "campaign", "job", str(spec), "-o", str(record)]
-    subprocess.run(by_hand, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    failed = json.loads(record.read_text())
-    assert failed["status"] == "failed"
-    assert failed["error"].startswith("proxy expired at ") and f"({proxy}; renew it" in failed["error"]
-    guarded.proxy(MAPPED, out=proxy)  # renewed
-    retry = [sys.executable, "-m", "afkit", "campaign", "retry", "--failed", str(tmp_path / "c.yaml")]
-    done = subprocess.run(retry, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert json.loads(record.read_text())["status"] == "ok"
+    key = itsupport.proxy_key(proxy)
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and p != proxy]
+    assert [p for p in written if any(line in p.read_text(errors="replace") for line in key)] == []
 
 
 def test_a_campaign_with_an_expired_token_stops_before_any_job(
@@ -344,24 +319,38 @@ def test_a_campaign_with_an_expired_token_stops_before_any_job(
     assert not list(tmp_path.glob("results/*/job"))
 
 
-def test_a_job_whose_token_expired_records_it_and_retry_after_renewal_completes_it(
-    guarded: Guarded, bench_sif: Path, tmp_path: Path
+def credential_file(guarded: Guarded, kind: str, out: Path, ended: bool = False) -> Path:
+    """OUT holding a token (storage.read:/ok) or an X.509 proxy (of the mapped user), ENDED or
+    valid for a while; the same file each time, as a user renews theirs."""
+    if kind == "token":
+        out.write_text(guarded.token("storage.read:/ok", lifetime=-60 if ended else 600).read_text())
+        out.chmod(0o600)
+        return out
+    proxy = guarded.proxy(MAPPED, valid="0:00" if ended else "1:00", out=out)
+    return expired(proxy) if ended else proxy
+
+
+@pytest.mark.parametrize("kind", ["token", "proxy"])
+def test_a_job_whose_credential_expired_records_it_and_retry_after_renewal_completes_it(
+    kind: str, guarded: Guarded, bench_sif: Path, tmp_path: Path
 ) -> None:
-    """The token file expires after the campaign was planned: the job (rerun by hand, as `snakemake
-    -p` shows it) fails naming the expiry, not the network; renewed in the same file, `afkit
-    campaign retry --failed` completes it."""
-    token = guarded.token("storage.read:/ok")
-    assert run_campaign(guarded, bench_sif, tmp_path, token).returncode == 0
+    """The credential's file ends after the campaign was planned: the job (rerun by hand, as
+    `snakemake -p` shows it) fails naming the end, not the network; renewed in the same file,
+    `afkit campaign retry --failed` completes it. A proxy ends by `xrdgsiproxy init -valid 0:00`
+    into the same file."""
+    path = credential_file(guarded, kind, tmp_path / kind)
+    cred = {kind: str(path), "ca": str(guarded.certdir if kind == "proxy" else guarded.bundle)}
+    assert run_campaign(guarded, bench_sif, tmp_path, path, credential=cred).returncode == 0
     [spec] = (tmp_path / "results").glob("*/jobspec/read/*.json")
     record = Path(str(spec).replace("/jobspec/", "/job/"))
-    token.write_text(guarded.token("storage.read:/ok", lifetime=-60).read_text())  # expired, same file
+    credential_file(guarded, kind, path, ended=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BEARER_TOKEN", "X509_"))}
     by_hand = [sys.executable, "-m", "afkit", "campaign", "job", str(spec), "-o", str(record)]
     subprocess.run(by_hand, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     failed = json.loads(record.read_text())
     assert failed["status"] == "failed"
-    assert failed["error"].startswith("token expired at ") and f"({token}; renew it" in failed["error"]
-    token.write_text(guarded.token("storage.read:/ok").read_text())  # renewed
+    assert failed["error"].startswith(f"{kind} expired at ") and f"({path}; renew it" in failed["error"]
+    credential_file(guarded, kind, path)  # renewed
     retry = [sys.executable, "-m", "afkit", "campaign", "retry", "--failed", str(tmp_path / "c.yaml")]
     done = subprocess.run(retry, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -168,14 +168,15 @@ def write_config(path: Path, text: str) -> None:
 
 
 def gridmap_entries(text: str) -> list[str]:
-    """The DNs of a grid-mapfile's lines (``"DN" account[,account...]``; # comments), as XRootD
-    reads them (xrootd src/XrdOuc/XrdOucGMap.cc); raises UsageError naming a line it cannot read."""
+    """The DNs of a grid-mapfile's lines (``"DN" account[,account...]``, the DN quoted or, without
+    spaces, not; # comments), as XRootD reads them (xrootd src/XrdOuc/XrdOucGMap.cc); raises
+    UsageError naming a line it cannot read."""
     dns: list[str] = []
     for number, line in enumerate(text.splitlines(), 1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
-        dn, sep, rest = line[1:].partition('"') if line.startswith('"') else ("", "", "")
+        dn, sep, rest = line[1:].partition('"') if line.startswith('"') else line.partition(" ")
         if not sep or not dn or not rest.strip():
             raise UsageError(f"grid-mapfile line {number}: expected '\"DN\" account', got {line!r}",
                              hint='e.g. "/O=afkit federation/OU=users/CN=alice" alice')  # fmt: skip

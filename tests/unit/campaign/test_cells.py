@@ -84,7 +84,9 @@ def test_the_stride_sweep_has_one_series_per_stride_at_its_own_value() -> None:
         "frankfurt <- se:1094: origin direct 1cl stride 8 MiB",
     ]
     assert sorted(max(pts.values()) for pts in figures.rate_series(rows, intervals).values()) == [
-        pytest.approx(7331 * 8e-3), pytest.approx(11097 * 8e-3)]  # Gbit/s of each job, never their sum
+        pytest.approx(7331 * 8e-3),
+        pytest.approx(11097 * 8e-3),
+    ]  # Gbit/s of each job, never their sum
 
 
 def test_the_report_of_the_stride_sweep_has_a_stride_column(tmp_path: Path) -> None:

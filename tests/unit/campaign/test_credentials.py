@@ -224,6 +224,14 @@ def test_a_proxy_needs_a_folder_of_cas(
     assert "storage.disk.credential.ca" in str(err.value.hint)
 
 
+def test_a_proxys_end_is_read_on_a_day_of_one_digit(tmp_path: Path) -> None:
+    """openssl pads such a day with a space: "Dec  1 08:00:00 2026 GMT"."""
+    from afkit.campaign import proxies
+
+    end = 1796112000.0  # 2026-12-01 08:00:00 UTC
+    assert proxies.not_after(proxy_file(tmp_path, end)) == end
+
+
 def test_a_failed_job_whose_proxy_expired_says_so(tmp_path: Path) -> None:
     path = proxy_file(tmp_path, NOW - 30)
     said = job.credential_expired(CredentialSpec("proxy", str(path)), when=NOW)

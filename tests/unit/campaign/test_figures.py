@@ -210,7 +210,6 @@ def test_analysis_vs_clients_shows_mbit_per_s_and_events_per_s_per_scenario() ->
     assert "frankfurt <- 10.77.0.2:1094: xcache direct 1 job(s)/wave" in lines
 
 
-
 def test_the_step_table_shows_the_image_pulls_and_their_cache_hits(tmp_path: Path) -> None:
     from afkit.campaign import report
 

@@ -377,9 +377,10 @@ def test_the_servers_gridmap_maps_every_given_dn_to_the_one_x509_account(tmp_pat
         '"/O=afkit federation/OU=users/CN=alice" x509:users', '"^/O=grid/OU=ops/" x509:users']  # fmt: skip
 
 
-def test_a_gridmap_line_without_a_quoted_dn_is_refused_naming_the_line() -> None:
+def test_a_gridmap_line_without_its_account_is_refused_naming_the_line() -> None:
+    assert gridmap_entries('"/O=x/CN=a b" a\n/O=x/CN=b b\n') == ["/O=x/CN=a b", "/O=x/CN=b"]
     with pytest.raises(UsageError, match="grid-mapfile line 2: expected"):
-        gridmap_entries('"/CN=a" a\n/CN=b b\n')
+        gridmap_entries('"/CN=a" a\n"/CN=b b\n')
 
 
 @pytest.mark.parametrize(

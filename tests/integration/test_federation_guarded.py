@@ -599,21 +599,35 @@ X509Run = tuple[list[dict[str, str]], Path, int, list[str]]
 
 def test_every_sites_job_reads_alpes_data_with_the_x509_proxy(x509: X509Run) -> None:
     rows, _, logins, _ = x509
-    assert sorted(r["site"] for r in rows) == ["alpes", "frankfurt", "gsi"]
+    steps = [r for r in rows if r["bench"] == "steps"]
+    assert sorted(r["site"] for r in steps) == ["alpes", "frankfurt", "gsi"]
     for r in rows:
         assert r["status"] == "ok", f"{r['id']}: {r['error']}"
         assert r["url"].startswith("roots://10.77.3.1:1094/"), r["url"]
-        assert int(r["bytes"]) >= 4_000_000, r["id"]
+    assert all(int(r["bytes"]) >= 4_000_000 for r in steps)
     assert logins >= len(rows)  # alpes's origin logged each job's (and the door's) gsi login
 
 
-def test_alpes_job_took_the_proxy_and_the_ca_folder_along(x509: X509Run) -> None:
+def test_the_images_root_writes_and_reads_ao2d_with_the_proxy(x509: X509Run) -> None:
+    """The tag's ROOT wrote the AO2D file through alpes's door and read it at gsi and alpes: its
+    own XRootD client (the tag's, not the base's) presented the proxy."""
     rows, results, _, _ = x509
-    [alpes] = [r for r in rows if r["site"] == "alpes"]
-    assert alpes["submit_files"] == "transferred"
-    [spec] = results.glob("jobspec/*/alpes.*.json")
-    cred = json.loads(spec.read_text())["credential"]
-    assert cred == {"kind": "proxy", "path": str(PROXY), "ca": "/srv/federation/guard/pki/certificates"}
+    analysis = [r for r in rows if r["bench"] == "analysis"]
+    assert sorted(r["site"] for r in analysis) == ["alpes", "gsi"]
+    assert all(r["payload"] == "root" and int(r["events"]) > 0 for r in analysis), analysis
+    made = Path("/srv/federation/alpes/data/x509/ao2d-0000.root")
+    assert made.owner() == "xrootd"  # the server wrote it: it came through the door
+    assert "roots://10.77.3.1:1094" in (results / "dataset" / "alpes-ao2d.log").read_text()
+
+
+def test_alpes_jobs_took_the_proxy_and_the_ca_folder_along(x509: X509Run) -> None:
+    rows, results, _, _ = x509
+    assert {r["submit_files"] for r in rows if r["site"] == "alpes"} == {"transferred"}
+    specs = sorted(results.glob("jobspec/*/alpes.*.json"))
+    assert len(specs) == 2
+    for spec in specs:
+        cred = json.loads(spec.read_text())["credential"]
+        assert cred == {"kind": "proxy", "path": str(PROXY), "ca": "/srv/federation/guard/pki/certificates"}
 
 
 def test_no_file_the_x509_campaign_wrote_holds_the_proxys_key(x509: X509Run) -> None:

@@ -24,7 +24,7 @@ class X509:
     """What a guarded server accepts X.509 proxies by (XRootD's ``gsi``, xrootd
     src/XrdSecgsi/XrdSecProtocolgsi.cc): the CAs of CERTDIR (hashed, as
     /etc/grid-security/certificates holds them) and the users of GRIDMAP (a grid-mapfile:
-    ``"DN" account`` lines; a DN not in it is refused). docs/storage.md, "X.509 proxies"."""
+    ``"DN" account`` lines; a DN not in it is refused). docs/benchmarks.md, "Guarded storage"."""
 
     certdir: Path
     gridmap: Path
@@ -36,7 +36,7 @@ class Guard:
     for the addresses its clients use; CAFILE: the CAs it trusts, its clients' and the token
     issuer's) and a WLCG token on every request (XRootD's ``ztn`` protocol, the SciTokens
     authorization plugin: tokens of ISSUER for AUDIENCE, their scopes relative to BASE_PATH;
-    anonymous requests refused). docs/storage.md, "Guarded storage"."""
+    anonymous requests refused). docs/benchmarks.md, "Guarded storage"."""
 
     cert: Path
     key: Path

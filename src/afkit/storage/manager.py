@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 from typing import TypedDict
 
 from afkit.atomic import write_atomic
-from afkit.errors import NotFoundError, UnsafeError
+from afkit.errors import InvalidError, NotFoundError, UnsafeError
 from afkit.storage import daemon as dmn
 from afkit.storage.render import (
     Guard,
@@ -147,6 +148,11 @@ def _x509_files(guard: Guard, dirs: dict[str, Path]) -> None:
     """An X.509-accepting daemon's grid-mapfile (the given one's DNs, each mapped to the one X.509
     account) and the authorisation database that grants that account the base path."""
     assert guard.x509 is not None
+    if not _rsa(guard.cert):
+        raise InvalidError(f"{guard.cert}: X.509 proxies need an RSA server certificate, this one is not",
+                         hint="XRootD's gsi takes its session key from the server's certificate as RSA "
+                         "(xrootd src/XrdSecgsi): give an RSA certificate and key, or leave out "
+                         "--x509-certdir/--x509-gridmap (tokens only)")  # fmt: skip
     if not guard.x509.certdir.is_dir():
         hint = "give the folder of the CAs whose users it accepts, as /etc/grid-security/certificates"
         raise NotFoundError(f"CA folder not found: {guard.x509.certdir}", hint=hint)
@@ -157,6 +163,13 @@ def _x509_files(guard: Guard, dirs: dict[str, Path]) -> None:
         raise NotFoundError(f"grid-mapfile {guard.x509.gridmap}: {err.strerror}", hint=hint) from err
     write_atomic(dirs["gridmap"], gridmap_text(gridmap_entries(text)), mode=0o644)
     write_atomic(dirs["authdb"], authdb_text(guard), mode=0o644)
+
+
+def _rsa(cert: Path) -> bool:
+    """Whether CERT (PEM) holds an RSA public key (openssl's name for it: rsaEncryption)."""
+    proc = subprocess.run(["openssl", "x509", "-noout", "-text", "-in", str(cert)],
+                          capture_output=True, text=True, check=False, timeout=30)  # fmt: skip
+    return "Public Key Algorithm: rsaEncryption" in proc.stdout
 
 
 def _guard_files(dirs: dict[str, Path]) -> list[Path]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from afkit import cli
-from afkit.errors import ExitCode, NotFoundError, UnsafeError, UsageError
+from afkit.errors import ExitCode, InvalidError, NotFoundError, UnsafeError, UsageError
 from afkit.storage import manager
 from afkit.storage.render import (
     X509,
@@ -364,9 +364,19 @@ def test_with_proxies_a_request_no_token_allows_goes_on_to_the_x509_accounts_gra
     assert authdb_text(X509_GUARD).splitlines()[1:] == ["u x509:users / a"]
 
 
+def _server_pair(folder: Path, kind: str) -> tuple[Path, Path]:
+    """A server certificate and key of KIND (rsa or ec) from a CA of the box's (afkit_testbed.pki)."""
+    from afkit_testbed import pki
+
+    pair = pki.server_certificate(pki.ensure_ca(folder / "ca"), folder, "server", ["127.0.0.1"], kind=kind)
+    return pair.cert, pair.key
+
+
 def test_the_servers_gridmap_maps_every_given_dn_to_the_one_x509_account(tmp_path: Path) -> None:
-    for name in ("c.pem", "k.pem", "ca.pem"):
-        (tmp_path / name).write_text(name)
+    cert, key = _server_pair(tmp_path, "rsa")
+    (tmp_path / "c.pem").write_bytes(cert.read_bytes())
+    (tmp_path / "k.pem").write_bytes(key.read_bytes())
+    (tmp_path / "ca.pem").write_text("ca")
     given = tmp_path / "grid-mapfile"
     given.write_text('# users\n"/O=afkit federation/OU=users/CN=alice" alice\n"^/O=grid/OU=ops/" ops,ops2\n')
     guard = Guard(cert=tmp_path / "c.pem", key=tmp_path / "k.pem", cafile=tmp_path / "ca.pem", issuer="https://i",
@@ -375,6 +385,19 @@ def test_the_servers_gridmap_maps_every_given_dn_to_the_one_x509_account(tmp_pat
     manager._guarded(guard, dirs)
     assert dirs["gridmap"].read_text().splitlines()[1:] == [
         '"/O=afkit federation/OU=users/CN=alice" x509:users', '"^/O=grid/OU=ops/" x509:users']  # fmt: skip
+
+
+def test_an_ec_server_certificate_is_refused_for_x509_naming_why(tmp_path: Path) -> None:
+    """gsi would start and fail every login later: refused before the daemon starts (exit 6)."""
+    cert, key = _server_pair(tmp_path, "ec")
+    (tmp_path / "ca.pem").write_text("ca")
+    (tmp_path / "grid-mapfile").write_text('"/CN=a" a\n')
+    guard = Guard(cert=cert, key=key, cafile=tmp_path / "ca.pem", issuer="https://i", audience="a",
+                  x509=X509(certdir=tmp_path, gridmap=tmp_path / "grid-mapfile"))  # fmt: skip
+    dirs = daemon_dirs(Settings(tmp_path / "origin", guard=guard), get_scenario("origin").daemons[0])
+    with pytest.raises(InvalidError, match=r"X\.509 proxies need an RSA server certificate") as err:
+        manager._guarded(guard, dirs)
+    assert "--x509-certdir" in str(err.value.hint)
 
 
 def test_a_gridmap_line_without_its_account_is_refused_naming_the_line() -> None:

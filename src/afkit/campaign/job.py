@@ -350,7 +350,15 @@ def run(spec: JobSpec, *, output: Path | None = None, log: Path | None = None) -
     try:
         image_path = image.path
         if not site.shared_fs:
-            pulled = image_on_worker(image, site, scratch, env, log, login)
+            started = time.time()
+            try:
+                pulled = image_on_worker(image, site, scratch, env, log, login)
+            except AfkitError as err:
+                if interrupt.interrupted():  # the pull was cut off: no record, a rerun redoes it
+                    hint = "rerun the campaign (or afkit campaign retry --missing)"
+                    raise JobInterrupted(f"job {job_id}: interrupted pulling its image: no record written",
+                                         hint=hint) from err  # fmt: skip
+                return _unpulled(record, err, started, output, log)
             image_path, record.image_pull_s, record.image_cache = pulled
             record.image_path = image_path
         result_path = scratch / "result.json"
@@ -391,6 +399,22 @@ def run(spec: JobSpec, *, output: Path | None = None, log: Path | None = None) -
         shutil.rmtree(scratch, ignore_errors=True)  # the directory mkdtemp made for this job
         for copy in copies:  # the copies of the secrets go now, not only with the sandbox
             copy.unlink(missing_ok=True)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    record.write(output)
+    return record
+
+
+def _unpulled(record: JobRecord, err: AfkitError, started: float, output: Path, log: Path) -> JobRecord:
+    """The record of a job whose worker could not get the campaign's image (the pull failed, or
+    the registry's is another): failed, naming why, and written, so that HTCondor returns it. Without
+    it the job's output transfer fails ("SHADOW failed to receive file(s)"), the reason stays in the
+    lost sandbox and the slot waits out the job lease (10 minutes, measured) before the next job."""
+    record.status, record.start, record.end = "failed", started, time.time()
+    record.error = f"{err}" + (f" ({err.hint})" if err.hint else "")
+    record.bottleneck, record.bottleneck_reason = "unknown", "the job did not succeed"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("a", encoding="utf-8") as fh:
+        fh.write(f"afkit: error: {record.error}\n")
     output.parent.mkdir(parents=True, exist_ok=True)
     record.write(output)
     return record

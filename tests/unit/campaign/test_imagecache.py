@@ -274,6 +274,38 @@ def test_a_jobs_record_says_whether_its_pull_was_a_cache_hit(
     assert len(pulls()) == 1
 
 
+def test_a_job_whose_worker_cannot_pull_the_image_records_why(
+    pulls: Callable[[], list[str]],
+    raw: dict[str, Any],
+    make: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A failed pull at a site without the shared filesystem: a failed record naming apptainer's
+    error (HTCondor returns it; without it the job's output transfer fails and its slot waits out
+    the job lease), the reason in the job's log too; no payload ran."""
+    import dataclasses
+
+    from afkit.campaign import plan
+
+    monkeypatch.setenv("FAKE_APPTAINER_PULL_FAIL", "1")
+    raw["image"] = {"sif": REF}
+    raw["sites"]["here"].update(executor="htcondor", shared_fs=False, image_cache=str(tmp_path / "cache"))
+    raw["benchmarks"] = [{"name": "s", "type": "steps", "sites": ["here"], "datasets": ["hzz"]}]
+    c = make(raw)
+    image = tmp_path / "image.json"
+    image.write_text(json.dumps({"path": "/submit/image.sif", "sha256": DIGEST, "tag": "", "source": REF}))
+    j = next(x for x in plan.expand(c) if x.bench == "s")
+    spec = dataclasses.replace(plan.specs(c, [j], results=str(tmp_path / "results"))[0], image=str(image))
+    record = job.run(spec, output=tmp_path / "a.json", log=tmp_path / "a.log")
+    assert record.status == "failed" and record.error.startswith(
+        f"cannot pull {REF} on the worker node: FATAL"
+    )
+    assert json.loads((tmp_path / "a.json").read_text())["status"] == "failed"
+    assert "afkit: error: cannot pull" in (tmp_path / "a.log").read_text()
+    assert record.processing_start is None and not record.steps  # no payload ran
+
+
 def test_a_digest_that_is_not_a_sha256_is_refused(tmp_path: Path) -> None:
     from afkit.errors import InvalidError
 

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from afkit.campaign import imagecache, job
-from afkit.campaign.contract import ImageInfo, SiteSpec
+from afkit.campaign.contract import ImageInfo, JobSpec, SiteSpec
 from afkit.errors import AfkitError, NotFoundError
 
 REF = "oras://10.77.0.10:5000/afkit/bench:1"
@@ -252,22 +252,27 @@ def test_the_pull_keeps_apptainers_own_cache_out_of_the_home(
     assert seen[0]["env"]["APPTAINER_DISABLE_CACHE"] == "1" and seen[0]["env"]["HOME"] == "/home/u"
 
 
-def test_a_jobs_record_says_whether_its_pull_was_a_cache_hit(
-    pulls: Callable[[], list[str]], raw: dict[str, Any], make: Any, tmp_path: Path
-) -> None:
+def sandbox_spec(raw: dict[str, Any], make: Any, tmp_path: Path) -> JobSpec:
+    """The spec of a steps job at a site without the shared filesystem, its image REF pulled on
+    the worker into the node cache TMP_PATH/cache (the submit host's image.json: DIGEST)."""
     import dataclasses
 
     from afkit.campaign import plan
 
-    cache = tmp_path / "cache"
     raw["image"] = {"sif": REF}
-    raw["sites"]["here"].update(executor="htcondor", shared_fs=False, image_cache=str(cache))
+    raw["sites"]["here"].update(executor="htcondor", shared_fs=False, image_cache=str(tmp_path / "cache"))
     raw["benchmarks"] = [{"name": "s", "type": "steps", "sites": ["here"], "datasets": ["hzz"]}]
     c = make(raw)
     image = tmp_path / "image.json"
     image.write_text(json.dumps({"path": "/submit/image.sif", "sha256": DIGEST, "tag": "", "source": REF}))
     j = next(x for x in plan.expand(c) if x.bench == "s")
-    spec = dataclasses.replace(plan.specs(c, [j], results=str(tmp_path / "results"))[0], image=str(image))
+    return dataclasses.replace(plan.specs(c, [j], results=str(tmp_path / "results"))[0], image=str(image))
+
+
+def test_a_jobs_record_says_whether_its_pull_was_a_cache_hit(
+    pulls: Callable[[], list[str]], raw: dict[str, Any], make: Any, tmp_path: Path
+) -> None:
+    spec, cache = sandbox_spec(raw, make, tmp_path), tmp_path / "cache"
     records = [job.run(spec, output=tmp_path / f"{n}.json", log=tmp_path / f"{n}.log") for n in ("a", "b")]
     assert [(r.status, r.image_cache) for r in records] == [("ok", "miss"), ("ok", "hit")]
     assert all(r.image_path == str(cache / f"{DIGEST}.sif") and r.image_pull_s is not None for r in records)
@@ -284,19 +289,8 @@ def test_a_job_whose_worker_cannot_pull_the_image_records_why(
     """A failed pull at a site without the shared filesystem: a failed record naming apptainer's
     error (HTCondor returns it; without it the job's output transfer fails and its slot waits out
     the job lease), the reason in the job's log too; no payload ran."""
-    import dataclasses
-
-    from afkit.campaign import plan
-
     monkeypatch.setenv("FAKE_APPTAINER_PULL_FAIL", "1")
-    raw["image"] = {"sif": REF}
-    raw["sites"]["here"].update(executor="htcondor", shared_fs=False, image_cache=str(tmp_path / "cache"))
-    raw["benchmarks"] = [{"name": "s", "type": "steps", "sites": ["here"], "datasets": ["hzz"]}]
-    c = make(raw)
-    image = tmp_path / "image.json"
-    image.write_text(json.dumps({"path": "/submit/image.sif", "sha256": DIGEST, "tag": "", "source": REF}))
-    j = next(x for x in plan.expand(c) if x.bench == "s")
-    spec = dataclasses.replace(plan.specs(c, [j], results=str(tmp_path / "results"))[0], image=str(image))
+    spec = sandbox_spec(raw, make, tmp_path)
     record = job.run(spec, output=tmp_path / "a.json", log=tmp_path / "a.log")
     assert record.status == "failed" and record.error.startswith(
         f"cannot pull {REF} on the worker node: FATAL"

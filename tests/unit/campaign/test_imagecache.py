@@ -292,7 +292,7 @@ def test_a_job_whose_worker_cannot_pull_the_image_records_why(
     monkeypatch.setenv("FAKE_APPTAINER_PULL_FAIL", "1")
     spec = sandbox_spec(raw, make, tmp_path)
     record = job.run(spec, output=tmp_path / "a.json", log=tmp_path / "a.log")
-    assert record.status == "failed" and record.error.startswith(
+    assert record.status == "failed" and (record.error or "").startswith(
         f"cannot pull {REF} on the worker node: FATAL"
     )
     assert json.loads((tmp_path / "a.json").read_text())["status"] == "failed"

@@ -173,12 +173,14 @@ def server_certificate(ca: Pair, folder: Path, name: str, names: list[str], kind
 
 USER_ORG = "afkit federation"
 USER_UNIT = "users"
+# the start of every user's distinguished name (a grid-mapfile's prefix pattern maps them all)
+USERS_DN = f"/O={USER_ORG}/OU={USER_UNIT}/"
 
 
 def user_subject(user: str) -> str:
     """USER's distinguished name as XRootD's gsi and a grid-mapfile spell it (OpenSSL's one-line
     form)."""
-    return f"/O={USER_ORG}/OU={USER_UNIT}/CN={user}"
+    return f"{USERS_DN}CN={user}"
 
 
 def user_certificate(ca: Pair, folder: Path, user: str, days: float = VALID_DAYS) -> Pair:

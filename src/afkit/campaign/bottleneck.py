@@ -92,6 +92,11 @@ def in_window(samples: Iterable[Sample], start: float, end: float) -> list[Sampl
     return [s for s in samples if start <= s.t - 0.5 <= end]
 
 
+# the verdict and reason of a job that did not succeed (also the records of jobs that never ran
+# their payload: held, or without their image: afkit.campaign.job)
+NOT_SUCCEEDED = ("unknown", "the job did not succeed")
+
+
 def verdict(samples: list[Sample], counters: JobCounters, link_rate: float | None) -> tuple[str, str]:
     """(verdict, reason) for one job.
 
@@ -99,7 +104,7 @@ def verdict(samples: list[Sample], counters: JobCounters, link_rate: float | Non
     bytes and processing seconds; LINK_RATE: bytes/s of the worker node's link, None when unknown.
     """
     if counters.status != "ok":
-        return "unknown", "the job did not succeed"
+        return NOT_SUCCEEDED
     if not samples:
         return "unknown", "no monitor sample during the processing step"
     net = _median(s.net_bps for s in samples)

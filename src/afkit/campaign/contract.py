@@ -284,6 +284,14 @@ class RootOptions:
 # the variables the field's clients read a credential's file from (XRootD: BEARER_TOKEN_FILE for
 # ztn, X509_USER_PROXY for gsi)
 CREDENTIAL_ENV = {"token": "BEARER_TOKEN_FILE", "proxy": "X509_USER_PROXY"}
+# the variables XRootD's clients read the CAs from (xrootd src/XrdCl/XrdClTls.cc; gsi the folder only)
+CA_FILE_ENV, CA_DIR_ENV = "X509_CERT_FILE", "X509_CERT_DIR"
+
+
+def ca_variable(ca: str | Path) -> str:
+    """The variable that names CA to a client: X509_CERT_DIR for a folder of CAs by subject hash
+    (what an X.509 proxy's server is checked against), X509_CERT_FILE for a bundle."""
+    return CA_DIR_ENV if Path(ca).is_dir() else CA_FILE_ENV
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from afkit.campaign import proxies
 from afkit.campaign.config import Campaign
-from afkit.campaign.contract import CREDENTIAL_ENV, CredentialSpec
+from afkit.campaign.contract import CREDENTIAL_ENV, CredentialSpec, ca_variable
 from afkit.campaign.tokens import claims, expiry_text, scopes
 from afkit.errors import NotFoundError, PrereqError, UnsafeError
 
@@ -38,8 +38,6 @@ TOKEN, PROXY = "token", "proxy"
 # the variables the field's clients read a credential's file from (the job's, in its container:
 # afkit.campaign.job.credential_binds)
 ENV = CREDENTIAL_ENV
-CA_ENV = "X509_CERT_FILE"
-CA_DIR_ENV = "X509_CERT_DIR"
 # where grid hosts keep the CAs they trust, by subject hash (XRootD's gsi's default folder)
 GRID_CERTS = Path("/etc/grid-security/certificates")
 
@@ -58,7 +56,7 @@ class Credential:
         """The environment an XRootD client on this host reads it from (paths only)."""
         env = {ENV[self.kind]: str(self.path)}
         if self.ca is not None:
-            env[CA_DIR_ENV if self.ca.is_dir() else CA_ENV] = str(self.ca)
+            env[ca_variable(self.ca)] = str(self.ca)
         return env
 
     def spec(self) -> CredentialSpec:

@@ -34,6 +34,7 @@ import afkit
 from afkit.bench.monitor import HostMonitor
 from afkit.campaign import bottleneck, executors, interrupt
 from afkit.campaign.contract import (
+    CA_DIR_ENV,
     CREDENTIAL_ENV,
     CredentialSpec,
     ImageInfo,
@@ -42,6 +43,7 @@ from afkit.campaign.contract import (
     PayloadResult,
     PayloadSpec,
     SiteSpec,
+    ca_variable,
 )
 from afkit.campaign.executors import htcondor
 from afkit.errors import AfkitError, ExitCode, NotFoundError, PrereqError, one_line
@@ -95,12 +97,11 @@ def credential_binds(cred: CredentialSpec) -> tuple[list[str], dict[str, str]]:
         return [], {}
     inside = f"{CREDENTIALS_DIR}/{cred.kind}"
     binds, env = [f"{cred.path}:{inside}:ro"], {CREDENTIAL_ENV[cred.kind]: inside}
-    if cred.ca and Path(cred.ca).is_dir():  # the CAs by subject hash (an X.509 proxy's server)
-        binds.append(f"{cred.ca}:{CREDENTIALS_DIR}/certificates:ro")
-        env["X509_CERT_DIR"] = f"{CREDENTIALS_DIR}/certificates"
-    elif cred.ca:
-        binds.append(f"{cred.ca}:{CREDENTIALS_DIR}/ca.pem:ro")
-        env["X509_CERT_FILE"] = f"{CREDENTIALS_DIR}/ca.pem"
+    if cred.ca:
+        variable = ca_variable(cred.ca)
+        ca_inside = f"{CREDENTIALS_DIR}/{'certificates' if variable == CA_DIR_ENV else 'ca.pem'}"
+        binds.append(f"{cred.ca}:{ca_inside}:ro")
+        env[variable] = ca_inside
     return binds, env
 
 
@@ -309,7 +310,7 @@ def held_record(
     record.error = f"held by HTCondor for {held_s:.0f} s, removed from the queue: {reason}"
     record.hold_reason = reason
     record.start, record.end = end - held_s, end
-    record.bottleneck, record.bottleneck_reason = "unknown", "the job did not succeed"
+    record.bottleneck, record.bottleneck_reason = bottleneck.NOT_SUCCEEDED
     return record
 
 
@@ -358,7 +359,7 @@ def run(spec: JobSpec, *, output: Path | None = None, log: Path | None = None) -
                     hint = "rerun the campaign (or afkit campaign retry --missing)"
                     raise JobInterrupted(f"job {job_id}: interrupted pulling its image: no record written",
                                          hint=hint) from err  # fmt: skip
-                return _unpulled(record, err, started, output, log)
+                return _written(_unpulled(record, err, started, log), output)
             image_path, record.image_pull_s, record.image_cache = pulled
             record.image_path = image_path
         result_path = scratch / "result.json"
@@ -399,24 +400,28 @@ def run(spec: JobSpec, *, output: Path | None = None, log: Path | None = None) -
         shutil.rmtree(scratch, ignore_errors=True)  # the directory mkdtemp made for this job
         for copy in copies:  # the copies of the secrets go now, not only with the sandbox
             copy.unlink(missing_ok=True)
+    return _written(record, output)
+
+
+def _written(record: JobRecord, output: Path) -> JobRecord:
+    """RECORD, written to OUTPUT (its folder made)."""
     output.parent.mkdir(parents=True, exist_ok=True)
     record.write(output)
     return record
 
 
-def _unpulled(record: JobRecord, err: AfkitError, started: float, output: Path, log: Path) -> JobRecord:
+def _unpulled(record: JobRecord, err: AfkitError, started: float, log: Path) -> JobRecord:
     """The record of a job whose worker could not get the campaign's image (the pull failed, or
-    the registry's is another): failed, naming why, and written, so that HTCondor returns it. Without
-    it the job's output transfer fails ("SHADOW failed to receive file(s)"), the reason stays in the
-    lost sandbox and the slot waits out the job lease (10 minutes, measured) before the next job."""
+    the registry's is another): failed, naming why (also in LOG); the caller writes it, so that
+    HTCondor returns it. Without it the job's output transfer fails ("SHADOW failed to receive
+    file(s)"), the reason stays in the lost sandbox and the slot waits out the job lease (10
+    minutes, measured) before the next job."""
     record.status, record.start, record.end = "failed", started, time.time()
     record.error = f"{err}" + (f" ({err.hint})" if err.hint else "")
-    record.bottleneck, record.bottleneck_reason = "unknown", "the job did not succeed"
+    record.bottleneck, record.bottleneck_reason = bottleneck.NOT_SUCCEEDED
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("a", encoding="utf-8") as fh:
         fh.write(f"afkit: error: {record.error}\n")
-    output.parent.mkdir(parents=True, exist_ok=True)
-    record.write(output)
     return record
 
 

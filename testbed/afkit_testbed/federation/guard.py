@@ -64,7 +64,7 @@ class GuardState(TypedDict):
 
 
 # every user certificate the federation's CA issues (pki.user_certificate) is one of its users
-GRIDMAP = f'"^{pki.user_subject("")[: -len("CN=")]}" users\n'
+GRIDMAP = f'"^{pki.USERS_DN}" users\n'
 
 
 def guard_dir(root: Path) -> Path:

@@ -265,7 +265,7 @@ def campaign(state: dict[str, Any], checkout: Path) -> Iterator[tuple[list[dict[
     shutil.rmtree(WORK, ignore_errors=True)  # a fresh directory, as a newcomer's
     shutil.rmtree(IMAGE_CACHE, ignore_errors=True)  # alpes's node has not pulled the image yet
     LOGIN_FILE.unlink(missing_ok=True)  # a login of before
-    traced = ["strace", "-f", "-qq", "-v", "-s", "1000000", "-e", "trace=execve", "-o", str(TRACE)]
+    traced = _traced(TRACE)
     try:
         for line in ADMIN_LINES:
             ok(itsupport.sh(line))
@@ -273,7 +273,7 @@ def campaign(state: dict[str, Any], checkout: Path) -> Iterator[tuple[list[dict[
         for line in USER_LINES:
             run = "campaign run" in line
             cmd = [*AS_AFKIT, *(traced if run else []), "bash", "-c", line]
-            with _batch_records_meanwhile() if run else contextlib.nullcontext():
+            with _batch_records_meanwhile(LIVE) if run else contextlib.nullcontext():
                 proc = subprocess.run(cmd, cwd=checkout, env=env, capture_output=True, text=True, check=False,
                                       timeout=900)  # fmt: skip
             assert proc.returncode == 0, f"{line}: exit {proc.returncode}: {proc.stderr[-4000:]}"
@@ -299,13 +299,20 @@ def campaign(state: dict[str, Any], checkout: Path) -> Iterator[tuple[list[dict[
 Run = tuple[list[dict[str, str]], Path, list[str]]
 # what the batch systems showed of the campaign's jobs while they were queued and running
 # (condor_q -l: the job ads, their arguments, environment and transfer lists; scontrol show job),
-# one snapshot after the other, filled by _batch_records_meanwhile
+# one snapshot after the other, filled by _batch_records_meanwhile (LIVE_X509: the X.509 campaign's)
 LIVE: list[str] = []
+LIVE_X509: list[str] = []
+
+
+def _traced(trace: Path) -> list[str]:
+    """strace in front of a command: every execve of it and its children, with its arguments and
+    environment, into TRACE."""
+    return ["strace", "-f", "-qq", "-v", "-s", "1000000", "-e", "trace=execve", "-o", str(trace)]
 
 
 @contextlib.contextmanager
-def _batch_records_meanwhile() -> Iterator[None]:
-    """condor_q -l and scontrol show job, again and again while the block runs, into LIVE."""
+def _batch_records_meanwhile(into: list[str]) -> Iterator[None]:
+    """condor_q -l and scontrol show job, again and again while the block runs, INTO a list."""
     done = threading.Event()
 
     def sample() -> None:
@@ -313,7 +320,7 @@ def _batch_records_meanwhile() -> Iterator[None]:
             for cmd in (["condor_q", "-l", "afkit"], ["scontrol", "show", "job"]):
                 out = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=60).stdout
                 if "afkit" in out:
-                    LIVE.append(out)
+                    into.append(out)
             done.wait(0.5)
 
     thread = threading.Thread(target=sample, daemon=True)
@@ -564,6 +571,7 @@ X509_USER_LINES = (
     "cd ~/federation-x509 && afkit campaign run C.yaml",
 )
 PROXY = Path("/home/afkit/x509up")
+X509_TRACE = Path("/home/afkit/x509-run.strace")  # the X.509 campaign's run, as TRACE the token one's
 X509_WORK = Path("/home/afkit/federation-x509")
 ALPES_LOG = Path("/srv/federation/alpes/storage/origin/origin/xrootd.log")  # its origin's
 GSI_LOGIN = "login as x509:users"  # xrootd's login line of a proxy's user (afkit.storage.render)
@@ -579,8 +587,11 @@ def x509(campaign: Run, checkout: Path) -> Iterator[tuple[list[dict[str, str]], 
         ok(itsupport.sh(USERCERT_LINE))
         before = ALPES_LOG.read_text(errors="replace").count(GSI_LOGIN)
         for line in X509_USER_LINES:
-            proc = subprocess.run([*AS_AFKIT, "bash", "-c", line], cwd=checkout, env=env, capture_output=True,
-                                  text=True, check=False, timeout=900)  # fmt: skip
+            run = "campaign run" in line
+            cmd = [*AS_AFKIT, *(_traced(X509_TRACE) if run else []), "bash", "-c", line]
+            with _batch_records_meanwhile(LIVE_X509) if run else contextlib.nullcontext():
+                proc = subprocess.run(cmd, cwd=checkout, env=env, capture_output=True, text=True, check=False,
+                                      timeout=900)  # fmt: skip
             assert proc.returncode == 0, f"{line}: exit {proc.returncode}: {proc.stderr[-4000:]}"
         logins = ALPES_LOG.read_text(errors="replace").count(GSI_LOGIN) - before
         [results] = (X509_WORK / "results").iterdir()
@@ -592,6 +603,7 @@ def x509(campaign: Run, checkout: Path) -> Iterator[tuple[list[dict[str, str]], 
         shutil.rmtree(X509_WORK, ignore_errors=True)
         shutil.rmtree(Path("/home/afkit/.globus"), ignore_errors=True)
         PROXY.unlink(missing_ok=True)
+        X509_TRACE.unlink(missing_ok=True)
 
 
 X509Run = tuple[list[dict[str, str]], Path, int, list[str]]
@@ -637,6 +649,19 @@ def test_no_file_the_x509_campaign_wrote_holds_the_proxys_key(x509: X509Run) -> 
     for path in written:
         text = path.read_text(errors="replace")
         assert not any(line in text for line in key), f"{path} holds the proxy's key"
+
+
+def test_no_program_command_line_or_batch_record_of_the_x509_campaign_holds_the_proxys_key(
+    x509: X509Run,
+) -> None:
+    """strace of the run (every execve's arguments and environment), and condor_q -l / scontrol
+    show job sampled while its jobs were queued and running: the proxy's path, never its key."""
+    _, _, _, key = x509
+    trace = X509_TRACE.read_text(errors="replace")
+    assert trace.count("execve(") > 20 and "X509_USER_PROXY=/afkit-credentials/proxy" in trace
+    assert any(str(PROXY) in t for t in LIVE_X509)  # alpes's jobs took the file along, by path
+    for text in (trace, *LIVE_X509):
+        assert not any(line in text for line in key)
 
 
 def test_a_proxy_is_refused_where_the_origin_takes_tokens_only(x509: X509Run, state: dict[str, Any]) -> None:

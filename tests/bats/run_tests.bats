@@ -61,7 +61,9 @@ marked() {
   source "$REPO/scripts/run-tests"
   bash -c 'sleep 300 & sleep 300 & wait' &
   HOST_PIDS=("$!")
-  wait_until 10 [ "$(pid_tree "${HOST_PIDS[@]}" | wc -l)" -eq 3 ]
+  # the bats stage itself runs at nice 19 beside the testbed stages then: its children may wait
+  # seconds for a CPU (fresh37: not started within 10 s)
+  wait_until 60 [ "$(pid_tree "${HOST_PIDS[@]}" | wc -l)" -eq 3 ]
   host_stages_nice 19
   local nice
   nice=$(ps -o ni= -p "$(pid_tree "${HOST_PIDS[@]}" | paste -sd,)" | sort -u | tr -d ' ')

@@ -61,7 +61,10 @@ def test_prague_diskserver_runs_on_a_loop_device_and_judges_every_claim(
     assert set(statuses.values()) <= {"pass", "fail"}, verdicts["claims"]  # every claim judged here
     data = page.parent.parent / "data"
     runs = [json.loads(line) for line in (data / "runs.jsonl").read_text().splitlines()]
-    settings = {"default": (128, "bfq"), "tuned": (1024, "none")}
+    setup = json.loads((data / "setup.json").read_text())
+    # the default: the scheduler the kernel gave the new loop device, whatever this kernel offers
+    assert setup["before"]["scheduler"] in setup["offered"]
+    settings = {"default": (128, setup["before"]["scheduler"]), "tuned": (1024, "none")}
     assert len(runs) == 10  # the box's 5 repetitions of each setting
     for rep in range(5):  # both settings per repetition, the order alternating against drift
         pair = [r for r in runs if r["rep"] == rep]

@@ -56,10 +56,10 @@ def read(queue: Path) -> QueueSettings:
 
 def apply(queue: Path, want: QueueSettings) -> QueueSettings:
     """Set QUEUE's read-ahead and scheduler to WANT; return what the kernel reports afterwards
-    (UsageError when the scheduler is not offered here, PrereqError when the kernel refuses)."""
+    (PrereqError when the scheduler is not offered here or the kernel refuses)."""
     offered = schedulers(queue)
     if want.scheduler not in offered:
-        raise UsageError(
+        raise PrereqError(
             f"I/O scheduler {want.scheduler!r} is not offered for {queue.parent.name}",
             hint=f"this kernel offers: {', '.join(offered)}",
         )

@@ -49,9 +49,31 @@ SETTINGS = ("default", "tuned")
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 
 
-def settings(fac: Facility, which: str) -> blockdev.QueueSettings:
-    ahead = serve.whole(fac, f"{which}_read_ahead_kb")
-    return blockdev.QueueSettings(ahead, str(fac.params[f"{which}_scheduler"]))
+# a scheduler parameter's value for the scheduler the device had when the study began: on the box's
+# new loop device the kernel's own default for it (block/elevator.c picks it as the device appears)
+KERNEL = "kernel"
+
+
+def settings(fac: Facility, queue: Path, found: blockdev.QueueSettings) -> dict[str, blockdev.QueueSettings]:
+    """The two settings the timed runs alternate, each scheduler one the kernel offers for QUEUE
+    (``kernel``: FOUND's, the one the device had before the study touched it). A scheduler this
+    kernel does not offer is a missing prerequisite (PrereqError, exit 3), raised before anything is
+    written: kernels differ (one without ``CONFIG_IOSCHED_BFQ`` offers none, mq-deadline, kyber)."""
+    offered = blockdev.schedulers(queue)
+    out = {}
+    for which in SETTINGS:
+        asked = str(fac.params[f"{which}_scheduler"])
+        name = found.scheduler if asked == KERNEL else asked
+        if name not in offered:
+            raise PrereqError(
+                f"I/O scheduler {name!r} ({which}_scheduler) is not offered by this kernel for "
+                f"{queue.parent.name}",
+                hint=f"this kernel offers: {', '.join(offered)}; give one of them "
+                f"(--set {which}_scheduler=NAME, or the sites file's params) or '{KERNEL}' for the "
+                "device's own",
+            )
+        out[which] = blockdev.QueueSettings(serve.whole(fac, f"{which}_read_ahead_kb"), name)
+    return out
 
 
 @contextlib.contextmanager
@@ -122,7 +144,14 @@ def _dropped(files: list[Path], within: float = 5.0) -> int:
     return sum(blockdev.resident_bytes(f) for f in files)
 
 
-def _timed_runs(fac: Facility, queue: Path, files: list[Path], base: str, out: Path) -> None:
+def _timed_runs(
+    fac: Facility,
+    queue: Path,
+    wanted: dict[str, blockdev.QueueSettings],
+    files: list[Path],
+    base: str,
+    out: Path,
+) -> None:
     reps, block = serve.whole(fac, "repetitions"), serve.whole(fac, "block_kb")
     urls = [base + f.name for f in files]  # root://host:port//NAME
     total = reps * len(SETTINGS)
@@ -130,7 +159,7 @@ def _timed_runs(fac: Facility, queue: Path, files: list[Path], base: str, out: P
     with (out / "runs.jsonl").open("w", encoding="utf-8") as fh:
         for rep in range(reps):
             for which in SETTINGS if rep % 2 == 0 else SETTINGS[::-1]:
-                want = settings(fac, which)
+                want = wanted[which]
                 got = blockdev.apply(queue, want)
                 left = _dropped(files)
                 start = time.time()
@@ -237,11 +266,16 @@ def run(study: Study, fac: Facility, out: Path, image: Path | None, work: Path |
     with serve.interruptible(), _device(fac, work, need) as (data, device):
         queue = blockdev.queue_dir(data)
         before = blockdev.read(queue)
+        wanted = settings(fac, queue, before)
         setup = {
             "device": device,
             "queue": str(queue),
             "before": before.__dict__,
             "offered": blockdev.schedulers(queue),
+            "settings": {
+                which: {**want.__dict__, "asked_scheduler": str(fac.params[f"{which}_scheduler"])}
+                for which, want in wanted.items()
+            },
             "kernel": platform.release(),
             "host": platform.node(),
             "image": str(image) if image else None,
@@ -265,7 +299,7 @@ def run(study: Study, fac: Facility, out: Path, image: Path | None, work: Path |
             os.sync()
             files = sorted(data.glob("table2*"))
             with serve.origin(data, work / "storage", serve.whole(fac, "port")) as base:
-                _timed_runs(fac, queue, files, base + "/", out)
+                _timed_runs(fac, queue, wanted, files, base + "/", out)
             for f in files:
                 f.unlink()
             # back from the xrootd user: the image's ROOT writes there

@@ -119,6 +119,26 @@ def judge(study: Study, m: Measured) -> dict[str, Verdict]:
     return {c.id: judge_claim(c.criterion, m) for c in study.claims}
 
 
+def _settings_shown(m: Measured) -> str:
+    """What the device ran with per setting (the first run of each), the schedulers the kernel
+    offered and where the default's came from ("kernel": the one the device had)."""
+    shown = []
+    for which in ("default", "tuned"):
+        run = next((r for r in m.runs if r.get("setting") == which), None)
+        if run is None:
+            return "not measured"
+        shown.append(f"{run.get('read_ahead_kb')} KiB, {run.get('scheduler')}")
+    text = " -> ".join(shown)
+    settings = m.setup.get("settings")
+    default = settings.get("default") if isinstance(settings, dict) else None
+    if isinstance(default, dict) and default.get("asked_scheduler") == "kernel":
+        text += " (the default scheduler: the kernel's own for the device)"
+    offered = m.setup.get("offered")
+    if isinstance(offered, list):
+        text += f"; offered: {', '.join(str(o) for o in offered)}"
+    return text
+
+
 def original_cuts(study: Study) -> list[float]:
     """Table 2's cut per filesystem: 1 - tuned / default."""
     out = []
@@ -159,6 +179,15 @@ def numbers(study: Study, m: Measured, verdicts: dict[str, Verdict]) -> list[Num
             f"{min(cuts):.1%}-{max(cuts):.1%} (median {statistics.median(cuts):.1%})",
             mine,
             "ratio: comparable",
+        )
+    )
+    rows.append(
+        (
+            "read-ahead and I/O scheduler, default -> tuned",
+            f"{study.value('read_ahead_default'):g} KiB, cfq -> "
+            f"{study.value('read_ahead_tuned'):g} KiB, noop",
+            _settings_shown(m),
+            "cfq and noop left Linux in 5.0",
         )
     )
     no = m.traces.get("nocache", [])

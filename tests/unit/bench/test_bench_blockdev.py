@@ -10,7 +10,7 @@ import pytest
 
 from afkit.bench import blockdev, devinfo
 from afkit.bench.disk import drop_cache
-from afkit.errors import UsageError
+from afkit.errors import PrereqError
 
 
 def test_a_file_just_written_is_cached_and_dropping_it_empties_the_cache(tmp_path: Path) -> None:
@@ -51,7 +51,7 @@ def test_apply_writes_both_and_returns_what_reads_back(tmp_path: Path) -> None:
 
 def test_a_scheduler_the_kernel_does_not_offer_is_refused_naming_those_it_does(tmp_path: Path) -> None:
     q = queue(tmp_path)
-    with pytest.raises(UsageError, match="'cfq' is not offered") as err:
+    with pytest.raises(PrereqError, match="'cfq' is not offered") as err:
         blockdev.apply(q, blockdev.QueueSettings(1024, "cfq"))
     assert "none, mq-deadline, kyber, bfq" in str(err.value.hint)
     assert (q / "read_ahead_kb").read_text() == "128\n"  # nothing changed

@@ -50,7 +50,11 @@ def recorded(tmp_path: Path, *, tuned: list[float], small: bool = True, tuned_ra
     _trace(data / "pattern-nocache.jsonl", nocache)
     _trace(data / "pattern-cache.jsonl", [(100.0 + i * 0.01, i * 200_000, 160_000) for i in range(300)])
     (data / "pattern.json").write_text(json.dumps({"file": "esd-000.root", "size": size}))
-    (data / "setup.json").write_text(json.dumps({"device": {"loop": "loop0"}, "kernel": "6.18"}))
+    setup = {"device": {"loop": "loop0"}, "kernel": "6.18",
+             "offered": ["none", "mq-deadline", "kyber", "bfq"],
+             "settings": {"default": {"asked_scheduler": "kernel"},
+                          "tuned": {"asked_scheduler": "none"}}}  # fmt: skip
+    (data / "setup.json").write_text(json.dumps(setup))
     return tmp_path / "results"
 
 
@@ -103,6 +107,9 @@ def test_the_page_shows_every_claim_the_numbers_and_the_figures(tmp_path: Path) 
     html = page.read_text()
     assert html.count("class='pass'") == 4
     assert "21.1%-27.4%" in html and "22.0% (median)" in html
+    assert "128 KiB, cfq -&gt; 1024 KiB, noop" in html  # the original's settings beside the run's
+    assert "128 KiB, bfq -&gt; 1024 KiB, none (the default scheduler: the kernel&#x27;s own" in html
+    assert "offered: none, mq-deadline, kyber, bfq" in html
     for name in ("table2.png", "fig10-nocache.png", "fig11-nocache.png", "fig12-nocache.png"):
         assert (page.parent / name).stat().st_size > 1000, name
     verdicts = json.loads((page.parent / "verdicts.json").read_text())
@@ -177,3 +184,68 @@ def test_pages_that_stay_cached_drop_the_whole_page_cache_and_what_is_left_is_re
     assert diskserver._dropped([tmp_path / "f"], within=0.2) == 4096
     assert (tmp_path / "drop_caches").read_text() == "1\n"
     assert "4096 bytes of the files stayed cached" in capsys.readouterr().err
+
+
+def _queue(tmp_path: Path, offered: str) -> Path:
+    """A block queue's sysfs files as a kernel prints them (OFFERED: its scheduler line)."""
+    q = tmp_path / "loop7" / "queue"
+    q.mkdir(parents=True)
+    (q / "read_ahead_kb").write_text("128\n")
+    (q / "scheduler").write_text(offered + "\n")
+    return q
+
+
+NO_BFQ = "none [mq-deadline] kyber"  # a kernel built without CONFIG_IOSCHED_BFQ (6.18 seen here)
+
+
+@pytest.mark.parametrize(
+    ("offered", "default"), [(NO_BFQ, "mq-deadline"), ("[none] mq-deadline bfq", "none")]
+)
+def test_the_default_setting_is_the_scheduler_the_kernel_gave_the_device(
+    tmp_path: Path, offered: str, default: str
+) -> None:
+    from afkit.bench import blockdev
+    from afkit.study import diskserver
+
+    q = _queue(tmp_path, offered)
+    got = diskserver.settings(host.facility(STUDY, None, None), q, blockdev.read(q))
+    assert got == {
+        "default": blockdev.QueueSettings(128, default),
+        "tuned": blockdev.QueueSettings(1024, "none"),
+    }
+
+
+def test_a_scheduler_the_kernel_lacks_is_exit_3_before_anything_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bfq hidden from the study through the scheduler list it reads: refused with the kernel's list,
+    before a file is generated or a record written."""
+    import contextlib
+
+    from afkit.errors import ExitCode, PrereqError
+    from afkit.study import diskserver
+
+    q = _queue(tmp_path, NO_BFQ)
+    data = tmp_path / "device"
+    data.mkdir()
+
+    @contextlib.contextmanager
+    def device(*_a: object) -> object:
+        yield data, {"kind": "loop"}
+
+    def no_work(*argv: str) -> str:
+        raise AssertionError(f"afkit {' '.join(argv)} ran")
+
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(diskserver, "_device", device)
+    monkeypatch.setattr(diskserver.blockdev, "queue_dir", lambda _p: q)
+    monkeypatch.setattr(diskserver.serve, "afkit", no_work)
+    fac = host.facility(STUDY, None, None)
+    fac.params["default_scheduler"] = "bfq"
+    out = tmp_path / "results" / "data"
+    with pytest.raises(PrereqError, match="'bfq' \\(default_scheduler\\) is not offered") as err:
+        diskserver.run(STUDY, fac, out, None, tmp_path / "work")
+    assert err.value.code == ExitCode.PREREQ
+    assert "none, mq-deadline, kyber" in str(err.value.hint)
+    assert list(data.iterdir()) == [] and not list(out.iterdir())
+    assert (q / "scheduler").read_text() == NO_BFQ + "\n"  # the device untouched

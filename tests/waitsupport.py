@@ -5,10 +5,18 @@ pytest settings puts this folder on ``sys.path``). A test waits for something it
 file appears, a record is written, a process is gone, a port answers), never for a number of
 seconds; the timeout only bounds a wait that would otherwise hang. Its bats twin is
 ``wait_until`` in ``tests/bats/waiting.bash``.
+
+A timeout is what the awaited work needs on an idle machine: it is counted in the CPU time a
+runnable process gets, not in wall time. Each second of waiting counts ``cores / max(cores, load)``
+(``os.getloadavg``'s one-minute load): at make test's own load of 8-13 on 2 cores a 60 s wait lasts
+up to 4-6 minutes of wall time, idle it lasts 60 s. So a test's patience follows the machine, not
+the machine its author had; a wall-time cap (``WALL_CAP`` times the timeout) still ends a wait that
+would never hold, and pytest-timeout / BATS_TEST_TIMEOUT bound the whole test.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from collections.abc import Callable
@@ -16,6 +24,20 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+
+WALL_CAP = 10  # a wait ends after at most this many times its timeout in wall time, however loaded
+
+
+def cpu_share() -> float:
+    """The share of a core that one second of wall time gives a runnable process now:
+    cores / max(cores, the one-minute load average); 1 on an idle machine."""
+    cores = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        return 1.0
+    return cores / max(float(cores), load)
 
 
 class WaitTimeout(AssertionError):
@@ -45,10 +67,12 @@ def wait_until(
     """Call PREDICATE every INTERVAL seconds until it returns a true value, and return that value.
 
     Raise WaitTimeout naming WHAT (the awaited condition, e.g. "the job's first interval record")
-    when TIMEOUT seconds pass first, or at once when PROC (the process that should bring the
+    when TIMEOUT seconds of an idle machine pass first (wall seconds weighed by cpu_share(); at most
+    WALL_CAP x TIMEOUT of wall time), or at once when PROC (the process that should bring the
     condition about) ends before it holds. PREDICATE is called once more at the deadline.
     """
-    deadline = time.monotonic() + timeout
+    start = last = time.monotonic()
+    spent = 0.0  # idle-machine seconds
     while True:
         value = predicate()
         if value:
@@ -58,10 +82,19 @@ def wait_until(
             if value:
                 return value
             raise _ended(proc, what)
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise WaitTimeout(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(min(interval, left))
+        now = time.monotonic()
+        spent += (now - last) * cpu_share()
+        last = now
+        wall = now - start
+        if spent >= timeout or wall >= WALL_CAP * timeout:
+            value = predicate()
+            if value:
+                return value
+            raise WaitTimeout(
+                f"timed out after {timeout:g} s waiting for {what} ({wall:.0f} s of wall time, "
+                f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
+            )
+        time.sleep(min(interval, max(0.001, timeout - spent)))
 
 
 def running(pid: int) -> bool:

@@ -23,6 +23,35 @@ def test_a_timeout_names_what_was_awaited() -> None:
         wait_until(lambda: False, 0.2, what="the flag file")
 
 
+@pytest.mark.parametrize(("load", "wall_min", "wall_max"), [(0.0, 0.3, 1.0), (8.0, 1.2, 3.0)])
+def test_a_timeout_is_counted_in_the_cpu_time_the_load_leaves(
+    monkeypatch: pytest.MonkeyPatch, load: float, wall_min: float, wall_max: float
+) -> None:
+    """On 2 cores at load 8 a second of wall time is a quarter of an idle one: a 0.3 s wait lasts
+    about 1.2 s; idle, 0.3 s."""
+    import os
+    import time
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    start = time.monotonic()
+    says = rf"0\.3 s waiting for the flag file \(\d+ s of wall time, load {load:.1f} on 2"
+    with pytest.raises(WaitTimeout, match=says):
+        wait_until(lambda: False, 0.3, 0.01, what="the flag file")
+    assert wall_min <= time.monotonic() - start < wall_max
+
+
+def test_a_wait_ends_at_ten_times_its_timeout_however_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import time
+
+    monkeypatch.setattr(os, "getloadavg", lambda: (1e6, 1e6, 1e6))
+    start = time.monotonic()
+    with pytest.raises(WaitTimeout):
+        wait_until(lambda: False, 0.1, 0.01, what="the flag file")
+    assert 1.0 <= time.monotonic() - start < 2.5
+
+
 def test_a_process_that_ends_first_fails_the_wait_at_once_with_its_exit_code_and_output() -> None:
     proc = subprocess.Popen([sys.executable, "-c", "print('it said this'); raise SystemExit(3)"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip

@@ -113,6 +113,10 @@ def test_gsi_trains_runs_in_the_box_and_judges_every_claim(workdir: Path) -> Non
     html = page.read_text()
     assert "2100 MB/s at 200 jobs" in html  # the original's number beside afkit's
     assert "repetitions" in html and "set repetitions" in html  # the run's parameters, as changed
+    # the machine it ran on: cores, memory, kernel and the load while the campaign ran
+    on = verdicts["machine"]
+    assert on["run"] == "ended" and on["cores"] >= 1 and on["kernel"] and on["load1"]["samples"] >= 2
+    assert f"{on['cores']} cores" in html and "load during the run" in html
     # resuming as docs/studies.md says: nothing failed, so retry has nothing to do; the page again
     retry = run("afkit campaign retry studies/gsi-trains/campaign.yaml --failed", workdir)
     assert retry.returncode == 0 and "nothing to retry" in retry.stdout, retry.stderr

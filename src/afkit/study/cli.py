@@ -24,7 +24,7 @@ from afkit.atomic import write_atomic
 from afkit.campaign import config
 from afkit.campaign.rows import read_intervals, read_jobs
 from afkit.errors import ExitCode, InvalidError, NotFoundError, PrereqError, UsageError
-from afkit.study import host, model, page, recipe
+from afkit.study import host, machine, model, page, recipe
 
 DEFAULT_IMAGE = Path("build/bench.sif")
 DEFAULT_WORKDIR = Path("studies")
@@ -147,7 +147,8 @@ def make_page(study: model.Study, fac: recipe.Facility, path: Path) -> Path:
     image = next((r.image_sha256 for r in rows if r.image_sha256), "")
     tag = next((r.image_tag for r in rows if r.image_tag), "")
     prov = page.provenance(c.name, c.hash, image, tag)
-    return page.render(study, fac, ev.verdicts, ev.numbers, ev.figures, prov, out)
+    facts = machine.read(c.results_dir / machine.NAME)
+    return page.render(study, fac, ev.verdicts, ev.numbers, ev.figures, prov, out, facts)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -160,7 +161,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     # a study's benchmarks are measured one after another, as the original measured them: at
     # local sites one snakemake job (a wave) at a time (batch sites: the executors' own limits)
     local = all(isinstance(s, dict) and s.get("executor") == "local" for s in fac.sites.values())
-    code = _afkit("campaign", "run", str(path), *(["--", "--cores", "1"] if local else []))
+    with machine.watch(config.load(path).results_dir / machine.NAME, Path.cwd()):
+        code = _afkit("campaign", "run", str(path), *(["--", "--cores", "1"] if local else []))
     if code == ExitCode.INTERRUPTED:
         return code
     print(make_page(study, fac, path))

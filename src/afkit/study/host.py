@@ -16,7 +16,7 @@ from typing import Any
 from afkit import yamlio
 from afkit.campaign.config import shown
 from afkit.errors import ExitCode, InvalidError, NotFoundError
-from afkit.study import page
+from afkit.study import machine, page
 from afkit.study.model import Study
 from afkit.study.page import NumberRow
 from afkit.study.recipe import Facility, merged_params, save, saved
@@ -91,7 +91,8 @@ def run(study: Study, fac: Facility, workdir: Path) -> int:
     save(fac, work / "facility.json")
     sif = fac.image.get("sif")
     try:
-        measure.run(study, fac, results / "data", Path(str(sif)) if sif else None)
+        with machine.watch(results / machine.NAME, Path.cwd()):
+            measure.run(study, fac, results / "data", Path(str(sif)) if sif else None)
     except KeyboardInterrupt:
         print(
             "afkit study: interrupted; what the run changed is set back and what it made taken away",
@@ -140,4 +141,5 @@ def make_page(study: Study, fac: Facility, results: Path) -> Path:
     if "device" in m.setup:
         prov["device"] = json.dumps(m.setup["device"], default=str)[:400]
     prov["kernel"] = str(m.setup.get("kernel", ""))
-    return page.render(study, fac, verdicts, numbers, figures, prov, out)
+    facts = machine.read(results / machine.NAME)
+    return page.render(study, fac, verdicts, numbers, figures, prov, out, facts)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from afkit.atomic import write_atomic
 from afkit.study.criteria import Verdict
+from afkit.study.machine import shown as shown_machine
 from afkit.study.model import Study
 from afkit.study.recipe import Facility
 
@@ -39,6 +40,7 @@ def verdicts_json(
     verdicts: dict[str, Verdict],
     numbers: Sequence[NumberRow],
     provenance: dict[str, object],
+    machine: dict[str, object] | None = None,
 ) -> str:
     return (
         json.dumps(
@@ -54,6 +56,7 @@ def verdicts_json(
                 ],
                 "numbers": [asdict(n) for n in numbers],
                 "provenance": provenance,
+                "machine": machine or {},
             },
             indent=2,
         )
@@ -83,8 +86,10 @@ def render(
     figures: Sequence[tuple[str, Path]],
     provenance: dict[str, object],
     out: Path,
+    machine: dict[str, object] | None = None,
 ) -> Path:
-    """Write OUT/index.html and OUT/verdicts.json; return the page's path."""
+    """Write OUT/index.html and OUT/verdicts.json; return the page's path. MACHINE: what
+    afkit.study.machine recorded of the machine the run was on."""
     out.mkdir(parents=True, exist_ok=True)
     counts = {s: sum(v.status == s for v in verdicts.values()) for s in ("pass", "fail", "not judgeable")}
     parts = [
@@ -143,10 +148,12 @@ def render(
             f"<figure><img src='{_esc(path.name)}' alt='{_esc(caption)}'>"
             f"<figcaption>{_esc(caption)}</figcaption></figure>"
         )
+    parts.append(f"<h2>The machine</h2><p>{_esc(shown_machine(machine or {}))}</p>")
     parts.append("<h2>Provenance</h2><table>")
     parts += [f"<tr><th>{_esc(k)}</th><td>{_esc(v)}</td></tr>" for k, v in provenance.items()]
     parts.append("</table></body></html>\n")
-    write_atomic(out / "verdicts.json", verdicts_json(study, fac, verdicts, numbers, provenance), mode=0o644)
+    text = verdicts_json(study, fac, verdicts, numbers, provenance, machine)
+    write_atomic(out / "verdicts.json", text, mode=0o644)
     page = out / "index.html"
     write_atomic(page, "\n".join(parts), mode=0o644)
     return page

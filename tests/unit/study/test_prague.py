@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from afkit.errors import InvalidError
-from afkit.study import criteria, host, model, prague
+from afkit.study import criteria, host, machine, model, prague
 
 STUDY = model.load("prague-diskserver")
 
@@ -249,3 +249,13 @@ def test_a_scheduler_the_kernel_lacks_is_exit_3_before_anything_is_written(
     assert "none, mq-deadline, kyber" in str(err.value.hint)
     assert list(data.iterdir()) == [] and not list(out.iterdir())
     assert (q / "scheduler").read_text() == NO_BFQ + "\n"  # the device untouched
+
+
+def test_a_host_studys_page_and_verdicts_show_the_machine(tmp_path: Path) -> None:
+    results = recorded(tmp_path, tuned=[7.8, 7.9, 7.5])
+    with machine.watch(results / machine.NAME, tmp_path, every=60):
+        pass
+    page = host.make_page(STUDY, host.facility(STUDY, None, tmp_path / "none.sif"), results)
+    verdicts = json.loads((page.parent / "verdicts.json").read_text())
+    assert verdicts["machine"]["cores"] == os.cpu_count() and verdicts["machine"]["run"] == "ended"
+    assert f"{os.cpu_count()} cores" in page.read_text() and "load during the run" in page.read_text()

@@ -8,8 +8,26 @@ signals are ``afkit.campaign.interrupt``.
 from __future__ import annotations
 
 import contextlib
+import functools
+import shutil
 import signal
+import subprocess
 from collections.abc import Iterator
+
+
+@functools.cache
+def pdeathsig_prefix() -> tuple[str, ...]:
+    """``setpriv --pdeathsig KILL --`` where setpriv has the option (util-linux >= 2.33), else none:
+    a command started behind it is killed when the thread that started it dies, however it died
+    (SIGKILL, or SIGTERM's default action, which runs no cleanup)."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return ()
+    try:
+        usage = subprocess.run([setpriv, "--help"], capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    return (setpriv, "--pdeathsig", "KILL", "--") if "--pdeathsig" in usage.stdout else ()
 
 
 @contextlib.contextmanager

@@ -25,6 +25,7 @@ from typing import Any
 
 from afkit.atomic import atomic_path
 from afkit.errors import AfkitError, PrereqError, UnsafeError, UsageError
+from afkit.signals import pdeathsig_prefix
 
 MB = 1_000_000
 AOD_EVENT_BYTES = round(10530 * MB / 25990)
@@ -161,8 +162,10 @@ def write(
                 f"{macro}({_c_string(shape.name)}, {where}, {events}, "
                 f"{shape.event_bytes}, {compression}, {seed}, {df_events}, {_c_string(params)})"
             )
+            # killed with this process, however it ends: an interrupted dataset step (snakemake's
+            # SIGTERM to its job) left ROOT writing on, reparented to init
             proc = subprocess.Popen(
-                [*root_cmd, "-b", "-q", "-l", "-n", call],
+                [*pdeathsig_prefix(), *root_cmd, "-b", "-q", "-l", "-n", call],
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,

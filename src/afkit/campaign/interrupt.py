@@ -25,14 +25,14 @@ there (:func:`reap`).
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
-import shutil
 import signal
 import subprocess
 import threading
 import time
 from types import FrameType
+
+from afkit.signals import pdeathsig_prefix
 
 GRACE_S = 5.0  # after SIGTERM, before SIGKILL to the children's process groups
 
@@ -51,23 +51,10 @@ def unregister(proc: subprocess.Popen[str]) -> None:
         _running.discard(proc)
 
 
-@functools.cache
-def _pdeathsig_prefix() -> tuple[str, ...]:
-    """``setpriv --pdeathsig KILL --`` where setpriv has the option (util-linux >= 2.33), else none."""
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        return ()
-    try:
-        usage = subprocess.run([setpriv, "--help"], capture_output=True, text=True, timeout=10, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return ()
-    return (setpriv, "--pdeathsig", "KILL", "--") if "--pdeathsig" in usage.stdout else ()
-
-
 def run(cmd: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """CMD in its own process group, killed when the calling thread dies, stopped by an interrupt;
     its output captured."""
-    proc = subprocess.Popen([*_pdeathsig_prefix(), *cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    proc = subprocess.Popen([*pdeathsig_prefix(), *cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, process_group=0, env=env)  # fmt: skip
     register(proc)
     try:

@@ -201,3 +201,34 @@ def test_a_file_elsewhere_with_the_same_parameters_keeps_it_and_writes_nothing(
         rootgen.write(cmd, shape, here, 20, seed=2, kept_at=str(there), kept_bytes=123, **args)
     rec = rootgen.write(cmd, shape, here, 20, seed=1, kept_at="", **args)  # nothing there: written
     assert rec["kept"] is False and here.stat().st_size == rec["bytes"] > 0
+
+
+def test_root_writing_a_file_dies_with_the_process_that_started_it(tmp_path: Path) -> None:
+    """SIGTERM's default action to the writer (snakemake stopping an interrupted dataset step) runs
+    no cleanup: ROOT is started with a parent-death SIGKILL, so it does not write on, orphaned."""
+    import signal
+    import subprocess
+    import sys
+
+    from waitsupport import running, wait_until
+
+    fake = tmp_path / "root.exe"
+    fake.write_text(f"#!/bin/sh\necho $$ > {tmp_path / 'root.pid'}\nexec sleep 300\n")
+    fake.chmod(0o755)
+    writer = (
+        "import sys; from pathlib import Path; from afkit.bench import rootgen\n"
+        "rootgen.write([sys.argv[1]], rootgen.SHAPES['esd'], Path(sys.argv[2]), 10,"
+        " compression=0, seed=1, df_events=1, force=True)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", writer, str(fake), str(tmp_path / "esd.root")])
+    try:
+        pidfile = tmp_path / "root.pid"
+        pid = int(wait_until(lambda: pidfile.is_file() and pidfile.read_text(), 60,
+                             what="the fake ROOT to start", proc=proc))  # fmt: skip
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == -signal.SIGTERM
+        wait_until(lambda: not running(pid), 30, what="ROOT to die with its parent")
+    finally:
+        proc.kill()
+        proc.wait()
+    assert not (tmp_path / "esd.root").exists()

@@ -9,8 +9,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -269,3 +271,60 @@ def test_dcotf_xcache_runs_at_the_users_htcondor_site(workdir: Path, alice_root_
         assert got["esd-vs-aod"]["status"] in {"pass", "fail"}, got["esd-vs-aod"]  # no warm read needed
         jobs = (page.parent.parent / "aggregate" / "jobs.csv").read_text()
         assert ",htcondor," in jobs and ",failed," not in jobs
+
+
+def processes_of(workdir: Path) -> list[str]:
+    """The processes whose working directory or command line lies in WORKDIR (a study's snakemake,
+    its jobs, their payloads), as 'PID command'."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            cwd = os.readlink(proc / "cwd")
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if cwd.startswith(str(workdir)) or str(workdir) in cmd:
+            found.append(f"{proc.name} {cmd[:200]}")
+    return found
+
+
+def files_of(results: Path) -> dict[str, int]:
+    return {str(p): p.stat().st_mtime_ns for p in results.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize(
+    ("sig", "marker"),
+    [(signal.SIGINT, r"rule dataset"), (signal.SIGTERM, r"rule (job|wave_\w+):")],
+    ids=["sigint-datasets", "sigterm-jobs"],
+)
+def test_an_interrupted_study_stops_everything_it_started(
+    workdir: Path, sig: signal.Signals, marker: str
+) -> None:
+    """SIGINT or SIGTERM to the process of `afkit study run` alone (`kill PID`, not its terminal's
+    process group) while its campaign writes the datasets or runs the jobs: exit 130 once its
+    campaign run has stopped snakemake; no process of the study is left and nothing is written after."""
+    from waitsupport import wait_until
+
+    log = workdir / "stderr.txt"
+    line = "afkit study run gsi-trains --scale 0.25 --set repetitions=1"
+    with log.open("w") as err:
+        proc = subprocess.Popen(shlex.split(line), cwd=workdir, stdout=subprocess.DEVNULL, stderr=err,
+                                env={**os.environ, **FED_XRD_ENV}, start_new_session=True)  # fmt: skip
+    try:
+        wait_until(lambda: re.search(marker, log.read_text()), 300, what=f"{marker!r} in the study's log",
+                   proc=proc)  # fmt: skip
+        proc.send_signal(sig)
+        code = proc.wait(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert code == 130, log.read_text()[-3000:]
+    assert processes_of(workdir) == [], log.read_text()[-2000:]
+    results = workdir / "results"
+    written = files_of(results)
+    # nothing of the study runs any more (local sites: every job was a process of the study), so
+    # nothing can write a record: the results as they were at the exit
+    assert processes_of(workdir) == [] and files_of(results) == written

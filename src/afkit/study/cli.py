@@ -9,7 +9,9 @@ study page into the campaign's results (docs/studies.md).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
+import signal
 import subprocess
 import sys
 import textwrap
@@ -130,6 +132,28 @@ def _afkit(*argv: str) -> int:
     return subprocess.run([sys.executable, "-m", "afkit", *argv], check=False).returncode
 
 
+def forwarded(argv: list[str]) -> int:
+    """ARGV (``afkit campaign run ...``) as a child that an interrupt of this process stops the way
+    it stops itself, and its exit code. The child is its own process group, so a terminal's Ctrl-C
+    reaches it once, through here: SIGINT and SIGTERM to this process are passed on to it as SIGINT
+    (it stops its snakemake, which cancels the batch jobs, says what is missing and exits 130), and
+    this process waits until it has ended. (subprocess.run killed it instead, 0.25 s after a
+    SIGINT: its snakemake, a process group of its own, ran on and started new jobs; a SIGTERM ended
+    this process alone.)"""
+    proc = subprocess.Popen(argv, process_group=0)
+
+    def forward(_signum: int, _frame: object) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGINT)
+
+    old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return proc.wait()
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
 def make_page(study: model.Study, fac: recipe.Facility, path: Path) -> Path:
     """Aggregate the campaign's records and write its study page; the page's path."""
     from afkit.study import analyses  # matplotlib: only the commands that draw pay for its import
@@ -162,9 +186,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     # local sites one snakemake job (a wave) at a time (batch sites: the executors' own limits)
     local = all(isinstance(s, dict) and s.get("executor") == "local" for s in fac.sites.values())
     with machine.watch(config.load(path).results_dir / machine.NAME, Path.cwd()):
-        code = _afkit("campaign", "run", str(path), *(["--", "--cores", "1"] if local else []))
-    if code == ExitCode.INTERRUPTED:
-        return code
+        cores = ["--", "--cores", "1"] if local else []
+        code = forwarded([sys.executable, "-m", "afkit", "campaign", "run", str(path), *cores])
+    if code == ExitCode.INTERRUPTED or code < 0:  # interrupted, or killed by a signal
+        return int(ExitCode.INTERRUPTED)
     print(make_page(study, fac, path))
     return code
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import shlex
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 
@@ -95,3 +97,45 @@ def test_set_rejects_a_parameter_the_study_lacks(tmp_path: Path) -> None:
     proc = afkit("afkit study run gsi-trains --sites s.yaml --set nosuch=1", cwd=tmp_path)
     assert proc.returncode == 2
     assert "has no parameter 'nosuch'" in proc.stderr
+
+
+CHILD = """
+import signal, sys, time
+from pathlib import Path
+out = Path(sys.argv[1])
+def stop(signum, frame):
+    with out.open("a") as f:
+        f.write(signal.Signals(signum).name + "\\n")
+    time.sleep(0.5)  # its own stop takes a while (snakemake cancelling batch jobs)
+    with out.open("a") as f:
+        f.write("stopped\\n")
+    raise SystemExit(130)
+signal.signal(signal.SIGINT, stop)
+out.write_text("")
+while True:
+    time.sleep(1)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupt_of_a_study_stops_its_campaign_run_and_waits_for_it(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    """SIGINT or SIGTERM to `afkit study run`'s process alone: its `afkit campaign run` gets one
+    SIGINT (as from Ctrl-C: it stops its snakemake), and the study exits 130 only once it has ended."""
+    from waitsupport import wait_until
+
+    said = tmp_path / "child.txt"
+    study = (
+        "import sys; from afkit.study import cli\n"
+        "raise SystemExit(cli.forwarded([sys.executable, '-c', sys.argv[1], sys.argv[2]]))\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", study, CHILD, str(said)])
+    try:
+        wait_until(said.is_file, 60, what="the campaign run to start", proc=proc)
+        proc.send_signal(sig)
+        assert proc.wait(timeout=60) == 130
+    finally:
+        proc.kill()
+        proc.wait()
+    assert said.read_text() == "SIGINT\nstopped\n"  # one SIGINT, and its stop ran to its end

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from afkit import yamlio
 from afkit.campaign.config import shown
 from afkit.errors import ExitCode, InvalidError, NotFoundError
 from afkit.study import machine, page
+from afkit.study.criteria import NOT_JUDGEABLE, Verdict
 from afkit.study.model import Study
 from afkit.study.page import NumberRow
 from afkit.study.recipe import Facility, merged_params, save, saved
@@ -81,8 +83,24 @@ def facility(study: Study, sites: Path | None, image: Path | None) -> Facility:
     )
 
 
+PARTIAL = "data.partial"  # a run's records while it runs; data/ once it has ended
+
+
+def _replace(results: Path) -> None:
+    """RESULTS/data.partial, a run that ended, becomes RESULTS/data; the earlier run's data goes
+    only after that (a rename each: at any moment one complete run's records are there)."""
+    data, old = results / "data", results / "data.previous"
+    shutil.rmtree(old, ignore_errors=True)
+    if data.exists():
+        data.rename(old)
+    (results / PARTIAL).rename(data)
+    shutil.rmtree(old, ignore_errors=True)
+
+
 def run(study: Study, fac: Facility, workdir: Path) -> int:
-    """Measure (the study's module of MODULES), then write the page; the exit code."""
+    """Measure (the study's module of MODULES), then write the page; the exit code. The records are
+    written to RESULTS/data.partial and replace RESULTS/data only when the run has ended: an
+    interrupted or failed rerun leaves the earlier run's records as they were."""
     measure = _module(study, 0)
     work = workdir / study.name
     results = results_dir(study)
@@ -90,15 +108,24 @@ def run(study: Study, fac: Facility, workdir: Path) -> int:
     work.mkdir(parents=True, exist_ok=True)
     save(fac, work / "facility.json")
     sif = fac.image.get("sif")
+    partial = results / PARTIAL
+    shutil.rmtree(partial, ignore_errors=True)  # afkit's own: a run that was interrupted or failed
     try:
-        with machine.watch(results / machine.NAME, Path.cwd()):
-            measure.run(study, fac, results / "data", Path(str(sif)) if sif else None)
+        with machine.watch(partial / machine.NAME, Path.cwd()):
+            measure.run(study, fac, partial, Path(str(sif)) if sif else None)
     except KeyboardInterrupt:
+        kept = (
+            f"the records of the last complete run are kept in {results / 'data'}"
+            if (results / "data").is_dir()
+            else f"afkit study page {study.name} judges what it measured"
+        )
         print(
-            "afkit study: interrupted; what the run changed is set back and what it made taken away",
+            "afkit study: interrupted; what the run changed is set back and what it made taken away; "
+            f"its records so far are in {partial}; {kept}",
             flush=True,
         )
         return ExitCode.INTERRUPTED
+    _replace(results)
     print(make_page(study, fac, results))
     return ExitCode.OK
 
@@ -121,15 +148,32 @@ def _image_provenance(fac: Facility) -> tuple[str, str]:
     return str(data.get("sif_sha256", "")), str(data.get("tag", ""))
 
 
+def interrupted_verdicts(verdicts: dict[str, Verdict], partial: Path) -> dict[str, Verdict]:
+    """The verdicts of an interrupted run: those it could not judge name the interrupt as why."""
+    why = f"the run was interrupted (its records: {partial}); "
+    return {
+        k: Verdict(v.status, why + v.measured, v.criterion, v.values) if v.status == NOT_JUDGEABLE else v
+        for k, v in verdicts.items()
+    }
+
+
 def make_page(study: Study, fac: Facility, results: Path) -> Path:
+    """The page of the last complete run (RESULTS/data), else of an interrupted one
+    (RESULTS/data.partial: what it measured judged, the rest not judgeable for the interrupt)."""
     evaluation, figures_of = _module(study, 1), _module(study, 2)
-    m = evaluation.load(results / "data")
+    data = results / "data"
+    cut = not data.is_dir() and (results / PARTIAL).is_dir()
+    if cut:
+        data = results / PARTIAL
+    m = evaluation.load(data)
     if not m.runs and not getattr(m, "traces", None):
         raise NotFoundError(
-            f"no records of study {study.name} in {results / 'data'}",
+            f"no records of study {study.name} in {data}",
             hint=f"run it first: afkit study run {study.name}",
         )
     verdicts = evaluation.judge(study, m)
+    if cut:
+        verdicts = interrupted_verdicts(verdicts, data)
     numbers = [NumberRow(*n) for n in evaluation.numbers(study, m, verdicts)]
     out = results / "study"
     for old in out.glob("*.png"):  # the page's own figures of an earlier page: drawn again below
@@ -141,5 +185,5 @@ def make_page(study: Study, fac: Facility, results: Path) -> Path:
     if "device" in m.setup:
         prov["device"] = json.dumps(m.setup["device"], default=str)[:400]
     prov["kernel"] = str(m.setup.get("kernel", ""))
-    facts = machine.read(results / machine.NAME)
+    facts = machine.read(data / machine.NAME)
     return page.render(study, fac, verdicts, numbers, figures, prov, out, facts)

@@ -48,12 +48,21 @@ class Measured:
         return out
 
 
+def complete_pairs(runs: list[dict[str, object]]) -> list[dict[str, object]]:
+    """RUNS of the repetitions that measured both settings (an interrupted run's last repetition
+    may have only one: it would weigh one setting's drift)."""
+    settings: dict[object, set[object]] = {}
+    for r in runs:
+        settings.setdefault(r.get("rep"), set()).add(r.get("setting"))
+    return [r for r in runs if settings[r.get("rep")] >= {"default", "tuned"}]
+
+
 def load(data: Path) -> Measured:
     """What the run left in DATA (a missing part stays empty: its claims are not judgeable)."""
     m = Measured()
     runs = data / "runs.jsonl"
     if runs.is_file():
-        m.runs = read_jsonl(runs)
+        m.runs = complete_pairs(read_jsonl(runs))
     for name in ("nocache", "cache"):
         path = data / f"pattern-{name}.jsonl"
         if path.is_file() and path.stat().st_size:
@@ -68,6 +77,11 @@ def load(data: Path) -> Measured:
 
 
 NO_TRACE = "the read pattern was not recorded (no image with ROOT was given: --image SIF)"
+NO_TRACE_YET = "the read pattern was not recorded: the run ended before it (it comes after Table 2's runs)"
+
+
+def _no_trace(m: Measured) -> str:
+    return NO_TRACE_YET if m.setup.get("image") else NO_TRACE
 
 
 def _not_judgeable(why: str, crit: object) -> Verdict:
@@ -90,12 +104,12 @@ def judge_claim(crit: dict[str, object], m: Measured) -> Verdict:
     trace = m.traces.get(str(crit.get("trace", "nocache")))
     if kind == "fewer_reads":
         if "nocache" not in m.traces or "cache" not in m.traces:
-            return _not_judgeable(NO_TRACE, f"reads with / reads without ≤ {crit['ratio_max']}")
+            return _not_judgeable(_no_trace(m), f"reads with / reads without ≤ {crit['ratio_max']}")
         return criteria.fewer_reads(
             len(m.traces["cache"]), len(m.traces["nocache"]), ratio_max=float(str(crit["ratio_max"]))
         )
     if trace is None:
-        return _not_judgeable(NO_TRACE, crit)
+        return _not_judgeable(_no_trace(m), crit)
     if kind == "share_below":
         return criteria.share_below(
             [float(e.length) for e in trace],

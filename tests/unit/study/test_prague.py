@@ -253,9 +253,82 @@ def test_a_scheduler_the_kernel_lacks_is_exit_3_before_anything_is_written(
 
 def test_a_host_studys_page_and_verdicts_show_the_machine(tmp_path: Path) -> None:
     results = recorded(tmp_path, tuned=[7.8, 7.9, 7.5])
-    with machine.watch(results / machine.NAME, tmp_path, every=60):
+    with machine.watch(results / "data" / machine.NAME, tmp_path, every=60):
         pass
     page = host.make_page(STUDY, host.facility(STUDY, None, tmp_path / "none.sif"), results)
     verdicts = json.loads((page.parent / "verdicts.json").read_text())
     assert verdicts["machine"]["cores"] == os.cpu_count() and verdicts["machine"]["run"] == "ended"
     assert f"{os.cpu_count()} cores" in page.read_text() and "load during the run" in page.read_text()
+
+
+def _fake_measure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, then: type[BaseException] | None
+) -> None:
+    """host.run's measurements replaced: two runs' records written, then THEN raised (None: ended)."""
+    from types import SimpleNamespace
+
+    def measure(_study: object, _fac: object, out: Path, _image: object) -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _runs([9.0], [7.0])))
+        (out / "setup.json").write_text(json.dumps({"image": "alice-root.sif", "kernel": "6.18"}))
+        if then is not None:
+            raise then
+
+    real = host._module
+    monkeypatch.setattr(host, "_module", lambda s, i: SimpleNamespace(run=measure) if i == 0 else real(s, i))
+    monkeypatch.chdir(tmp_path)
+
+
+def test_an_interrupted_rerun_keeps_the_finished_runs_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "made").mkdir()
+    finished = recorded(tmp_path / "made", tuned=[7.8, 7.9, 7.5])  # made/results/data
+    moved = tmp_path / "results" / f"study-{STUDY.name}-v1"
+    moved.parent.mkdir()
+    finished.rename(moved)
+    before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in (moved / "data").iterdir()}
+    _fake_measure(tmp_path, monkeypatch, then=KeyboardInterrupt)
+    fac = host.facility(STUDY, None, tmp_path / "none.sif")
+    assert host.run(STUDY, fac, tmp_path / "studies") == 130
+    after = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in (moved / "data").iterdir()}
+    assert after == before  # content and mtime
+    assert (moved / host.PARTIAL / "runs.jsonl").is_file()  # the interrupted run's, beside them
+    verdicts = host.make_page(STUDY, fac, moved).with_name("verdicts.json").read_text()
+    assert "interrupted" not in verdicts  # the page is the finished run's
+
+
+def test_a_run_that_ends_replaces_the_earlier_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    results = tmp_path / "results" / f"study-{STUDY.name}-v1"
+    (results / "data").mkdir(parents=True)
+    (results / "data" / "old-only.json").write_text("{}")
+    _fake_measure(tmp_path, monkeypatch, then=None)
+    assert host.run(STUDY, host.facility(STUDY, None, tmp_path / "none.sif"), tmp_path / "studies") == 0
+    assert sorted(p.name for p in (results / "data").iterdir()) == [
+        "machine.json",
+        "runs.jsonl",
+        "setup.json",
+    ]
+    assert not (results / host.PARTIAL).exists() and not (results / "data.previous").exists()
+
+
+def test_the_page_of_an_interrupted_first_run_judges_its_complete_pairs_and_names_the_interrupt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fake_measure(tmp_path, monkeypatch, then=KeyboardInterrupt)
+    fac = host.facility(STUDY, None, tmp_path / "none.sif")
+    assert host.run(STUDY, fac, tmp_path / "studies") == 130
+    results = tmp_path / "results" / f"study-{STUDY.name}-v1"
+    with (results / host.PARTIAL / "runs.jsonl").open("a") as fh:  # a third repetition cut off halfway
+        fh.write(json.dumps({**_runs([30.0], [1.0])[0], "rep": 2}) + "\n")
+    claims = {c["id"]: c for c in json.loads(
+        host.make_page(STUDY, fac, results).with_name("verdicts.json").read_text())["claims"]}  # fmt: skip
+    assert claims["tuned-reads-faster"]["status"] == "pass"
+    assert claims["tuned-reads-faster"]["values"]["cut"] == pytest.approx(1 - 7.0 / 9.0)  # rep 2 left out
+    for claim in ("small-reads", "few-regions", "cache-fewer-reads"):
+        assert claims[claim]["status"] == "not judgeable"
+        assert claims[claim]["measured"].startswith("the run was interrupted")
+        assert "the run ended before it" in claims[claim]["measured"]
+        assert "no image" not in claims[claim]["measured"]

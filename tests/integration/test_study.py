@@ -97,6 +97,10 @@ def every_claim(verdicts: dict[str, Any], study: str) -> dict[str, dict[str, Any
 
 
 def test_gsi_trains_runs_in_the_box_and_judges_every_claim(workdir: Path) -> None:
+    dry = run("afkit study run gsi-trains --dry-run", workdir)  # docs/studies.md, as written
+    assert dry.returncode == 0 and dry.stdout.strip().endswith("it fits"), dry.stdout + dry.stderr
+    assert "/srv/federation/gsi/data/afkit/study" in dry.stdout and "MB free" in dry.stdout
+    assert not (workdir / "studies").exists() and not (workdir / "results").exists()  # nothing written
     proc = run("afkit study run gsi-trains --scale 0.25 --set repetitions=1", workdir)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     page = Path(proc.stdout.strip().splitlines()[-1])
@@ -261,8 +265,17 @@ def test_dcotf_xcache_runs_at_the_users_htcondor_site(workdir: Path, alice_root_
                        "micro_duration": 2, "micro_file_mb": 4, "micro_files": 1, "analysis_clients": [1],
                        "aod_mb": 4, "esd_mb": 4, "repetitions": 1}  # fmt: skip
     with users_study("study-dcotf", sites, ("gsi",)) as home:
+        dry = as_afkit("afkit study run dcotf-xcache --sites my-sites.yaml --dry-run", home)
+        assert dry.returncode == 0 and dry.stdout.strip().endswith("it fits"), dry.stdout + dry.stderr
+        listed = re.findall(r"dataset \S+: (\d+) file\(s\) of ([\d.]+) MB on gsi \((\S+)-\*\)", dry.stdout)
+        assert len(listed) == 3, dry.stdout  # the micro benchmark's blobs, the AOD and the ESD file
         proc = as_afkit("afkit study run dcotf-xcache --sites my-sites.yaml", home)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        data = Path(str(sites["storage"]["gsi"]["path"]))
+        for count, mb, prefix in listed:  # the dry run listed what the run then wrote
+            written = sorted(data.glob(f"{prefix}-*"))
+            assert len(written) == int(count), (prefix, written)
+            assert all(0.5 <= f.stat().st_size / (float(mb) * 1e6) <= 1.5 for f in written), prefix
         page = home / proc.stdout.strip().splitlines()[-1]
         verdicts = json.loads((page.parent / "verdicts.json").read_text())
         assert verdicts["where"] == "my-sites.yaml" and verdicts["scaled"] is False

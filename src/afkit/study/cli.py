@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import math
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -26,7 +29,7 @@ from afkit.atomic import write_atomic
 from afkit.campaign import config
 from afkit.campaign.rows import read_intervals, read_jobs
 from afkit.errors import ExitCode, InvalidError, NotFoundError, PrereqError, UsageError
-from afkit.study import host, machine, model, page, recipe
+from afkit.study import host, machine, model, page, recipe, writes
 
 DEFAULT_IMAGE = Path("build/bench.sif")
 DEFAULT_WORKDIR = Path("studies")
@@ -61,15 +64,28 @@ def cmd_show(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _scaled_size(v: object, scale: float) -> object:
+    """A size in MB times SCALE: a whole number stays whole (at least 1), a fraction keeps 3
+    significant digits; 0 (the study's "what the files need") stays 0."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        raise TypeError(v)
+    if v == 0:
+        return v
+    if isinstance(v, int):
+        return max(1, round(v * scale))
+    return float(f"{v * scale:.3g}")
+
+
 def _scaled(params: dict[str, object], scale: float) -> dict[str, object]:
-    """PARAMS with job counts and file sizes times SCALE (at least 1 each, counts kept distinct)."""
+    """PARAMS with job counts (``*_jobs`` lists) and file sizes (``*_mb``) times SCALE (at least 1
+    each, counts kept distinct)."""
     out = dict(params)
     for k, v in params.items():
         try:
             if k.endswith("_jobs") and isinstance(v, list):
                 out[k] = sorted({max(1, round(int(j) * scale)) for j in v})
-            elif k == "file_mb":
-                out[k] = max(1, round(float(str(v)) * scale))
+            elif k.endswith("_mb"):
+                out[k] = _scaled_size(v, scale)
         except (TypeError, ValueError, OverflowError) as err:
             raise InvalidError(f"params.{k}: {config.shown(v)} cannot be scaled: "
                                f"{'a list of job counts' if k.endswith('_jobs') else 'a size in MB'} is",
@@ -105,15 +121,45 @@ def facility(args: argparse.Namespace, study: model.Study) -> recipe.Facility:
     return fac
 
 
+LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+def run_key(args: argparse.Namespace) -> str:
+    """What keys a run's results folder, campaign file and storage paths: "" in the box, --label,
+    else the sites file's name and 6 hex digits of its absolute path's hash (two sites files, and a
+    sites file beside the box, never share them)."""
+    label = getattr(args, "label", None)
+    if label is not None:
+        if not LABEL.fullmatch(label):
+            raise UsageError(f"--label {label!r}: letters, digits, '_', '.' and '-' only (at most 64)",
+                             hint="e.g. --label my-farm")  # fmt: skip
+        return str(label)
+    sites: Path | None = getattr(args, "sites", None)
+    if sites is None:
+        return ""
+    stem = re.sub(r"[^A-Za-z0-9_.-]", "-", sites.stem)[:40] or "sites"
+    return f"{stem}-{hashlib.sha256(str(sites.absolute()).encode()).hexdigest()[:6]}"
+
+
 def campaign_file(args: argparse.Namespace, study: model.Study) -> Path:
     workdir: Path = args.workdir
-    return workdir / study.name / "campaign.yaml"
+    return workdir / recipe.keyed(study, run_key(args)) / "campaign.yaml"
+
+
+def planned_campaign(args: argparse.Namespace, study: model.Study, fac: recipe.Facility) -> dict[str, object]:
+    made = recipe.campaign(study, fac, run_key(args))
+    config.validate(made, source=fac.where)  # valid before it is written (InvalidError names the key)
+    return made
+
+
+def campaign_writes(args: argparse.Namespace, made: dict[str, object]) -> list[writes.Write]:
+    results = Path(str(made.get("results", "results"))) / f"{made['name']}-v{made['version']}"
+    return writes.campaign_writes(made, results, campaign_file(args, model.load(args.name)))
 
 
 def write_campaign(args: argparse.Namespace, study: model.Study, fac: recipe.Facility) -> Path:
     path = campaign_file(args, study)
-    made = recipe.campaign(study, fac)
-    config.validate(made, source=fac.where)  # valid before it is written (InvalidError names the key)
+    made = planned_campaign(args, study, fac)
     text = (
         f"# afkit study run {study.name}: the study's recipe at {fac.where} (made by afkit; "
         "edit the study's sites file, not this)\n"
@@ -178,8 +224,19 @@ def make_page(study: model.Study, fac: recipe.Facility, path: Path) -> Path:
 def cmd_run(args: argparse.Namespace) -> int:
     study = model.load(args.name)
     fac = facility(args, study)
+    key = run_key(args)
     if study.runner == "host":
-        return host.run(study, fac, args.workdir)
+        planned = host.writes(study, fac, key)
+    else:
+        planned = campaign_writes(args, planned_campaign(args, study, fac))
+    if args.dry_run:
+        print(f"afkit study run {study.name} at {fac.where} would write:\n{writes.show(planned)}")
+        short = writes.fits(planned)
+        print("it fits" if not short else "it would be refused: " + "; ".join(short))
+        return int(ExitCode.PREREQ) if short else int(ExitCode.OK)
+    writes.check(planned, study.name)  # before anything is written (exit 3)
+    if study.runner == "host":
+        return host.run(study, fac, args.workdir, key)
     path = write_campaign(args, study, fac)
     print(f"afkit study: {study.name} at {fac.where}: campaign {path}", file=sys.stderr)
     # a study's benchmarks are measured one after another, as the original measured them: at
@@ -197,7 +254,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_page(args: argparse.Namespace) -> int:
     study = model.load(args.name)
     if study.runner == "host":
-        print(host.page_again(study, args.workdir))
+        print(host.page_again(study, args.workdir, run_key(args)))
         return ExitCode.OK
     path = campaign_file(args, study)
     saved = path.with_name("facility.json")
@@ -208,6 +265,83 @@ def cmd_page(args: argparse.Namespace) -> int:
         )
     print(make_page(study, recipe.saved(study, saved), path))
     return ExitCode.OK
+
+
+RESULTS_NAME = re.compile(r"study-[A-Za-z0-9_.-]+-v\d+")
+
+
+def _generated(made: dict[str, object]) -> tuple[list[Path], list[str]]:
+    """(the files the campaign MADE generates on storages visible here, the storages' places that
+    are not visible from here)."""
+    from afkit.campaign.dataset import generated_files
+
+    files: list[Path] = []
+    elsewhere: list[str] = []
+    storages = made.get("storage") if isinstance(made.get("storage"), dict) else {}
+    datasets = made.get("datasets")
+    for spec in (datasets if isinstance(datasets, dict) else {}).values():
+        gen = spec.get("generate") if isinstance(spec, dict) else None
+        store = (
+            storages.get(spec.get("storage"))
+            if isinstance(storages, dict) and isinstance(spec, dict)
+            else None
+        )
+        if not isinstance(gen, dict) or not isinstance(store, dict):
+            continue
+        root = Path(str(store.get("path") or ""))
+        if not store.get("path") or not root.is_dir():
+            elsewhere.append(f"{store.get('url')}{store.get('path')}/{gen.get('prefix')}*")
+            continue
+        files += [root / f for f in generated_files(gen)]  # type: ignore[arg-type]
+    return files, elsewhere
+
+
+def _remove_files(files: list[Path]) -> int:
+    """Remove FILES, then each of their folders that is left empty (never one that holds anything
+    else); how many files were there."""
+    gone = 0
+    for f in files:
+        if f.is_file() or f.is_symlink():
+            f.unlink()
+            gone += 1
+    for folder in sorted({f.parent for f in files}, key=lambda p: len(p.parts), reverse=True):
+        with contextlib.suppress(OSError):  # not empty, or gone: left as it is
+            folder.rmdir()
+    return gone
+
+
+def cmd_clean(args: argparse.Namespace) -> int:
+    """Remove what the study's run (here, with these sites) wrote: its generated datasets on the
+    storages visible from here, its results folder and its campaign folder; nothing else."""
+    study = model.load(args.name)
+    key = run_key(args)
+    folders: list[Path] = []
+    files: list[Path] = []
+    elsewhere: list[str] = []
+    if study.runner == "host":
+        folders = [host.results_dir(study, key), args.workdir / recipe.keyed(study, key)]
+    else:
+        path = campaign_file(args, study)
+        if not path.is_file():
+            raise NotFoundError(f"study {study.name} has not been run here ({path} does not exist)",
+                                hint="give the run's --sites, --label or --workdir")  # fmt: skip
+        c = config.load(path)
+        files, elsewhere = _generated(dict(c.config))
+        folders = [c.results_dir, path.parent]
+    for folder in folders:
+        if (
+            folder.is_dir()
+            and folder.name != "."
+            and (RESULTS_NAME.fullmatch(folder.name) or (folder / "facility.json").is_file())
+        ):
+            shutil.rmtree(folder)
+            print(f"afkit study clean: removed {folder}", file=sys.stderr)
+    gone = _remove_files(files)
+    print(f"afkit study clean: removed {gone} generated file(s) of study {study.name} from its storages",
+          file=sys.stderr)  # fmt: skip
+    for place in elsewhere:
+        print(f"afkit study clean: not visible from here, not removed: {place}", file=sys.stderr)
+    return int(ExitCode.OK)
 
 
 def _where_args(p: argparse.ArgumentParser) -> None:
@@ -224,7 +358,7 @@ def _where_args(p: argparse.ArgumentParser) -> None:
         type=float,
         default=1.0,
         metavar="S",
-        help="multiply the recipe's job counts and file sizes by S (default 1)",
+        help="multiply the recipe's job counts (*_jobs) and file sizes (*_mb) by S (default 1)",
     )
     p.add_argument(
         "--image",
@@ -241,6 +375,12 @@ def _where_args(p: argparse.ArgumentParser) -> None:
         "0600; read and create scopes for the study's data), named as every storage's credential",
     )
     p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list what the run would write (datasets, device files, results: folder, size, free space "
+        "there) and whether it fits; write nothing (exit 3 when it would not fit)",
+    )
+    p.add_argument(
         "--set",
         action="append",
         metavar="NAME=VALUE",
@@ -250,6 +390,12 @@ def _where_args(p: argparse.ArgumentParser) -> None:
 
 
 def _workdir_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--label",
+        metavar="LABEL",
+        help="keys this run's results folder, campaign file and storage paths (default: none in the "
+        "box; with --sites, the file's name and a hash of its path)",
+    )
     p.add_argument(
         "--workdir",
         type=Path,
@@ -287,7 +433,15 @@ def register(sub: Any) -> None:
     p = ss.add_parser("run", help="run a study's campaign and write its page (RESULTS/study/index.html)")
     _where_args(p)
     p.set_defaults(func=_checked(cmd_run))
+    p = ss.add_parser("clean", help="remove what a study's run wrote: its datasets, results and campaign")
+    p.add_argument("name", help="the study (afkit study list)")
+    p.add_argument(
+        "--sites", type=Path, metavar="FILE", help="the run with this sites file (default: the box's)"
+    )
+    _workdir_arg(p)
+    p.set_defaults(func=cmd_clean)
     p = ss.add_parser("page", help="make a study's page again from the records there are")
     p.add_argument("name", help="the study (afkit study list)")
+    p.add_argument("--sites", type=Path, metavar="FILE", help="the page of the run with this sites file")
     _workdir_arg(p)
     p.set_defaults(func=cmd_page)

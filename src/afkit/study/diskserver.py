@@ -40,6 +40,7 @@ from afkit.storage import daemon as dmn
 from afkit.study import serve
 from afkit.study.model import Study
 from afkit.study.recipe import Facility
+from afkit.study.writes import Write
 
 MARK = ".afkit-diskserver"  # in the data directory afkit makes on a user's filesystem
 # the loop device's backing file and mount, the origin's state: where the xrootd user (the origin's
@@ -77,7 +78,7 @@ def settings(fac: Facility, queue: Path, found: blockdev.QueueSettings) -> dict[
 
 
 @contextlib.contextmanager
-def _device(fac: Facility, work: Path, need_mb: int) -> Iterator[tuple[Path, dict[str, object]]]:
+def _device(fac: Facility, work: Path, need: int) -> Iterator[tuple[Path, dict[str, object]]]:
     """(a new directory for the data on the device, what the device is)."""
     given = str(fac.params.get("data_dir") or "")
     if given:
@@ -91,8 +92,8 @@ def _device(fac: Facility, work: Path, need_mb: int) -> Iterator[tuple[Path, dic
         if data.exists() and not (data / MARK).exists():
             raise UsageError(f"{data} exists and afkit did not make it", hint="move it away")
         free = shutil.disk_usage(top).free // 2**20
-        if free < need_mb:
-            raise PrereqError(f"{top} has {free} MB free; the study writes {need_mb} MB there")
+        if free < need:
+            raise PrereqError(f"{top} has {free} MB free; the study writes {need} MB there")
         dmn.check_reachable(dmn.service_user(), top)  # the origin's daemon reads the files there
         shutil.rmtree(data, ignore_errors=True)  # afkit's own, from a run that was killed
         data.mkdir()
@@ -102,7 +103,7 @@ def _device(fac: Facility, work: Path, need_mb: int) -> Iterator[tuple[Path, dic
         finally:
             shutil.rmtree(data, ignore_errors=True)
         return
-    size_mb = serve.whole(fac, "device_mb") or need_mb + max(64, need_mb // 4)
+    size_mb = _box_size_mb(fac, need)
     disk = work / "disk"
     with blockdev.loop_filesystem(disk / "disk.img", size_mb << 20, disk / "mnt") as name:
         data = disk / "mnt" / "data"
@@ -243,6 +244,30 @@ def _pattern(fac: Facility, image: Path, data: Path, out: Path) -> None:
     write_atomic(out / "pattern.json", json.dumps(summaries, indent=2) + "\n", mode=0o644)
 
 
+def need_mb(fac: Facility, image: Path | None) -> int:
+    """MB the study's files take on the device: the generated files, and the pattern's ESD file
+    (with room for ROOT's temporary) when an image reads it."""
+    files_n, file_mb = serve.whole(fac, "files"), serve.whole(fac, "file_mb")
+    return files_n * file_mb + (serve.whole(fac, "pattern_mb") * 2 if image else 0)
+
+
+def _box_size_mb(fac: Facility, need: int) -> int:
+    return serve.whole(fac, "device_mb") or need + max(64, need // 4)
+
+
+def writes(study: Study, fac: Facility, image: Path | None, work: Path | None = None) -> list[Write]:
+    """What a run writes (afkit.study.writes): the loop device's backing file in the box, else its
+    files in a folder of its own in params.data_dir."""
+    need = need_mb(fac, image)
+    given = str(fac.params.get("data_dir") or "")
+    if given:
+        what = f"the generated files ({need} MB) on the tuned device, removed after the run"
+        return [Write(what, Path(given) / "afkit-prague-diskserver", need * 2**20)]
+    size = _box_size_mb(fac, need)
+    what = f"the loop device's backing file ({size} MB, for {need} MB of files), removed after the run"
+    return [Write(what, (work or PLACE / study.name) / "disk", size * 2**20)]
+
+
 def run(study: Study, fac: Facility, out: Path, image: Path | None, work: Path | None = None) -> None:
     """The study's measurements (module docstring) into OUT; WORK (default PLACE/NAME) holds the
     loop device's file and mount and the origin's state."""
@@ -259,7 +284,7 @@ def run(study: Study, fac: Facility, out: Path, image: Path | None, work: Path |
     work = (work or PLACE / study.name).absolute()  # named in xrootd's config
     out = out.absolute()  # bound into the image
     files_n, file_mb = serve.whole(fac, "files"), serve.whole(fac, "file_mb")
-    need = files_n * file_mb + (serve.whole(fac, "pattern_mb") * 2 if image else 0)
+    need = need_mb(fac, image)
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("*.json*"):
         old.unlink()  # a new run: no record of an earlier one stays beside this run's

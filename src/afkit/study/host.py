@@ -21,7 +21,8 @@ from afkit.study import machine, page
 from afkit.study.criteria import NOT_JUDGEABLE, Verdict
 from afkit.study.model import Study
 from afkit.study.page import NumberRow
-from afkit.study.recipe import Facility, merged_params, save, saved
+from afkit.study.recipe import Facility, keyed, merged_params, save, saved
+from afkit.study.writes import Write
 
 SITES_KEYS = ("params", "image")
 # per study: its measurements, its evaluation (load, judge, numbers) and its figures (write_all),
@@ -39,8 +40,15 @@ def _module(study: Study, which: int) -> Any:
     return importlib.import_module(f"afkit.study.{MODULES[study.name][which]}")
 
 
-def results_dir(study: Study) -> Path:
-    return Path("results") / f"study-{study.name}-v1"
+def results_dir(study: Study, key: str = "") -> Path:
+    return Path("results") / f"study-{keyed(study, key)}-v1"
+
+
+def writes(study: Study, fac: Facility, key: str = "") -> list[Write]:
+    """What a run writes: the study module's own files (its device, its sources) and the records."""
+    sif = fac.image.get("sif")
+    own: list[Write] = _module(study, 0).writes(study, fac, Path(str(sif)) if sif else None)
+    return [*own, Write("the records, figures and page (small)", results_dir(study, key), 0)]
 
 
 def facility(study: Study, sites: Path | None, image: Path | None) -> Facility:
@@ -97,13 +105,13 @@ def _replace(results: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def run(study: Study, fac: Facility, workdir: Path) -> int:
+def run(study: Study, fac: Facility, workdir: Path, key: str = "") -> int:
     """Measure (the study's module of MODULES), then write the page; the exit code. The records are
     written to RESULTS/data.partial and replace RESULTS/data only when the run has ended: an
     interrupted or failed rerun leaves the earlier run's records as they were."""
     measure = _module(study, 0)
-    work = workdir / study.name
-    results = results_dir(study)
+    work = workdir / keyed(study, key)
+    results = results_dir(study, key)
     fac.facts["results"] = str(results.resolve())
     work.mkdir(parents=True, exist_ok=True)
     save(fac, work / "facility.json")
@@ -130,9 +138,9 @@ def run(study: Study, fac: Facility, workdir: Path) -> int:
     return ExitCode.OK
 
 
-def page_again(study: Study, workdir: Path) -> Path:
-    fac = saved(study, workdir / study.name / "facility.json")
-    return make_page(study, fac, Path(str(fac.facts.get("results", results_dir(study)))))
+def page_again(study: Study, workdir: Path, key: str = "") -> Path:
+    fac = saved(study, workdir / keyed(study, key) / "facility.json")
+    return make_page(study, fac, Path(str(fac.facts.get("results", results_dir(study, key)))))
 
 
 def _image_provenance(fac: Facility) -> tuple[str, str]:

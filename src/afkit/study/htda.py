@@ -42,6 +42,7 @@ from afkit.storage import daemon as dmn
 from afkit.study import serve
 from afkit.study.model import Study
 from afkit.study.recipe import Facility
+from afkit.study.writes import Write
 
 PLACE = Path("/var/lib/afkit/study")  # the origins' data: where the xrootd user reaches it
 MB = 1_000_000
@@ -306,3 +307,26 @@ def run(study: Study, fac: Facility, out: Path, image: Path | None, work: Path |
         for f in made:  # the files afkit wrote into a user's sources
             f.unlink(missing_ok=True)
         shutil.rmtree(work, ignore_errors=True)
+
+
+def writes(study: Study, fac: Facility, image: Path | None, work: Path | None = None) -> list[Write]:
+    """What a run writes (afkit.study.writes): each source's read files (the most clients of a
+    point and the source's background readers, ``file_mb`` each) and the cache workflow's files
+    on the slowest file server; in the box all under WORK (default PLACE/NAME), removed after."""
+    del image
+    most, file_mb = max(_clients(fac)), serve.whole(fac, "file_mb") * MB
+    cache = serve.whole(fac, "cache_jobs") * serve.whole(fac, "cache_file_mb") * MB
+    given = _given_sources(fac)
+    if not given:
+        place = PLACE if os.geteuid() == 0 else Path.home() / ".cache" / "afkit" / "study"
+        work = work or place / study.name
+        reads = (most + most + serve.whole(fac, "background") + most) * file_mb  # slow, fast, ssd
+        return [Write("the box's file servers' and local disk's files, removed after the run", work,
+                      reads + cache)]  # fmt: skip
+    out = []
+    network = [s for s in given if s.kind == "network"]
+    slowest = min(network, key=lambda s: s.link_mbit or float("inf")) if network else None
+    for src in given:
+        size = (most + src.background) * file_mb + (cache if src is slowest else 0)
+        out.append(Write(f"source {src.name}: the read files, removed after the run", src.path, size))
+    return out

@@ -281,15 +281,37 @@ def dataset_name(template: str, storage: str) -> str:
     return f"{template}-{storage}"
 
 
+def _keyed_prefix(spec: dict[str, object], study: Study, key: str) -> dict[str, object]:
+    """SPEC with a generated dataset's prefix afkit/study/NAME/... moved to afkit/study/NAME-KEY/..."""
+    gen = spec.get("generate")
+    if not key or not isinstance(gen, dict):
+        return spec
+    prefix = str(gen.get("prefix", ""))
+    box = f"afkit/study/{study.name}"
+    if prefix == box or prefix.startswith(box + "/"):
+        prefix = f"afkit/study/{keyed(study, key)}" + prefix[len(box) :]
+    else:
+        prefix = f"{prefix}-{key}"
+    return {**spec, "generate": {**gen, "prefix": prefix}}
+
+
 def _names(filled: object) -> list[str]:
     return [str(s) for s in (filled if isinstance(filled, list) else [filled])]
 
 
-def campaign(study: Study, fac: Facility) -> dict[str, object]:
+def keyed(study: Study, key: str) -> str:
+    """The study's name for one place it runs: NAME in the box, NAME-KEY for a sites file's run
+    (KEY: afkit.study.cli.run_key), so that two runs never share a results folder, a campaign file
+    or the storage paths of their generated data."""
+    return f"{study.name}-{key}" if key else study.name
+
+
+def campaign(study: Study, fac: Facility, key: str = "") -> dict[str, object]:
     """The campaign (a campaign file's mapping) of STUDY at FAC: the recipe's benchmarks whose role
     the facility fills, at its ``workers`` site (or sites: a site-list role), each dataset template
     made once per storage; where each site reads each dataset is the recipe's ``locations``
-    (default: ``remote``, never a local mount)."""
+    (default: ``remote``, never a local mount). KEY (a sites file's run) keys its name and its
+    generated data's prefixes (afkit/study/NAME-KEY/...)."""
     recipe = study.recipe
     templates = cast("dict[str, dict[str, object]]", recipe["datasets"])
     benchmarks: list[dict[str, object]] = []
@@ -306,9 +328,8 @@ def campaign(study: Study, fac: Facility) -> dict[str, object]:
         for t in cast("list[str]", b["datasets"]):
             for s in _names(filled):
                 name = dataset_name(t, s)
-                datasets.setdefault(
-                    name, {"storage": s, **cast("dict[str, object]", fill(templates[t], fac.params))}
-                )
+                spec = cast("dict[str, object]", fill(templates[t], fac.params))
+                datasets.setdefault(name, {"storage": s, **_keyed_prefix(spec, study, key)})
                 names.append(name)
         bench["sites"] = workers
         bench["datasets"] = names
@@ -317,7 +338,7 @@ def campaign(study: Study, fac: Facility) -> dict[str, object]:
         raise UsageError(f"study {study.name}: no part of the recipe has its role filled",
                          hint=f"roles: {', '.join(study.roles)}")  # fmt: skip
     return {
-        "name": f"study-{study.name}",
+        "name": f"study-{keyed(study, key)}",
         "version": 1,
         "image": fac.image,
         "sites": fac.sites,

@@ -265,13 +265,17 @@ def test_dcotf_xcache_runs_at_the_users_htcondor_site(workdir: Path, alice_root_
                        "micro_duration": 2, "micro_file_mb": 4, "micro_files": 1, "analysis_clients": [1],
                        "aod_mb": 4, "esd_mb": 4, "repetitions": 1}  # fmt: skip
     with users_study("study-dcotf", sites, ("gsi",)) as home:
+        data = Path(str(sites["storage"]["gsi"]["path"]))
+        boxs = data / "afkit" / "study" / "dcotf-xcache" / "blob-0000.dat"  # a box run's file there
+        boxs.parent.mkdir(parents=True, exist_ok=True)
+        boxs.write_bytes(b"the box run's")
+        box_mtime = boxs.stat().st_mtime_ns
         dry = as_afkit("afkit study run dcotf-xcache --sites my-sites.yaml --dry-run", home)
         assert dry.returncode == 0 and dry.stdout.strip().endswith("it fits"), dry.stdout + dry.stderr
         listed = re.findall(r"dataset \S+: (\d+) file\(s\) of ([\d.]+) MB on gsi \((\S+)-\*\)", dry.stdout)
         assert len(listed) == 3, dry.stdout  # the micro benchmark's blobs, the AOD and the ESD file
         proc = as_afkit("afkit study run dcotf-xcache --sites my-sites.yaml", home)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-        data = Path(str(sites["storage"]["gsi"]["path"]))
         for count, mb, prefix in listed:  # the dry run listed what the run then wrote
             written = sorted(data.glob(f"{prefix}-*"))
             assert len(written) == int(count), (prefix, written)
@@ -284,6 +288,13 @@ def test_dcotf_xcache_runs_at_the_users_htcondor_site(workdir: Path, alice_root_
         assert got["esd-vs-aod"]["status"] in {"pass", "fail"}, got["esd-vs-aod"]  # no warm read needed
         jobs = (page.parent.parent / "aggregate" / "jobs.csv").read_text()
         assert ",htcondor," in jobs and ",failed," not in jobs
+        assert boxs.read_bytes() == b"the box run's" and boxs.stat().st_mtime_ns == box_mtime
+        # docs/studies.md: afkit study clean removes what this run wrote, and nothing else
+        clean = as_afkit("afkit study clean dcotf-xcache --sites my-sites.yaml", home)
+        assert clean.returncode == 0, clean.stderr
+        assert [f for _, _, prefix in listed for f in data.glob(f"{prefix}-*")] == []
+        assert not page.parent.parent.exists() and list((home / "studies").iterdir()) == []
+        assert boxs.read_bytes() == b"the box run's" and boxs.stat().st_mtime_ns == box_mtime
 
 
 def processes_of(workdir: Path) -> list[str]:

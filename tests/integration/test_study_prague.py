@@ -98,6 +98,11 @@ def test_prague_diskserver_at_your_server_tunes_the_given_directorys_device_and_
     """A sites file as a server's admin writes it (docs/studies.md): params.data_dir on the server's
     filesystem (here one the test made on a loop device of its own), no image (no read pattern)."""
     workdir.chmod(0o755)  # the origin's daemon (user xrootd) reads the data below it
+    # a box run's records in the same folder: the sites run leaves them as they are
+    box = workdir / "results" / "study-prague-diskserver-v1" / "data"
+    box.mkdir(parents=True)
+    (box / "runs.jsonl").write_text('{"type": "run"}\n')
+    box_before = (box / "runs.jsonl").stat().st_mtime_ns
     with blockdev.loop_filesystem(workdir / "own.img", 96 << 20, workdir / "srv") as name:
         queue = Path(f"/sys/block/{name}/queue")
         (queue / "read_ahead_kb").write_text("512")
@@ -117,6 +122,10 @@ def test_prague_diskserver_at_your_server_tunes_the_given_directorys_device_and_
         assert statuses["small-reads"][0] == "not judgeable" and "--image" in statuses["small-reads"][1]
         assert blockdev.read(queue) == before  # set back
         assert os.listdir(workdir / "srv" / "xrootd") == []  # its data directory is gone again
+        # keyed by the sites file: its own results folder, the box's untouched (content and mtime)
+        assert proc.stdout.strip().splitlines()[-1].startswith("results/study-prague-diskserver-my-server-")
+        assert (box / "runs.jsonl").read_text() == '{"type": "run"}\n'
+        assert (box / "runs.jsonl").stat().st_mtime_ns == box_before
     assert not loops_over(workdir / "own.img")
 
 
@@ -135,3 +144,27 @@ def test_an_interrupted_run_sets_the_device_back_and_takes_away_what_it_made(
     assert not backing.exists() and not loops_over(backing)
     assert "prague-diskserver" not in Path("/proc/self/mountinfo").read_text()
     assert not daemon.port_open(14394)
+
+
+def test_a_run_that_would_fill_the_servers_filesystem_is_exit_3_before_anything_is_written(
+    workdir: Path,
+) -> None:
+    """A small filesystem (a 96 MB loop device): 2 files of 64 MB do not fit. The dry run says so,
+    the run refuses with both numbers; neither writes a file there or changes the device."""
+    workdir.chmod(0o755)
+    with blockdev.loop_filesystem(workdir / "small.img", 96 << 20, workdir / "srv") as name:
+        queue = Path(f"/sys/block/{name}/queue")
+        before = blockdev.read(queue)
+        (workdir / "srv" / "xrootd").mkdir()
+        (workdir / "my-server.yaml").write_text(
+            f"params:\n  data_dir: {workdir / 'srv' / 'xrootd'}\n  files: 2\n  file_mb: 64\n  port: 14494\n"
+        )
+        dry = run("afkit study run prague-diskserver --sites my-server.yaml --dry-run", workdir)
+        assert dry.returncode == 3 and "it would be refused" in dry.stdout, dry.stdout + dry.stderr
+        assert f"{workdir / 'srv' / 'xrootd' / 'afkit-prague-diskserver'}" in dry.stdout
+        proc = run("afkit study run prague-diskserver --sites my-server.yaml", workdir)
+        assert proc.returncode == 3, proc.stderr[-2000:]
+        assert "would not fit" in proc.stderr and "134 MB there" in proc.stderr  # 2 x 64 MiB
+        assert "MB are free" in proc.stderr
+        assert os.listdir(workdir / "srv" / "xrootd") == [] and not (workdir / "results").exists()
+        assert blockdev.read(queue) == before

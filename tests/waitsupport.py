@@ -117,6 +117,16 @@ def ctrl_c_when(argv: list[str], cwd: Path, log: Path, marker: str, what: str) -
     """Run ARGV in CWD in a session of its own (its stderr in LOG), wait until LOG holds MARKER
     (WHAT: for the timeout's message), then send SIGINT to its process group as a terminal's
     Ctrl-C does; its exit code (a process still there after 120 s is killed)."""
+    import signal
+
+    return interrupt_when(argv, cwd, log, marker, what, signal.SIGINT, group=True)
+
+
+def interrupt_when(
+    argv: list[str], cwd: Path, log: Path, marker: str, what: str, sig: int, *, group: bool
+) -> int:
+    """As ctrl_c_when, with signal SIG sent to ARGV's process group (GROUP: a terminal's Ctrl-C)
+    or to its process alone (``kill PID``, a batch system's or a service manager's SIGTERM)."""
     import os
     import signal
 
@@ -128,7 +138,10 @@ def ctrl_c_when(argv: list[str], cwd: Path, log: Path, marker: str, what: str) -
                                 preexec_fn=_default_sigint)  # fmt: skip
         try:
             wait_until(lambda: marker in log.read_text(), 300, what=what, proc=proc)
-            os.killpg(proc.pid, signal.SIGINT)
+            if group:
+                os.killpg(proc.pid, sig)
+            else:
+                proc.send_signal(sig)
             return proc.wait(timeout=120)
         finally:
             if proc.poll() is None:

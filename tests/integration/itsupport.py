@@ -308,3 +308,22 @@ def proxy_key(path: Path) -> list[str]:
     lines = path.read_text().splitlines()
     start, end = lines.index("-----BEGIN PRIVATE KEY-----"), lines.index("-----END PRIVATE KEY-----")
     return lines[start + 1 : end]
+
+
+def processes_of(workdir: Path) -> list[str]:
+    """The processes whose working directory or command line lies in WORKDIR (a study's snakemake,
+    its jobs, their payloads, its readers), as 'PID command'."""
+    import os
+
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            cwd = os.readlink(proc / "cwd")
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if cwd.startswith(str(workdir)) or str(workdir) in cmd:
+            found.append(f"{proc.name} {cmd[:200]}")
+    return found

@@ -21,7 +21,7 @@ from typing import Any
 
 import itsupport
 import pytest
-from itsupport import FED_XRD_ENV, ok
+from itsupport import FED_XRD_ENV, ok, processes_of
 
 from afkit.study import model
 
@@ -295,23 +295,6 @@ def test_dcotf_xcache_runs_at_the_users_htcondor_site(workdir: Path, alice_root_
         assert [f for _, _, prefix in listed for f in data.glob(f"{prefix}-*")] == []
         assert not page.parent.parent.exists() and list((home / "studies").iterdir()) == []
         assert boxs.read_bytes() == b"the box run's" and boxs.stat().st_mtime_ns == box_mtime
-
-
-def processes_of(workdir: Path) -> list[str]:
-    """The processes whose working directory or command line lies in WORKDIR (a study's snakemake,
-    its jobs, their payloads), as 'PID command'."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit() or int(proc.name) == os.getpid():
-            continue
-        try:
-            cwd = os.readlink(proc / "cwd")
-            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if cwd.startswith(str(workdir)) or str(workdir) in cmd:
-            found.append(f"{proc.name} {cmd[:200]}")
-    return found
 
 
 def files_of(results: Path) -> dict[str, int]:

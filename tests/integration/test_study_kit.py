@@ -10,6 +10,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -17,7 +18,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-from waitsupport import ctrl_c_when
+from itsupport import processes_of
+from waitsupport import interrupt_when
 
 from afkit.storage import daemon
 from afkit.storage.scenarios import entry_port, get_scenario
@@ -114,11 +116,17 @@ def test_kit_htda_at_your_node_reads_the_named_local_disk_and_takes_its_files_aw
     assert left_behind() == []
 
 
-def test_an_interrupted_run_takes_away_its_namespaces_links_and_files(workdir: Path) -> None:
+@pytest.mark.parametrize(
+    ("sig", "group"), [(signal.SIGINT, True), (signal.SIGTERM, False)], ids=["ctrl-c", "kill"]
+)
+def test_an_interrupted_run_takes_away_its_namespaces_links_and_files(
+    workdir: Path, sig: signal.Signals, group: bool
+) -> None:
     """Ctrl-C (SIGINT to the process group, as a terminal sends it) in the middle of Figure 1's
     points: exit 130, nothing of the run left."""
     log = workdir / "stderr.txt"
     line = f"afkit study run kit-htda {TINY} --set port=14590"
-    code = ctrl_c_when(shlex.split(line), workdir, log, "point 3/15:", "the third point")
+    code = interrupt_when(shlex.split(line), workdir, log, "point 3/15:", "the third point", sig, group=group)
     assert code == 130, log.read_text()[-2000:]
+    assert processes_of(workdir) == []  # no reader, generator or image of the run left
     assert left_behind() == []

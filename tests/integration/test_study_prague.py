@@ -10,13 +10,15 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from waitsupport import ctrl_c_when
+from itsupport import processes_of
+from waitsupport import interrupt_when
 
 from afkit.bench import blockdev
 from afkit.storage import daemon
@@ -129,8 +131,11 @@ def test_prague_diskserver_at_your_server_tunes_the_given_directorys_device_and_
     assert not loops_over(workdir / "own.img")
 
 
+@pytest.mark.parametrize(
+    ("sig", "group"), [(signal.SIGINT, True), (signal.SIGTERM, False)], ids=["ctrl-c", "kill"]
+)
 def test_an_interrupted_run_sets_the_device_back_and_takes_away_what_it_made(
-    workdir: Path, alice_root_sif: Path
+    workdir: Path, sig: signal.Signals, group: bool, alice_root_sif: Path
 ) -> None:
     """Ctrl-C (SIGINT to the process group, as a terminal sends it) in the middle of the timed runs:
     exit 130, the loop device, its mount and backing file gone, the origin down."""
@@ -138,8 +143,11 @@ def test_an_interrupted_run_sets_the_device_back_and_takes_away_what_it_made(
     (workdir / "build" / "alice-root.sif").symlink_to(alice_root_sif)
     log = workdir / "stderr.txt"
     line = "afkit study run prague-diskserver --set file_mb=64 --set repetitions=20 --set port=14394"
-    code = ctrl_c_when(shlex.split(line), workdir, log, "run 3/40:", "the third timed run")
+    code = interrupt_when(
+        shlex.split(line), workdir, log, "run 3/40:", "the third timed run", sig, group=group
+    )
     assert code == 130, log.read_text()[-2000:]
+    assert processes_of(workdir) == []  # no reader, generator or image of the run left
     backing = Path("/var/lib/afkit/study/prague-diskserver/disk/disk.img")
     assert not backing.exists() and not loops_over(backing)
     assert "prague-diskserver" not in Path("/proc/self/mountinfo").read_text()

@@ -25,7 +25,7 @@ from afkit.errors import AfkitError, ExitCode, InvalidError, NotFoundError, Prer
 # out after 1800 s) let a dead endpoint hang a client for minutes; why these: docs/benchmarks.md.
 XRD_DEFAULTS: dict[str, str] = {
     "XRD_CONNECTIONRETRY": "1",
-    "XRD_CONNECTIONWINDOW": "5",
+    "XRD_CONNECTIONWINDOW": "30",  # login and authentication count in it (docs/benchmarks.md)
     "XRD_REQUESTTIMEOUT": "60",
     "XRD_STREAMTIMEOUT": "30",
     "XRD_STREAMERRORWINDOW": "0",

@@ -1,4 +1,5 @@
-"""Signals in afkit's threaded processes: Ctrl-C and SIGTERM go to the main thread.
+"""Signals in afkit's processes: Ctrl-C and SIGTERM go to the main thread; children die with
+their parent (``pdeathsig_prefix``) or are stopped by its interrupt (``forwarded``).
 
 A common module (below the areas): the bench's host monitor and a campaign job's threads both start
 their helper threads inside ``signals_to_main_thread()``; a campaign's own handlers of those
@@ -43,3 +44,25 @@ def signals_to_main_thread() -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def forwarded(argv: list[str]) -> int:
+    """ARGV (``afkit study run``'s ``afkit campaign run ...``) as a child that an interrupt of this
+    process stops the way it stops itself, and its exit code. The child is its own process group,
+    so a terminal's Ctrl-C reaches it once, through here: SIGINT and SIGTERM to this process are
+    passed on to it as SIGINT (it stops its snakemake, which cancels the batch jobs, says what is
+    missing and exits 130), and this process waits until it has ended. (subprocess.run killed it
+    instead, 0.25 s after a SIGINT: its snakemake, a process group of its own, ran on and started
+    new jobs; a SIGTERM ended this process alone.)"""
+    proc = subprocess.Popen(argv, process_group=0)
+
+    def forward(_signum: int, _frame: object) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGINT)
+
+    old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return proc.wait()
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)

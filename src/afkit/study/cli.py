@@ -9,12 +9,9 @@ study page into the campaign's results (docs/studies.md).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
 import math
 import re
-import shutil
-import signal
 import subprocess
 import sys
 import textwrap
@@ -24,12 +21,12 @@ from typing import Any
 
 import yaml
 
-from afkit import yamlio
+from afkit import signals, yamlio
 from afkit.atomic import write_atomic
 from afkit.campaign import config
 from afkit.campaign.rows import read_intervals, read_jobs
 from afkit.errors import ExitCode, InvalidError, NotFoundError, PrereqError, UsageError
-from afkit.study import host, machine, model, page, recipe, writes
+from afkit.study import clean, host, machine, model, page, recipe, writes
 
 DEFAULT_IMAGE = Path("build/bench.sif")
 DEFAULT_WORKDIR = Path("studies")
@@ -178,28 +175,6 @@ def _afkit(*argv: str) -> int:
     return subprocess.run([sys.executable, "-m", "afkit", *argv], check=False).returncode
 
 
-def forwarded(argv: list[str]) -> int:
-    """ARGV (``afkit campaign run ...``) as a child that an interrupt of this process stops the way
-    it stops itself, and its exit code. The child is its own process group, so a terminal's Ctrl-C
-    reaches it once, through here: SIGINT and SIGTERM to this process are passed on to it as SIGINT
-    (it stops its snakemake, which cancels the batch jobs, says what is missing and exits 130), and
-    this process waits until it has ended. (subprocess.run killed it instead, 0.25 s after a
-    SIGINT: its snakemake, a process group of its own, ran on and started new jobs; a SIGTERM ended
-    this process alone.)"""
-    proc = subprocess.Popen(argv, process_group=0)
-
-    def forward(_signum: int, _frame: object) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            proc.send_signal(signal.SIGINT)
-
-    old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        return proc.wait()
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-
-
 def make_page(study: model.Study, fac: recipe.Facility, path: Path) -> Path:
     """Aggregate the campaign's records and write its study page; the page's path."""
     from afkit.study import analyses  # matplotlib: only the commands that draw pay for its import
@@ -244,7 +219,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     local = all(isinstance(s, dict) and s.get("executor") == "local" for s in fac.sites.values())
     with machine.watch(config.load(path).results_dir / machine.NAME, Path.cwd()):
         cores = ["--", "--cores", "1"] if local else []
-        code = forwarded([sys.executable, "-m", "afkit", "campaign", "run", str(path), *cores])
+        code = signals.forwarded([sys.executable, "-m", "afkit", "campaign", "run", str(path), *cores])
     if code == ExitCode.INTERRUPTED or code < 0:  # interrupted, or killed by a signal
         return int(ExitCode.INTERRUPTED)
     print(make_page(study, fac, path))
@@ -267,81 +242,17 @@ def cmd_page(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-RESULTS_NAME = re.compile(r"study-[A-Za-z0-9_.-]+-v\d+")
-
-
-def _generated(made: dict[str, object]) -> tuple[list[Path], list[str]]:
-    """(the files the campaign MADE generates on storages visible here, the storages' places that
-    are not visible from here)."""
-    from afkit.campaign.dataset import generated_files
-
-    files: list[Path] = []
-    elsewhere: list[str] = []
-    storages = made.get("storage") if isinstance(made.get("storage"), dict) else {}
-    datasets = made.get("datasets")
-    for spec in (datasets if isinstance(datasets, dict) else {}).values():
-        gen = spec.get("generate") if isinstance(spec, dict) else None
-        store = (
-            storages.get(spec.get("storage"))
-            if isinstance(storages, dict) and isinstance(spec, dict)
-            else None
-        )
-        if not isinstance(gen, dict) or not isinstance(store, dict):
-            continue
-        root = Path(str(store.get("path") or ""))
-        if not store.get("path") or not root.is_dir():
-            elsewhere.append(f"{store.get('url')}{store.get('path')}/{gen.get('prefix')}*")
-            continue
-        files += [root / f for f in generated_files(gen)]  # type: ignore[arg-type]
-    return files, elsewhere
-
-
-def _remove_files(files: list[Path]) -> int:
-    """Remove FILES, then each of their folders that is left empty (never one that holds anything
-    else); how many files were there."""
-    gone = 0
-    for f in files:
-        if f.is_file() or f.is_symlink():
-            f.unlink()
-            gone += 1
-    for folder in sorted({f.parent for f in files}, key=lambda p: len(p.parts), reverse=True):
-        with contextlib.suppress(OSError):  # not empty, or gone: left as it is
-            folder.rmdir()
-    return gone
-
-
 def cmd_clean(args: argparse.Namespace) -> int:
-    """Remove what the study's run (here, with these sites) wrote: its generated datasets on the
-    storages visible from here, its results folder and its campaign folder; nothing else."""
+    """afkit study clean: what the study's run (here, with these sites) wrote, removed."""
     study = model.load(args.name)
     key = run_key(args)
-    folders: list[Path] = []
-    files: list[Path] = []
-    elsewhere: list[str] = []
     if study.runner == "host":
-        folders = [host.results_dir(study, key), args.workdir / recipe.keyed(study, key)]
-    else:
-        path = campaign_file(args, study)
-        if not path.is_file():
-            raise NotFoundError(f"study {study.name} has not been run here ({path} does not exist)",
-                                hint="give the run's --sites, --label or --workdir")  # fmt: skip
-        c = config.load(path)
-        files, elsewhere = _generated(dict(c.config))
-        folders = [c.results_dir, path.parent]
-    for folder in folders:
-        if (
-            folder.is_dir()
-            and folder.name != "."
-            and (RESULTS_NAME.fullmatch(folder.name) or (folder / "facility.json").is_file())
-        ):
-            shutil.rmtree(folder)
-            print(f"afkit study clean: removed {folder}", file=sys.stderr)
-    gone = _remove_files(files)
-    print(f"afkit study clean: removed {gone} generated file(s) of study {study.name} from its storages",
-          file=sys.stderr)  # fmt: skip
-    for place in elsewhere:
-        print(f"afkit study clean: not visible from here, not removed: {place}", file=sys.stderr)
-    return int(ExitCode.OK)
+        return clean.host_run(host.results_dir(study, key), args.workdir / recipe.keyed(study, key))
+    path = campaign_file(args, study)
+    if not path.is_file():
+        raise NotFoundError(f"study {study.name} has not been run here ({path} does not exist)",
+                            hint="give the run's --sites, --label or --workdir")  # fmt: skip
+    return clean.campaign_run(path)
 
 
 def _where_args(p: argparse.ArgumentParser) -> None:

@@ -127,8 +127,8 @@ def test_an_interrupt_of_a_study_stops_its_campaign_run_and_waits_for_it(
 
     said = tmp_path / "child.txt"
     study = (
-        "import sys; from afkit.study import cli\n"
-        "raise SystemExit(cli.forwarded([sys.executable, '-c', sys.argv[1], sys.argv[2]]))\n"
+        "import sys; from afkit import signals\n"
+        "raise SystemExit(signals.forwarded([sys.executable, '-c', sys.argv[1], sys.argv[2]]))\n"
     )
     proc = subprocess.Popen([sys.executable, "-c", study, CHILD, str(said)])
     try:

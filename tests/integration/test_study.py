@@ -301,37 +301,54 @@ def files_of(results: Path) -> dict[str, int]:
     return {str(p): p.stat().st_mtime_ns for p in results.rglob("*") if p.is_file()}
 
 
-@pytest.mark.parametrize(
-    ("sig", "marker"),
-    [(signal.SIGINT, r"rule dataset"), (signal.SIGTERM, r"rule (job|wave_\w+):")],
-    ids=["sigint-datasets", "sigterm-jobs"],
-)
+# each campaign study's tiny box run, with the signal it is sent (SIGINT or SIGTERM, to its process
+# alone, as `kill PID` sends it)
+INTERRUPTED = {
+    "gsi-trains": ("afkit study run gsi-trains --scale 0.25 --set repetitions=1", signal.SIGINT),
+    "dcotf-xcache": (f"afkit study run dcotf-xcache {SMALL_DCOTF}", signal.SIGTERM),
+    "fr-alpes": ("afkit study run fr-alpes --set repetitions=1", signal.SIGTERM),
+}
+MOMENTS = (r"rule dataset", r"rule (job|wave_\w+):")  # writing the datasets, running the jobs
+
+
+@pytest.mark.parametrize("study", list(INTERRUPTED))
 def test_an_interrupted_study_stops_everything_it_started(
-    workdir: Path, sig: signal.Signals, marker: str
+    workdir: Path, study: str, request: pytest.FixtureRequest
 ) -> None:
-    """SIGINT or SIGTERM to the process of `afkit study run` alone (`kill PID`, not its terminal's
-    process group) while its campaign writes the datasets or runs the jobs: exit 130 once its
-    campaign run has stopped snakemake; no process of the study is left and nothing is written after."""
+    """SIGINT or SIGTERM to the process of `afkit study run` alone at a random moment while its
+    campaign writes the datasets or runs the jobs (the moment's marker in its log, then 0-2 s):
+    exit 130 once its campaign run has stopped snakemake; no process of the study is left and
+    nothing is written after."""
+    import random
+
     from waitsupport import wait_until
 
+    if study == "dcotf-xcache":  # its AO2D and ESD files are the image's ROOT's
+        (workdir / "build" / "alice-root.sif").symlink_to(request.getfixturevalue("alice_root_sif"))
+    line, sig = INTERRUPTED[study]
+    chance = random.Random()
+    marker, delay = chance.choice(MOMENTS), chance.uniform(0.0, 2.0)
+    moment = f"{sig.name} {delay:.1f} s after {marker!r}"
     log = workdir / "stderr.txt"
-    line = "afkit study run gsi-trains --scale 0.25 --set repetitions=1"
     with log.open("w") as err:
         proc = subprocess.Popen(shlex.split(line), cwd=workdir, stdout=subprocess.DEVNULL, stderr=err,
                                 env={**os.environ, **FED_XRD_ENV}, start_new_session=True)  # fmt: skip
     try:
         wait_until(lambda: re.search(marker, log.read_text()), 300, what=f"{marker!r} in the study's log",
                    proc=proc)  # fmt: skip
+        with contextlib.suppress(subprocess.TimeoutExpired):  # the random moment, unless it ends first
+            proc.wait(timeout=delay)
+        assert proc.poll() is None, f"the study ended before {moment}: " + log.read_text()[-2000:]
         proc.send_signal(sig)
         code = proc.wait(timeout=300)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    assert code == 130, log.read_text()[-3000:]
-    assert processes_of(workdir) == [], log.read_text()[-2000:]
+    assert code == 130, f"{moment}: " + log.read_text()[-3000:]
+    assert processes_of(workdir) == [], f"{moment}: " + log.read_text()[-2000:]
     results = workdir / "results"
     written = files_of(results)
     # nothing of the study runs any more (local sites: every job was a process of the study), so
     # nothing can write a record: the results as they were at the exit
-    assert processes_of(workdir) == [] and files_of(results) == written
+    assert processes_of(workdir) == [] and files_of(results) == written, moment

@@ -472,7 +472,7 @@ def test_a_role_naming_a_mapping_is_named(here: Path, no_run: list[tuple[str, ..
 def test_scale_nan_is_a_usage_error(here: Path, no_run: list[tuple[str, ...]]) -> None:
     code, stderr = _study_run(here, SITES_FILE, "--scale", "nan")  # was: ValueError from round(nan)
     assert code == ExitCode.USAGE
-    assert "afkit: error: --scale must be a positive number, got nan" in stderr
+    assert "afkit: error: study run: argument --scale: 'nan' is not a finite number" in stderr
 
 
 def test_set_with_a_value_that_is_not_yaml_is_a_usage_error(here: Path, no_run: list[Any]) -> None:

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from afkit import argtypes
 from afkit.bench.cli_common import add_benchmark, add_multi_benchmark, check_duration, run_multi
 from afkit.bench.multi import split_files
 from afkit.bench.output import public_args, run_benchmark
@@ -97,10 +98,10 @@ def _analysis_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reader", choices=READERS, default="ttree",
                         help="root engine: TTree + TTreeCache (default) or RDataFrame")  # fmt: skip
     parser.add_argument(
-        "--cache-mb", type=float, metavar="MB",
+        "--cache-mb", type=argtypes.non_negative, metavar="MB",
         help="root engine: TTreeCache size in MiB (default ROOT's own; 0: no cache)",
     )  # fmt: skip
-    parser.add_argument("--duration", type=float, help="stop after this many seconds")
+    parser.add_argument("--duration", type=argtypes.positive, help="stop after this many seconds")
 
 
 def _single_options(parser: argparse.ArgumentParser) -> None:

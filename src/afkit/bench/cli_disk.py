@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from afkit import argtypes
 from afkit.bench.cli_common import add_benchmark, check_duration
 from afkit.bench.disk import TESTS, DiskConfig, compare, run_disk, summary_of
 from afkit.bench.output import run_benchmark
@@ -70,7 +71,9 @@ def _disk_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--trace", help="trace to replay in the 'replay' test (default: the ROOT-like pattern)"
     )
-    parser.add_argument("--duration", type=float, help="limit each read test to this many seconds")
+    parser.add_argument(
+        "--duration", type=argtypes.positive, help="limit each read test to this many seconds"
+    )
     parser.add_argument(
         "--label", default="", help="a name for this configuration, e.g. 'before' or 'ra-4096'"
     )

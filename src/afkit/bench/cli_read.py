@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from afkit import argtypes
 from afkit.bench.cli_common import add_benchmark, add_multi_benchmark, check_duration, run_multi
 from afkit.bench.multi import split_files, write_sum
 from afkit.bench.offsets import BlockPlan, ReplayPlan, RootLikePlan, parse_stride
@@ -26,7 +27,9 @@ def _add_read_options(parser: argparse.ArgumentParser) -> None:
         "--stride", default="0", help="gap between blocks: 0 (sequential), a size, or 'random' (permutation)"
     )
     parser.add_argument("--start", default="0", help="offset of the first block (default 0)")
-    parser.add_argument("--duration", type=float, help="stop after this many seconds (default: end of data)")
+    parser.add_argument(
+        "--duration", type=argtypes.positive, help="stop after this many seconds (default: end of data)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the random orders (default 0)")
     parser.add_argument(
         "--demand",
@@ -52,7 +55,7 @@ def _add_read_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--reconnect-timeout",
-        type=float,
+        type=argtypes.non_negative,
         default=10.0,
         help="after a failed read, try to reopen for this long before giving up (default 10 s)",
     )

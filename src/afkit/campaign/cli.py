@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from afkit import argtypes
 from afkit.errors import AfkitError, ExitCode, NotFoundError, UsageError
 
 if TYPE_CHECKING:
@@ -552,7 +553,7 @@ def register(sub: Any) -> None:
     p.add_argument("base", type=Path, help="the baseline: a results directory or its aggregate/jobs.csv")
     p.add_argument("new", type=Path, help="the run to judge: a results directory (its report gets the "
                    "comparison section) or a jobs.csv")  # fmt: skip
-    p.add_argument("--tolerance", type=float, default=0.10,
+    p.add_argument("--tolerance", type=argtypes.non_negative, default=0.10,
                    help="relative change within which a cell is 'same' (default 0.10)")  # fmt: skip
     p.set_defaults(func=cmd_compare)
     p = cs.add_parser(

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from afkit import argtypes
 from afkit.cli import usage_handler
 from afkit.errors import ExitCode, UsageError
 from afkit.storage import manager
@@ -226,7 +227,7 @@ def register(sub: Any) -> None:
 
     up = ssub.add_parser("up", help="start a scenario's daemons and wait for their ports")
     up.add_argument("scenario", choices=list(SCENARIOS))
-    up.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for each port")
+    up.add_argument("--timeout", type=argtypes.positive, default=30.0, help="seconds to wait for each port")
     state(up)
     config(up)
     up.set_defaults(func=cmd_up)

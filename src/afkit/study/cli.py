@@ -10,18 +10,16 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import math
 import re
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from afkit import signals, yamlio
+from afkit import argtypes, signals, yamlio
 from afkit.atomic import write_atomic
 from afkit.campaign import config
 from afkit.campaign.rows import read_intervals, read_jobs
@@ -266,7 +264,7 @@ def _where_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--scale",
-        type=float,
+        type=argtypes.positive,
         default=1.0,
         metavar="S",
         help="multiply the recipe's job counts (*_jobs) and file sizes (*_mb) by S (default 1)",
@@ -316,17 +314,6 @@ def _workdir_arg(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _checked(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    """RUN after the checks argparse cannot make (--scale positive)."""
-
-    def call(args: argparse.Namespace) -> int:
-        if not (math.isfinite(args.scale) and args.scale > 0):
-            raise UsageError(f"--scale must be a positive number, got {args.scale}")
-        return run(args)
-
-    return call
-
-
 def register(sub: Any) -> None:
     parser: argparse.ArgumentParser = sub.add_parser(
         "study",
@@ -343,7 +330,7 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_show)
     p = ss.add_parser("run", help="run a study's campaign and write its page (RESULTS/study/index.html)")
     _where_args(p)
-    p.set_defaults(func=_checked(cmd_run))
+    p.set_defaults(func=cmd_run)
     p = ss.add_parser("clean", help="remove what a study's run wrote: its datasets, results and campaign")
     p.add_argument("name", help="the study (afkit study list)")
     p.add_argument(

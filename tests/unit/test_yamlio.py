@@ -94,3 +94,31 @@ def test_afkit_campaign_validate_refuses_an_alias_bomb_in_one_error_line(tmp_pat
     assert proc.returncode == 6, proc.stderr
     assert proc.stderr.count("afkit: error:") == 1 and "Traceback" not in proc.stderr
     assert "expands to more than 200,000 values" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [
+        ("/dev/null", "campaign file /dev/null is a character device, not a file"),
+        ("folder", "campaign file folder is a directory, not a file"),
+        ("fifo", "campaign file fifo is a named pipe (FIFO), not a file"),
+        ("none.yaml", "campaign file not found: none.yaml"),
+    ],
+)
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_what_is_no_campaign_file_is_named_as_what_it_is(
+    tmp_path: Path, given: str, says: str, command: str
+) -> None:
+    """Exit 5 with one error line, at once: a FIFO is never opened (it would wait for a writer)."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "folder").mkdir()
+    os.mkfifo(tmp_path / "fifo")
+    argv = [sys.executable, "-m", "afkit", "campaign", command, given]
+    proc = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 5, proc.stderr
+    assert [ln for ln in proc.stderr.splitlines() if ln.startswith("afkit: error:")] == [
+        f"afkit: error: {says}"
+    ]

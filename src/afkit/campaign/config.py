@@ -25,7 +25,7 @@ from jsonschema.protocols import Validator
 from afkit import yamlio
 from afkit.campaign import executors
 from afkit.campaign.layout import ResultsLayout
-from afkit.errors import AfkitError, InvalidError, NotFoundError
+from afkit.errors import AfkitError, InvalidError
 from afkit.paths import beside, workflow_files
 
 
@@ -671,8 +671,7 @@ def campaign_hash(cfg: CampaignConfig) -> str:
 def load(path: str | Path, base_dir: Path | None = None) -> Campaign:
     """The campaign in file PATH; its relative paths are taken beside BASE_DIR (default: PATH's folder)."""
     p = Path(path)
-    if not p.is_file():
-        raise NotFoundError(f"campaign file not found: {p}", hint="give the path of a campaign YAML file")
+    yamlio.require_file(p, "campaign", "give the path of a campaign YAML file")
     raw = yamlio.read(p, "campaign")
     # relative paths in the campaign are relative to its folder as named, symlinks kept (a campaign
     # under the checkout's workflows/ link names ../../build/... beside the checkout, not the package)

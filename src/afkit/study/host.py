@@ -65,8 +65,7 @@ def facility(study: Study, sites: Path | None, image: Path | None) -> Facility:
             where=f"this host (the box: {MODULES.get(study.name, ('', '', '', 'as the study makes it'))[3]})",
             scaled=True,
         )
-    if not sites.is_file():
-        raise NotFoundError(f"sites file not found: {sites}", hint=f"docs/studies.md, study {study.name}")
+    yamlio.require_file(sites, "sites", f"docs/studies.md, study {study.name}")
     data = yamlio.read(sites, "sites")
     if not isinstance(data, dict):
         raise InvalidError(f"{sites}: expected a mapping with keys {', '.join(SITES_KEYS)}")

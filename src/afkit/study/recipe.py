@@ -72,11 +72,7 @@ def saved(study: Study, path: Path) -> Facility:
 
 def from_sites_file(study: Study, path: Path) -> Facility:
     """The facility of the user's sites file PATH (InvalidError naming the key that is wrong)."""
-    if not path.is_file():
-        raise NotFoundError(
-            f"sites file not found: {path}",
-            hint="give the path of a sites YAML file (docs/studies.md, 'Running a study at your sites')",
-        )
+    yamlio.require_file(path, "sites", "give a sites YAML file (docs/studies.md, 'At your sites')")
     data = yamlio.read(path, "sites")
     if not isinstance(data, dict):
         raise InvalidError(f"{path}: expected a mapping with keys {', '.join(FACILITY_KEYS)}")

@@ -98,27 +98,11 @@ def load(stream: str | bytes | IO[str] | IO[bytes]) -> Any:
     return yaml.load(stream, Loader=SafeLoader)
 
 
-def kind(path: Path) -> str | None:
-    """What PATH is when it is not a regular file ("a directory", "a named pipe (FIFO)", ...), None
-    for a regular file (or a link to one) and for nothing at all."""
-    import stat
-
-    try:
-        mode = path.stat().st_mode
-    except OSError:
-        return None
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):  # fmt: skip
-        if test(mode):
-            return name
-    return None
-
-
 def require_file(path: Path, what: str, hint: str) -> None:
     """NotFoundError (exit 5) unless PATH is a regular file, saying what it is instead (a directory,
     /dev/null, a FIFO: never opened, so a FIFO cannot hang the command) or that nothing is there."""
     from afkit.errors import NotFoundError
+    from afkit.filekind import kind
 
     found = kind(path)
     if found is not None:

@@ -33,6 +33,7 @@ from afkit.campaign.config import Campaign
 from afkit.campaign.contract import CREDENTIAL_ENV, CredentialSpec, ca_variable
 from afkit.campaign.tokens import claims, expiry_text, scopes
 from afkit.errors import NotFoundError, PrereqError, UnsafeError
+from afkit.filekind import kind
 
 TOKEN, PROXY = "token", "proxy"
 # the variables the field's clients read a credential's file from (the job's, in its container:
@@ -106,6 +107,9 @@ def private_file(path: Path, what: str, key: str, refuses: str) -> None:
     except OSError as err:
         hint = "check the path and its permissions"
         raise NotFoundError(f"{what} {path}: {err.strerror}", hint=hint) from err
+    if not stat.S_ISREG(mode):
+        found = kind(path) or "no regular file"
+        raise NotFoundError(f"{what} {path} is {found}, not a file", hint=f"name the file itself in {key}")
     if mode & (stat.S_IRWXG | stat.S_IRWXO):
         raise UnsafeError(f"{what} {path} can be read by others (mode {stat.S_IMODE(mode):04o})",
                           hint=f"chmod 600 {path} ({refuses})")  # fmt: skip

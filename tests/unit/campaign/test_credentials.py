@@ -45,6 +45,19 @@ def test_a_missing_token_file_is_exit_5(raw: dict[str, Any], make: Any, tmp_path
         credentials.check(make(guarded(raw, tmp_path / "nope")), now=NOW)
 
 
+@pytest.mark.parametrize(("what", "says"), [("folder", "a directory"), ("/dev/null", "a character device")])
+def test_a_token_path_that_is_no_file_is_exit_5_naming_what_it_is(
+    raw: dict[str, Any], make: Any, tmp_path: Path, what: str, says: str
+) -> None:
+    """Was: a directory of mode 0700 passed the owner check and its read raised IsADirectoryError."""
+    path = tmp_path / what if what == "folder" else Path(what)
+    if what == "folder":
+        path.mkdir(mode=0o700)
+    with pytest.raises(NotFoundError, match=f"token file {path} is {says}, not a file") as err:
+        credentials.check(make(guarded(raw, path)), now=NOW)
+    assert err.value.hint == "name the file itself in storage.disk.credential.token"
+
+
 def test_a_token_others_can_read_is_refused_naming_the_fix(
     raw: dict[str, Any], make: Any, tmp_path: Path
 ) -> None:

@@ -54,10 +54,12 @@ def _check_image(c: config.Campaign, *, fetch: bool) -> str:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from afkit.campaign import config, plan
+    from afkit.campaign import config, plan, preflight
 
     c = config.load(args.campaign)
     jobs = plan.expand(c)
+    preflight.check_results_writable(c)  # what run checks first, as it would (exit 3 / 4 / 5 / 6)
+    preflight.check_credentials(c)
     note = _check_image(c, fetch=False)
     print(
         f"{args.campaign}: valid; campaign {c.name}, hash {c.hash}, {len(jobs)} jobs, "
@@ -144,14 +146,18 @@ def _after_run(run: RunPlan, code: int, *, always_report: bool) -> int:
 
 
 def _preflight(c: config.Campaign) -> None:
-    """The checks before submission that need no snakemake (the image, pulled when it is a
-    registry's; the dataset files), made once before any snakemake starts: a failure is afkit's
+    """The checks before submission that need no snakemake (the results folder, the credentials,
+    the image, pulled when it is a registry's; the dataset files), made once before any snakemake
+    starts: a failure is afkit's
     message alone, not after snakemake's banner nor once per site. The workflow's onstart checks
     the datasets again (when snakemake is run directly) with the executor; its image rule, the image."""
     from afkit.campaign import preflight
 
+    # what costs nothing first: a refused results folder or credential pulls no image
+    preflight.check_results_writable(c)
+    preflight.check_credentials(c)
     _check_image(c, fetch=True)
-    preflight.check_datasets(c)
+    preflight.check_datasets(c, credentials_checked=True)
 
 
 def _records(run: RunPlan) -> list[Path]:

@@ -121,10 +121,34 @@ def missing_files(campaign: Campaign, warn: Any = None) -> list[str]:
     return missing
 
 
-def check_datasets(campaign: Campaign) -> None:
-    """The credentials of guarded storages (afkit.campaign.credentials), then every listed file."""
+def check_results_writable(campaign: Campaign) -> None:
+    """The campaign's results folder is one this user can make and write (PrereqError, exit 3,
+    before anything is pulled or written): its nearest existing folder is a writable folder."""
+    from afkit.filekind import kind
+
+    results = campaign.results_dir.absolute()
+    probe = results
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    hint = "set results: to a folder you can write, or fix the permissions"
+    if not probe.is_dir():
+        found = kind(probe) or "a file"
+        raise PrereqError(f"results: {results} cannot be made: {probe} is {found}", hint=hint)
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise PrereqError(f"results: {results} cannot be written: {probe} is not writable by you "
+                          "(its permissions, or a read-only file system)", hint=hint)  # fmt: skip
+
+
+def check_credentials(campaign: Campaign) -> None:
+    """The credentials of guarded storages (afkit.campaign.credentials): errors raised, warnings shown."""
     for warning in credentials.check(campaign):
         print(warning, file=sys.stderr)
+
+
+def check_datasets(campaign: Campaign, *, credentials_checked: bool = False) -> None:
+    """The credentials of guarded storages (unless CREDENTIALS_CHECKED), then every listed file."""
+    if not credentials_checked:
+        check_credentials(campaign)
     missing = missing_files(campaign)
     if missing:
         raise NotFoundError(

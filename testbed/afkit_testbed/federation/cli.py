@@ -232,7 +232,7 @@ def register(sub: Any) -> None:
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="the token file to write")
     p.set_defaults(func=cmd_token)
     p = fs.add_parser("usercert", help="a grid certificate of the guarded federation's CA into a "
-                      "folder, as ~/.globus holds one (usercert.pem, userkey.pem mode 0600): for "
+                      "folder, as ~/.globus holds one (usercert.pem mode 0644, userkey.pem mode 0600): for "
                       "xrdgsiproxy init")  # fmt: skip
     p.add_argument("--owner", metavar="USER", help="the user it is for and given to (default: you)")
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="the folder to write, e.g. ~/.globus")

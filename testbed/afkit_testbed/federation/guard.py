@@ -261,7 +261,7 @@ def issue_token(root: Path, scopes: list[str], out: Path, lifetime: int, owner: 
 
 def issue_usercert(root: Path, out: Path, owner: str | None) -> Path:
     """A grid certificate of the federation's CA for OWNER (default: the caller) into folder OUT,
-    as ``~/.globus`` holds one (usercert.pem, userkey.pem mode 0600; the folder 0700, all owned by
+    as ``~/.globus`` holds one (usercert.pem mode 0644, userkey.pem mode 0600; the folder 0700, all owned by
     OWNER when given): what a grid CA gives its users. Its DN is one of the federation's users,
     whom every X.509-accepting origin maps (:data:`GRIDMAP`)."""
     if not (guard_dir(root) / "issuer.key").is_file():

@@ -156,7 +156,9 @@ def test_a_user_certificate_is_an_rsa_grid_certificate_under_the_federations_use
     assert pki.user_subject("alice") == "/O=afkit federation/OU=users/CN=alice"
     assert guard.GRIDMAP == '"^/O=afkit federation/OU=users/" users\n'  # every such DN, a prefix
     assert isinstance(_key(pair.key), rsa.RSAPrivateKey)
+    # as grid tools expect (and docs/federation.md says): the key the user's alone, the certificate public
     assert stat.S_IMODE(pair.key.stat().st_mode) == 0o600
+    assert stat.S_IMODE(pair.cert.stat().st_mode) == 0o644
 
 
 def test_usercert_refuses_an_open_federation(tmp_path: Path) -> None:

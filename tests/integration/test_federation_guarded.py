@@ -123,6 +123,21 @@ def test_the_storage_urls_are_tls(state: dict[str, Any]) -> None:
     assert all(u.startswith("roots://") for u in state["sites"]["frankfurt"]["caches"].values())
 
 
+def test_a_user_asking_for_a_token_is_told_it_is_the_admins_to_hand_out(
+    state: dict[str, Any], checkout: Path
+) -> None:
+    """The admin's command run by user afkit: exit 3, one error line, no traceback, no file."""
+    out = Path("/tmp/afkit-users-own.token")
+    argv = [sys.executable, "-m", "afkit", "federation", "token", "--scope", "storage.read:/", "-o", str(out)]
+    proc = subprocess.run([*AS_AFKIT, *argv], cwd=checkout, env=_afkit_env(checkout), capture_output=True,
+                          text=True, check=False, timeout=120)  # fmt: skip
+    assert proc.returncode == 3, proc.stderr
+    key = Path("/srv/federation/guard/issuer.key")  # docs/federation.md, root's, mode 0600
+    said = f"afkit: error: {key}, the federation's token issuer's key, is its admin's: you cannot read it"
+    assert [ln for ln in proc.stderr.splitlines() if ln.startswith("afkit: error:")] == [said], proc.stderr
+    assert "Traceback" not in proc.stderr and not out.exists()
+
+
 @pytest.mark.parametrize("site", SITES)
 def test_an_origin_refuses_anonymous_reads_and_writes(
     state: dict[str, Any], files: str, tmp_path: Path, site: str

@@ -229,7 +229,18 @@ def give_password(root: Path, out: Path, owner: str | None) -> Path:
     if not given.is_file():
         raise PrereqError("the federation's registry has no login (it is not guarded)",
                           hint=SWITCH_HINT)  # fmt: skip
+    _admins(given, "registry password")
     return _hand_out(out, given.read_bytes(), _owner(owner))
+
+
+def _admins(secret: Path, what: str) -> None:
+    """PrereqError (exit 3) unless this user may read SECRET, the federation's WHAT (root's, mode
+    0600): the admin hands tokens, certificates and the password out, not a user (was a
+    PermissionError traceback)."""
+    if not os.access(secret, os.R_OK):
+        raise PrereqError(f"{secret}, the federation's {what}, is its admin's: you cannot read it",
+                          hint="run this as root (the federation's admin), who hands the result to a user "
+                          "with --owner")  # fmt: skip
 
 
 def _hand_out(out: Path, secret: bytes | str, ids: tuple[int, int] | None) -> Path:
@@ -247,6 +258,7 @@ def issue_token(root: Path, scopes: list[str], out: Path, lifetime: int, owner: 
     if not key_file.is_file():
         raise PrereqError("the federation is not guarded (no token issuer)",
                           hint=SWITCH_HINT)  # fmt: skip
+    _admins(key_file, "token issuer's key")
     for scope in scopes:
         op, sep, path = scope.partition(":")
         if op not in SCOPES or not sep or not path.startswith("/"):
@@ -266,6 +278,7 @@ def issue_usercert(root: Path, out: Path, owner: str | None) -> Path:
     whom every X.509-accepting origin maps (:data:`GRIDMAP`)."""
     if not (guard_dir(root) / "issuer.key").is_file():
         raise PrereqError("the federation is not guarded (no CA for its users)", hint=SWITCH_HINT)
+    _admins(guard_dir(root) / "issuer.key", "token issuer's key")
     ids = _owner(owner)
     user = owner or pwd.getpwuid(os.getuid()).pw_name
     out.mkdir(mode=0o700, parents=True, exist_ok=True)

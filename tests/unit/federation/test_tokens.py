@@ -167,3 +167,31 @@ def test_usercert_refuses_an_open_federation(tmp_path: Path) -> None:
 
     with pytest.raises(PrereqError, match="not guarded"):
         guard.issue_usercert(tmp_path, tmp_path / "globus", None)
+
+
+@pytest.mark.parametrize("handing", ["token", "usercert", "password"])
+def test_a_user_who_is_not_the_admin_is_told_to_run_it_as_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, handing: str
+) -> None:
+    """As user afkit saw it: the issuer's key and the password are root's (0600); was a
+    PermissionError traceback. The admin's secrets made unreadable as they are to a user."""
+    import os
+
+    from afkit.errors import ExitCode, PrereqError
+    from afkit_testbed.federation import guard
+
+    guard.guard_dir(tmp_path).mkdir(parents=True)
+    (guard.guard_dir(tmp_path) / "issuer.key").write_text("key")
+    guard.password_file(tmp_path).write_text("pw")
+    monkeypatch.setattr(os, "access", lambda _p, _m: False)
+    calls = {
+        "token": lambda: guard.issue_token(tmp_path, ["storage.read:/"], tmp_path / "t", 60, None),
+        "usercert": lambda: guard.issue_usercert(tmp_path, tmp_path / "globus", None),
+        "password": lambda: guard.give_password(tmp_path, tmp_path / "p", None),
+    }
+    with pytest.raises(PrereqError, match="is its admin's: you cannot read it") as err:
+        calls[handing]()
+    assert err.value.code == ExitCode.PREREQ and "run this as root" in str(err.value.hint)
+    assert (
+        not (tmp_path / "t").exists() and not (tmp_path / "p").exists() and not (tmp_path / "globus").exists()
+    )

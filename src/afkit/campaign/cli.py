@@ -116,7 +116,11 @@ def _snakemake_extra(args: argparse.Namespace) -> list[str]:
             setattr(args, own[a], True)
         else:
             head.append(a)
-    return head + extra[cut + 1 :]
+    from afkit.campaign import passthrough
+
+    options = head + extra[cut + 1 :]
+    passthrough.check(options)  # before anything is pulled or started (exit 2)
+    return options
 
 
 def _after_run(run: RunPlan, code: int, *, always_report: bool) -> int:

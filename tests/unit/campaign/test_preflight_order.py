@@ -63,3 +63,31 @@ def test_a_read_only_results_file_system_is_exit_3(tmp_path: Path, raw: dict[str
                           timeout=120, check=False)  # fmt: skip
     assert proc.returncode == 3, proc.stderr
     assert f"{ro} is not writable by you (its permissions, or a read-only file system)" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [
+        (["--bogus"], "snakemake option(s): not known to snakemake: --bogus"),
+        (["--", "--cores", "abc"], "snakemake option(s): Error parsing number of cores (--cores, -c)"),
+    ],
+)
+@pytest.mark.parametrize("command", ["run", "retry"])
+def test_a_snakemake_option_snakemake_refuses_is_exit_2_before_the_pull(
+    tmp_path: Path, raw: dict[str, Any], options: list[str], says: str, command: str
+) -> None:
+    """snakemake's own parser (with the executor plugins' options) reads them first: was the pull,
+    then snakemake's usage error."""
+    proc = afkit("campaign", command, str(written(tmp_path, raw)), *options, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("afkit: error:")]
+    assert len(errors) == 1 and says in errors[0], proc.stderr
+    assert (
+        "oras" not in proc.stderr and "Traceback" not in proc.stderr and not (tmp_path / "results").exists()
+    )
+
+
+def test_options_snakemake_knows_pass(tmp_path: Path, raw: dict[str, Any]) -> None:
+    from afkit.campaign import passthrough
+
+    passthrough.check(["--cores", "2", "--keep-going", "--rerun-triggers", "mtime", "--slurm-no-account"])

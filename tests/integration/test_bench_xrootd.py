@@ -125,3 +125,25 @@ def test_analysis_of_a_non_root_file_over_root_is_exit_6(served: tuple[Path, str
     _local, url = served
     proc = afkit("bench", "analysis", "--no-monitor", "-b", "x", f"{url}/random-000.bin")
     assert proc.returncode == 6, proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("option", "says", "lists"),
+    [
+        (["--tree", "nosuch", "-b", "E1"], "no tree 'nosuch'", "trees in the file: events"),
+        (["-b", "NoSuchBranch"], "no branch 'NoSuchBranch' in tree 'events'", "branches: "),
+    ],
+    ids=["tree", "branch"],
+)
+def test_analysis_over_root_with_a_wrong_name_ends_with_what_the_file_holds(
+    served: tuple[Path, str], option: list[str], says: str, lists: str
+) -> None:
+    """The uproot XRootD file opened before the name was found wrong is closed: the process exits
+    (it hung at interpreter shutdown, its open XRootD handle keeping it alive), exit 5 naming what
+    the file holds."""
+    _local, url = served
+    start = time.monotonic()
+    proc = afkit("bench", "analysis", "--no-monitor", *option, f"{url}/uproot-Zmumu.root", timeout=120)
+    assert proc.returncode == 5, proc.stderr
+    assert says in proc.stderr and lists in proc.stderr
+    assert time.monotonic() - start < 60  # afkit's start-up on a loaded machine; the error itself at once

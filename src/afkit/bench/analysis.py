@@ -9,6 +9,7 @@ named: every branch of the tree (the campaign job's builtin analysis). ``tree`` 
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from collections.abc import Callable
@@ -160,13 +161,33 @@ def _flat_values(chunk: Any, library: str) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0)
 
 
+def _close(rfile: Any) -> None:
+    with contextlib.suppress(Exception):  # closing is all that is left to do; a closed file too
+        rfile.close()
+
+
 def run_analysis(
     cfg: AnalysisConfig, writer: JsonlWriter, *, barrier: Callable[[], None] | None = None
 ) -> Record:
-    """Read ``cfg.branches`` from every file; interval records as seconds end; return the summary."""
+    """Read ``cfg.branches`` from every file; interval records as seconds end; return the summary.
+    Every file it opened is closed on every path out, an error's too: an XRootD file left open
+    (a tree name that is wrong, raised after the open) kept the interpreter from exiting, and the
+    job from ending, after its failed record was written."""
+    files: list[Any] = []
+    try:
+        return _run_analysis(cfg, writer, barrier, files)
+    finally:
+        for rfile in files:
+            _close(rfile)
+
+
+def _run_analysis(
+    cfg: AnalysisConfig, writer: JsonlWriter, barrier: Callable[[], None] | None, files: list[Any]
+) -> Record:
     opened = []
     for path in cfg.files:  # open and check everything before measuring
         rfile = open_root(path)
+        files.append(rfile)
         for name, tree in find_trees(rfile, path, cfg.tree):
             branches = find_branches(tree, path, cfg.branches) if cfg.branches else None
             opened.append((path, rfile, name, tree, branches))

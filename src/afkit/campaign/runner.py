@@ -297,7 +297,8 @@ def run(
                 code = _watch(proc, dog, handler)
                 tee.join(timeout=STOP_WAIT_S)
                 if handler.received or code < 0:
-                    return interrupted(campaign, dog.records)
+                    # the word counts the whole campaign's (or retry's) jobs, not only this call's site
+                    return interrupted(campaign, list(_records(planned, None, targets)))
             handler.pgid = None
             if handler.received or code < 0:
                 return int(ExitCode.INTERRUPTED)

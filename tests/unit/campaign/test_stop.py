@@ -208,3 +208,25 @@ def test_a_payload_dies_with_the_job_that_started_it(tmp_path: Path) -> None:
         wait_until(lambda: not running(payload), timeout=30, what="the payload's end")
     finally:
         core.kill()
+
+
+def test_an_interrupts_word_counts_every_job_of_the_campaign_without_a_record(
+    raw: dict[str, Any], make: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Interrupted in the first site's call: the word counts the jobs of both sites (it counted the
+    cut-off call's alone)."""
+    import sys
+
+    raw["benchmarks"][0]["sites"] = ["here", "far"]
+    planned = RunPlan.make(make(raw))
+    every = runner._records(planned, None, None)
+    here = runner._records(planned, "here", None)
+    assert 0 < len(here) < len(every)
+    # the call's snakemake stands in: it interrupts afkit (SIGINT to its parent, as Ctrl-C) and waits
+    stand_in = "import os, signal, time; os.kill(os.getppid(), signal.SIGINT); time.sleep(60)"
+    calls = [runner.Call("here", [sys.executable, "-c", stand_in], here), runner.Call("far", ["false"], ())]
+    monkeypatch.setattr(runner, "plan_calls", lambda *a, **k: calls)
+    monkeypatch.setattr(runner.stop, "settle", lambda _c: None)
+    assert runner.run(planned, Path("c.yaml")) == 130
+    said = capsys.readouterr().err
+    assert f"{len(every)} of {len(every)} jobs have no record" in said, said

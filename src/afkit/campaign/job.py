@@ -129,10 +129,12 @@ def in_sandbox(cred: CredentialSpec, sandbox: Path) -> CredentialSpec:
     return CredentialSpec(kind=cred.kind, path=str(path), ca=ca)
 
 
-def credential_expired(cred: CredentialSpec, when: float) -> str:
+def credential_expired(cred: CredentialSpec, when: float, named: str = "") -> str:
     """ "token expired at T (FILE; ...): " (or "proxy expired at ...") when the job's credential had
     expired by WHEN (its failure is then the expiry's, not the network's: renew the file and
-    retry), else ""."""
+    retry), else "". FILE is NAMED, the user's file (default: the one read, CRED's: at a site
+    without the shared filesystem that is its copy in the job's sandbox, which the user cannot
+    renew)."""
     from afkit.campaign import proxies, tokens
 
     if cred.kind not in CREDENTIAL_ENV:
@@ -141,7 +143,7 @@ def credential_expired(cred: CredentialSpec, when: float) -> str:
     exp = expired_by(Path(cred.path), when)
     if exp is None:
         return ""
-    return f"{cred.kind} expired at {tokens.expiry_text(exp)} ({cred.path}; renew it, then retry): "
+    return f"{cred.kind} expired at {tokens.expiry_text(exp)} ({named or cred.path}; renew it, then retry): "
 
 
 # exit statuses of a payload cut off by a signal: killed (negative) or a shell's 128 + signal
@@ -393,7 +395,7 @@ def run(spec: JobSpec, *, output: Path | None = None, log: Path | None = None) -
             record.status = "failed"
             record.error = f"payload exited {proc.returncode}: {one_line(proc.stderr)}"
         if record.status != "ok":
-            expired = credential_expired(cred, time.time())
+            expired = credential_expired(cred, time.time(), spec.credential.path)  # the user's file
             record.error = expired + (record.error or "")
         record.bottleneck, record.bottleneck_reason = job_bottleneck(record, scratch / "monitor.jsonl", site)
     finally:

@@ -156,6 +156,17 @@ def test_a_failed_job_whose_token_expired_says_so(tmp_path: Path) -> None:
     assert job.credential_expired(CredentialSpec(), when=NOW) == ""
 
 
+def test_a_sandboxed_jobs_expired_token_is_named_by_the_users_file(tmp_path: Path) -> None:
+    """At a site without the shared filesystem the job reads its sandbox's copy (HTCondor put it
+    there); the word names the user's file, the one to renew (it named the copy)."""
+    given = token_file(tmp_path, "storage.read:/", exp=NOW - 30)
+    (tmp_path / "sandbox").mkdir()
+    (tmp_path / "sandbox" / given.name).write_bytes(given.read_bytes())  # as the file transfer does
+    copy = job.in_sandbox(CredentialSpec("token", str(given)), tmp_path / "sandbox")
+    said = job.credential_expired(copy, when=NOW, named=str(given))
+    assert f"({given}; renew it, then retry)" in said and str(tmp_path / "sandbox") not in said
+
+
 def proxy_file(folder: Path, end: float, mode: int = 0o600) -> Path:
     """A PEM certificate (valid until END) and its key, as a proxy file holds them."""
     import datetime

@@ -352,3 +352,5 @@ def test_an_interrupted_study_stops_everything_it_started(
     # nothing of the study runs any more (local sites: every job was a process of the study), so
     # nothing can write a record: the results as they were at the exit
     assert processes_of(workdir) == [] and files_of(results) == written, moment
+    on = json.loads((results / f"study-{study}-v1" / "machine.json").read_text())
+    assert on["run"] == "interrupted", moment  # the machine's record says the run did not end

@@ -215,9 +215,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     # a study's benchmarks are measured one after another, as the original measured them: at
     # local sites one snakemake job (a wave) at a time (batch sites: the executors' own limits)
     local = all(isinstance(s, dict) and s.get("executor") == "local" for s in fac.sites.values())
-    with machine.watch(config.load(path).results_dir / machine.NAME, Path.cwd()):
+    with machine.watch(config.load(path).results_dir / machine.NAME, Path.cwd()) as watched:
         cores = ["--", "--cores", "1"] if local else []
         code = signals.forwarded([sys.executable, "-m", "afkit", "campaign", "run", str(path), *cores])
+        if code == ExitCode.INTERRUPTED or code < 0:
+            watched.ended = "interrupted"
     if code == ExitCode.INTERRUPTED or code < 0:  # interrupted, or killed by a signal
         return int(ExitCode.INTERRUPTED)
     print(make_page(study, fac, path))

@@ -17,6 +17,7 @@ import platform
 import statistics
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
@@ -56,12 +57,23 @@ def _write(path: Path, facts: dict[str, object], samples: list[float], ended: st
     write_atomic(path, json.dumps(body, indent=2, default=str) + "\n", mode=0o644)
 
 
+@dataclass
+class Watch:
+    """A run being watched: its load samples so far, and how it ended (set ``ended`` to
+    "interrupted" when the run's own child reported the interrupt, as a study's campaign does)."""
+
+    samples: list[float] = field(default_factory=list)
+    ended: str = "ended"
+
+
 @contextlib.contextmanager
-def watch(path: Path, where: Path, every: float = 5.0) -> Iterator[list[float]]:
+def watch(path: Path, where: Path, every: float = 5.0) -> Iterator[Watch]:
     """Write PATH as the run starts ("running") and ends ("ended", or "interrupted" for an
-    interrupt), sampling the load every EVERY seconds in between; yields the samples' list."""
+    interrupt raised here or set on the yielded Watch), sampling the load every EVERY seconds in
+    between."""
     facts = describe(where)
-    samples = [psutil.getloadavg()[0]]
+    run = Watch([psutil.getloadavg()[0]])
+    samples = run.samples
     _write(path, facts, samples, "running")
     stop = threading.Event()
 
@@ -73,8 +85,8 @@ def watch(path: Path, where: Path, every: float = 5.0) -> Iterator[list[float]]:
     thread.start()
     ended = "interrupted"
     try:
-        yield samples
-        ended = "ended"
+        yield run
+        ended = run.ended
     finally:
         stop.set()
         thread.join(timeout=every + 1)

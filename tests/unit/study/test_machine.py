@@ -14,9 +14,9 @@ from afkit.study import machine
 
 def test_a_run_is_recorded_as_running_then_ended_with_the_load_sampled_between(tmp_path: Path) -> None:
     path = tmp_path / "results" / machine.NAME
-    with machine.watch(path, tmp_path, every=0.05) as samples:
+    with machine.watch(path, tmp_path, every=0.05) as run:
         during = json.loads(path.read_text())
-        while len(samples) < 3:  # the sampler thread adds one every 0.05 s
+        while len(run.samples) < 3:  # the sampler thread adds one every 0.05 s
             os.sched_yield()
     after = json.loads(path.read_text())
     assert during["run"] == "running" and after["run"] == "ended"
@@ -43,3 +43,10 @@ def test_the_line_names_cores_memory_kernel_device_and_load() -> None:
         "load during the run: median 3.1, max 8.9 (12 samples)"
     )
     assert machine.shown({}) == "not recorded"
+
+
+def test_a_run_whose_child_reported_the_interrupt_is_recorded_so(tmp_path: Path) -> None:
+    """A study's campaign run exits 130 on Ctrl-C; the study itself raises nothing."""
+    with machine.watch(tmp_path / machine.NAME, tmp_path, every=60) as run:
+        run.ended = "interrupted"
+    assert json.loads((tmp_path / machine.NAME).read_text())["run"] == "interrupted"

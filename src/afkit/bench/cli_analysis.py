@@ -101,7 +101,7 @@ def _analysis_options(parser: argparse.ArgumentParser) -> None:
         "--cache-mb", type=argtypes.non_negative, metavar="MB",
         help="root engine: TTreeCache size in MiB (default ROOT's own; 0: no cache)",
     )  # fmt: skip
-    parser.add_argument("--duration", type=argtypes.positive, help="stop after this many seconds")
+    parser.add_argument("--duration", type=argtypes.finite, help="stop after this many seconds")
 
 
 def _single_options(parser: argparse.ArgumentParser) -> None:

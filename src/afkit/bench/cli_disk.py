@@ -71,9 +71,7 @@ def _disk_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--trace", help="trace to replay in the 'replay' test (default: the ROOT-like pattern)"
     )
-    parser.add_argument(
-        "--duration", type=argtypes.positive, help="limit each read test to this many seconds"
-    )
+    parser.add_argument("--duration", type=argtypes.finite, help="limit each read test to this many seconds")
     parser.add_argument(
         "--label", default="", help="a name for this configuration, e.g. 'before' or 'ra-4096'"
     )

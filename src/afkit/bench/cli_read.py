@@ -28,7 +28,7 @@ def _add_read_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--start", default="0", help="offset of the first block (default 0)")
     parser.add_argument(
-        "--duration", type=argtypes.positive, help="stop after this many seconds (default: end of data)"
+        "--duration", type=argtypes.finite, help="stop after this many seconds (default: end of data)"
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the random orders (default 0)")
     parser.add_argument(

@@ -5,9 +5,10 @@ when testbeds run beside it; a test that waits a fixed wall-time budget for a pr
 first record, a stage's log) then fails on a machine its author never had. This soak makes that
 load on purpose: CPU hogs (busy loops at the tests' own priority, by default 5 per core) run beside
 the tests, and each round starts only when the one-minute load average is at least ``--load-min``.
-The tests are those of tests/unit that call ``wait_until(`` or ``ctrl_c_when(`` and the bats files
-of tests/bats that call ``wait_until`` (found by their text, so a new such test is soaked too;
-tests/bats/testbed.bats only where the testbed is up, ``--with-testbed``). Run from the repository
+The tests are those that wait on something: the test functions of tests/unit whose body calls
+``wait_until(``, ``ctrl_c_when(`` or ``interrupt_when(`` (found by their source, so a new such test
+is soaked too) and the bats tests of tests/bats whose body calls ``wait_until`` (tests/bats/testbed.bats
+only where the testbed is up, ``--with-testbed``). Run from the repository
 as root, after ``make venv``:
 
     .venv/bin/python tests/soak/load_soak.py [--rounds 10] [--load-min 8] [--hogs N]
@@ -19,6 +20,7 @@ exit 1 when any round failed, and the failing round's output in build/load-soak/
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import re
@@ -35,15 +37,46 @@ from waitsupport import wait_until  # noqa: E402
 BATS_NEEDS_TESTBED = {"testbed.bats"}
 
 
-def waiting_tests(with_testbed: bool) -> tuple[list[Path], list[Path]]:
-    """(the unit test files, the bats files) that wait on processes."""
-    waits = re.compile(r"wait_until\(|ctrl_c_when\(")
-    unit = sorted(p for p in (REPO / "tests/unit").rglob("test_*.py") if waits.search(p.read_text()))
-    bats = sorted(
-        p
-        for p in (REPO / "tests/bats").glob("*.bats")
-        if "wait_until " in p.read_text() and (with_testbed or p.name not in BATS_NEEDS_TESTBED)
-    )
+WAITS = re.compile(r"\b(wait_until|ctrl_c_when|interrupt_when)\(")
+
+
+def _unit_waiting(path: Path) -> list[str]:
+    """PATH's test functions (pytest node ids, their parameters all) whose body waits."""
+    tree = ast.parse(path.read_text())
+    lines = path.read_text().splitlines()
+    out = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+            body = "\n".join(lines[node.lineno - 1 : node.end_lineno])
+            if WAITS.search(body):
+                out.append(f"{path.relative_to(REPO)}::{node.name}")
+    return out
+
+
+def _bats_waiting(path: Path) -> list[str]:
+    """The names of PATH's @test blocks whose body calls wait_until."""
+    names: list[str] = []
+    body: list[str] = []
+    current: str | None = None
+    for line in [*path.read_text().splitlines(), "@test end"]:
+        start = re.match(r'@test "(.*)" \{', line)
+        if start or line.startswith("@test end"):
+            if current is not None and any("wait_until " in b for b in body):
+                names.append(current)
+            current, body = (start.group(1) if start else None), []
+        else:
+            body.append(line)
+    return names
+
+
+def waiting_tests(with_testbed: bool) -> tuple[list[str], dict[Path, list[str]]]:
+    """(the unit tests' node ids, each bats file's test names) that wait on processes."""
+    unit = [n for p in sorted((REPO / "tests/unit").rglob("test_*.py")) for n in _unit_waiting(p)]
+    bats = {
+        p: names
+        for p in sorted((REPO / "tests/bats").glob("*.bats"))
+        if (with_testbed or p.name not in BATS_NEEDS_TESTBED) and (names := _bats_waiting(p))
+    }
     return unit, bats
 
 
@@ -64,14 +97,16 @@ def counts(text: str) -> tuple[int, int]:
     return passed, failed
 
 
-def one_round(unit: list[Path], bats: list[Path], log: Path) -> tuple[int, int, int]:
+def one_round(unit: list[str], bats: dict[Path, list[str]], log: Path) -> tuple[int, int, int]:
     venv = Path(os.environ.get("AFKIT_VENV", REPO / ".venv"))
     env = {**os.environ, "PATH": f"{venv / 'bin'}:{os.environ['PATH']}"}
     out = []
     codes = []
+    filters = [["--filter", "^(" + "|".join(re.escape(n) for n in names) + ")$", str(p)]
+               for p, names in bats.items()]  # fmt: skip
     for cmd in (
-        [str(venv / "bin/pytest"), "-q", "-p", "no:cacheprovider", "-n", "3", *map(str, unit)],
-        ["bats", "--tap", *map(str, bats)],
+        [str(venv / "bin/pytest"), "-q", "-p", "no:cacheprovider", "-n", "3", *unit],
+        *(["bats", "--tap", *f] for f in filters),
     ):
         proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False)
         out.append(f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}")
@@ -92,8 +127,8 @@ def main() -> int:
     unit, bats = waiting_tests(args.with_testbed)
     logs = REPO / "build/load-soak"
     logs.mkdir(parents=True, exist_ok=True)
-    names = {k: [str(p.relative_to(REPO)) for p in v] for k, v in (("unit", unit), ("bats", bats))}
-    print(json.dumps({**names, "hogs": args.hogs}), flush=True)
+    listed = {"unit": unit, "bats": {str(p.relative_to(REPO)): n for p, n in bats.items()}}
+    print(json.dumps({**listed, "hogs": args.hogs}), flush=True)
     running = hogs(args.hogs)
     bad = 0
     try:

@@ -147,14 +147,19 @@ def planned_campaign(args: argparse.Namespace, study: model.Study, fac: recipe.F
     return made
 
 
-def campaign_writes(args: argparse.Namespace, made: dict[str, object]) -> list[writes.Write]:
+def campaign_writes(
+    args: argparse.Namespace, study: model.Study, made: dict[str, object]
+) -> list[writes.Write]:
     results = Path(str(made.get("results", "results"))) / f"{made['name']}-v{made['version']}"
-    return writes.campaign_writes(made, results, campaign_file(args, model.load(args.name)))
+    return writes.campaign_writes(made, results, campaign_file(args, study))
 
 
-def write_campaign(args: argparse.Namespace, study: model.Study, fac: recipe.Facility) -> Path:
+def write_campaign(
+    args: argparse.Namespace, study: model.Study, fac: recipe.Facility, made: dict[str, object] | None = None
+) -> Path:
+    """The campaign MADE (default: planned here) written to its file, the facility beside it."""
     path = campaign_file(args, study)
-    made = planned_campaign(args, study, fac)
+    made = made if made is not None else planned_campaign(args, study, fac)
     text = (
         f"# afkit study run {study.name}: the study's recipe at {fac.where} (made by afkit; "
         "edit the study's sites file, not this)\n"
@@ -198,10 +203,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     study = model.load(args.name)
     fac = facility(args, study)
     key = run_key(args)
+    made: dict[str, object] = {}
     if study.runner == "host":
         planned = host.writes(study, fac, key)
     else:
-        planned = campaign_writes(args, planned_campaign(args, study, fac))
+        made = planned_campaign(args, study, fac)  # built and validated once for the check and the file
+        planned = campaign_writes(args, study, made)
     if args.dry_run:
         print(f"afkit study run {study.name} at {fac.where} would write:\n{writes.show(planned)}")
         short = writes.fits(planned)
@@ -210,7 +217,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     writes.check(planned, study.name)  # before anything is written (exit 3)
     if study.runner == "host":
         return host.run(study, fac, args.workdir, key)
-    path = write_campaign(args, study, fac)
+    path = write_campaign(args, study, fac, made)
     print(f"afkit study: {study.name} at {fac.where}: campaign {path}", file=sys.stderr)
     # a study's benchmarks are measured one after another, as the original measured them: at
     # local sites one snakemake job (a wave) at a time (batch sites: the executors' own limits)

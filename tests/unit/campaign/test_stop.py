@@ -223,7 +223,7 @@ def test_an_interrupts_word_counts_every_job_of_the_campaign_without_a_record(
     here = runner._records(planned, "here", None)
     assert 0 < len(here) < len(every)
     # the call's snakemake stands in: it interrupts afkit (SIGINT to its parent, as Ctrl-C) and waits
-    stand_in = "import os, signal, time; os.kill(os.getppid(), signal.SIGINT); time.sleep(60)"
+    stand_in = "import os, signal; os.kill(os.getppid(), signal.SIGINT); signal.pause()"  # until stopped
     calls = [runner.Call("here", [sys.executable, "-c", stand_in], here), runner.Call("far", ["false"], ())]
     monkeypatch.setattr(runner, "plan_calls", lambda *a, **k: calls)
     monkeypatch.setattr(runner.stop, "settle", lambda _c: None)

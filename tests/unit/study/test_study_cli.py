@@ -100,20 +100,21 @@ def test_set_rejects_a_parameter_the_study_lacks(tmp_path: Path) -> None:
 
 
 CHILD = """
-import signal, sys, time
+import os, signal, sys
 from pathlib import Path
-out = Path(sys.argv[1])
+out, release = Path(sys.argv[1]), Path(sys.argv[1] + ".release")
 def stop(signum, frame):
     with out.open("a") as f:
         f.write(signal.Signals(signum).name + "\\n")
-    time.sleep(0.5)  # its own stop takes a while (snakemake cancelling batch jobs)
+    while not release.exists():  # its own stop lasts until the test lets it end (snakemake cancelling)
+        os.sched_yield()
     with out.open("a") as f:
         f.write("stopped\\n")
     raise SystemExit(130)
 signal.signal(signal.SIGINT, stop)
 out.write_text("")
 while True:
-    time.sleep(1)
+    signal.pause()
 """
 
 
@@ -134,6 +135,9 @@ def test_an_interrupt_of_a_study_stops_its_campaign_run_and_waits_for_it(
     try:
         wait_until(said.is_file, 60, what="the campaign run to start", proc=proc)
         proc.send_signal(sig)
+        wait_until(lambda: "SIGINT" in said.read_text(), 60, what="the campaign run's stop", proc=proc)
+        assert proc.poll() is None  # the study waits while its campaign run stops
+        Path(f"{said}.release").touch()
         assert proc.wait(timeout=60) == 130
     finally:
         proc.kill()

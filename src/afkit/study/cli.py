@@ -116,7 +116,10 @@ def facility(args: argparse.Namespace, study: model.Study) -> recipe.Facility:
     return fac
 
 
-LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+# a run's key ends up in the campaign's name (study-NAME-KEY: the schema's name, at most 64 of
+# [A-Za-z0-9_-]; it names the results folder and tags the batch jobs), so it is one of those too and
+# short enough for the longest study name
+LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,23}")
 
 
 def run_key(args: argparse.Namespace) -> str:
@@ -126,13 +129,13 @@ def run_key(args: argparse.Namespace) -> str:
     label = getattr(args, "label", None)
     if label is not None:
         if not LABEL.fullmatch(label):
-            raise UsageError(f"--label {label!r}: letters, digits, '_', '.' and '-' only (at most 64)",
-                             hint="e.g. --label my-farm")  # fmt: skip
+            raise UsageError(f"--label {label!r}: a letter or digit, then letters, digits, '_' and '-' "
+                             "(at most 24)", hint="e.g. --label my-farm")  # fmt: skip
         return str(label)
     sites: Path | None = getattr(args, "sites", None)
     if sites is None:
         return ""
-    stem = re.sub(r"[^A-Za-z0-9_.-]", "-", sites.stem)[:40] or "sites"
+    stem = re.sub(r"[^A-Za-z0-9_-]", "-", sites.stem)[:16].lstrip("_-") or "sites"
     return f"{stem}-{hashlib.sha256(str(sites.absolute()).encode()).hexdigest()[:6]}"
 
 
@@ -311,8 +314,8 @@ def _workdir_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--label",
         metavar="LABEL",
-        help="keys this run's results folder, campaign file and storage paths (default: none in the "
-        "box; with --sites, the file's name and a hash of its path)",
+        help="keys this run's results folder, campaign file and storage paths (up to 24 letters, "
+        "digits, '_', '-'; default: none in the box; with --sites, the file's name and a hash of its path)",
     )
     p.add_argument(
         "--workdir",

@@ -5,6 +5,7 @@ afkit study clean removing what a run wrote and nothing else."""
 from __future__ import annotations
 
 import argparse
+import re
 import shlex
 import shutil
 import subprocess
@@ -13,6 +14,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from afkit.campaign.dataset import generated_files
 from afkit.study import cli, model, recipe
@@ -58,7 +61,7 @@ def test_a_sites_run_is_keyed_by_its_file_and_the_box_is_not(tmp_path: Path) -> 
     assert cli.run_key(args_for(one, label="farm-2026")) == "farm-2026"
 
 
-@pytest.mark.parametrize("label", ["../up", "a b", "", "x" * 65, "-dash"])
+@pytest.mark.parametrize("label", ["../up", "a b", "", "x" * 25, "-dash", "my.farm", "a\nb", "$(id)"])
 def test_a_label_that_is_no_plain_name_is_exit_2(label: str) -> None:
     from afkit.errors import UsageError
 
@@ -160,3 +163,30 @@ def test_clean_removes_what_the_sites_run_wrote_and_nothing_else(
     assert not any(f.exists() for f in written) and not results.exists() and not path.parent.exists()
     assert foreign.read_bytes() == b"keep" and (box / "job" / "r.json").is_file()
     assert f"removed {len(written)} generated file(s)" in proc.stderr
+
+
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")  # the campaign schema's name (campaign.schema.yaml)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(
+    label=st.none() | st.text(max_size=80), stem=st.text(max_size=80), study=st.sampled_from(model.names())
+)
+def test_any_label_or_sites_file_name_makes_a_valid_campaign_name_or_is_refused(
+    label: str | None, stem: str, study: str
+) -> None:
+    """A run's key reaches the campaign's name, its results folder and its batch jobs' tag: whatever
+    the user writes (newlines, quotes, $(), slashes), it is refused (exit 2) or a name of the
+    schema's letters, at most 64 long, for every study."""
+    from afkit.errors import UsageError
+
+    sites = (
+        None if label is not None else Path("/tmp") / (stem.replace("/", "_").replace("\0", "_") + ".yaml")
+    )
+    try:
+        key = cli.run_key(args_for(sites, label=label))
+    except UsageError:
+        assert label is not None
+        return
+    name = f"study-{recipe.keyed(model.load(study), key)}"
+    assert NAME.fullmatch(name) and len(name) <= 64, name
